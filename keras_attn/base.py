@@ -1,0 +1,294 @@
+"""The base attention layer: masks, softmax, context, and the decoding step.
+
+Subclasses only say how a query meets a key, through three small hooks:
+
+* `_build_scores(query_dim, key_dim)`: create the score's weights.
+* `_project_keys(key)`: the part of the score that depends on the keys alone.
+  It runs once per source sequence (`prepare_memory`), never per decoder step.
+* `_project_query(query)`: the part that depends on the query alone.
+* `_calculate_scores(query, keys)`: projected query `(batch, Tq, *)` against
+  projected keys `(batch, Tv, *)`, giving scores `(batch, Tq, Tv)`.
+"""
+
+from typing import NamedTuple
+
+import keras
+from keras import ops
+
+from keras_attn.masking import causal_mask, combine_masks, masked_softmax
+
+
+class AttentionMemory(NamedTuple):
+    """What a decoder attends over, prepared once per source sequence.
+
+    Attributes:
+        keys: Projected keys, `(batch, Tv, units)`: the output of the layer's
+            `_project_keys`, so a decoder step never re-projects the memory.
+        values: Values, `(batch, Tv, value_dim)`.
+        mask: Boolean, `(batch, Tv)`; False marks padding.
+    """
+
+    keys: object
+    values: object
+    mask: object
+
+
+class BaseAttention(keras.layers.Layer):
+    """Attention from a query over keys and values; subclasses give the score.
+
+    With query `q`, keys `k_i` and values `v_i` (keys default to the values):
+    `alpha = softmax_i(score(q, k_i))` and `context = sum_i alpha_i v_i`.
+
+    Args:
+        dropout: Fraction of the attention weights to drop in training.
+        seed: Seed of the dropout.
+        **kwargs: Base `Layer` arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        inputs: `[query, value]` or `[query, value, key]`:
+            - `query`: `(batch, Tq, query_dim)`, or `(batch, query_dim)` for a
+              single decoder step.
+            - `value`: `(batch, Tv, value_dim)`.
+            - `key`: optional, `(batch, Tv, key_dim)`; defaults to `value`.
+        mask: Masks propagated by Keras, `[query_mask, value_mask]`.
+        query_mask: Optional boolean `(batch, Tq)`; masked query positions get
+            a zero context. Overrides the propagated query mask.
+        value_mask: Optional boolean `(batch, Tv)`; masked values get zero
+            weight. Overrides the propagated value mask.
+        return_attention_scores: If True, also return the attention weights,
+            float32, `(batch, Tq, Tv)` (`(batch, Tv)` for a rank-2 query).
+        use_causal_mask: If True, query position `i` sees values `<= i`
+            (self-attention in a decoder).
+        training: Whether dropout applies.
+
+    Returns:
+        The context, `(batch, Tq, value_dim)` (`(batch, value_dim)` for a
+        rank-2 query), in the layer's compute dtype; and the weights if asked.
+    """
+
+    def __init__(self, dropout=0.0, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(
+                f"`dropout` must be in [0, 1). Received: dropout={dropout}"
+            )
+        self.dropout = dropout
+        self.seed = seed
+        self.supports_masking = True
+        if dropout > 0:
+            self.seed_generator = keras.random.SeedGenerator(seed)
+
+    # ----------------------------------------------------------- hooks
+
+    def _build_scores(self, query_dim, key_dim):
+        """Creates the score's weights. Default: none."""
+
+    def _project_keys(self, key):
+        """Key-only part of the score, computed once per memory."""
+        return key
+
+    def _project_query(self, query):
+        """Query-only part of the score, computed once per query."""
+        return query
+
+    def _calculate_scores(self, query, keys):
+        """Scores `(batch, Tq, Tv)` of projected queries against keys."""
+        raise NotImplementedError(
+            f"{self.__class__.__name__} must implement `_calculate_scores`."
+        )
+
+    def _apply_scores(self, scores, values, scores_mask=None, training=None):
+        """Masked float32 softmax, dropout, weighted sum of the values.
+
+        Returns:
+            `(context, weights)`: `(batch, Tq, value_dim)` in the values'
+            dtype and float32 `(batch, Tq, Tv)`.
+        """
+        weights = masked_softmax(scores, scores_mask)
+        dropped = weights
+        if training and self.dropout > 0:
+            dropped = keras.random.dropout(
+                weights, self.dropout, seed=self.seed_generator
+            )
+        context = ops.matmul(ops.cast(dropped, values.dtype), values)
+        return context, weights
+
+    # ----------------------------------------------------------- build
+
+    def build(self, input_shape):
+        query_shape, value_shape, key_shape = self._validate_shapes(
+            input_shape
+        )
+        self._build_scores(int(query_shape[-1]), int(key_shape[-1]))
+        self.built = True
+
+    def _validate_shapes(self, input_shape):
+        name = self.__class__.__name__
+        if (
+            not isinstance(input_shape, (list, tuple))
+            or len(input_shape) not in (2, 3)
+            or not isinstance(input_shape[0], (list, tuple))
+        ):
+            raise ValueError(
+                f"{name} must be called on a list [query, value] or "
+                f"[query, value, key]. Received input shapes: {input_shape}"
+            )
+        query_shape, value_shape = input_shape[0], input_shape[1]
+        key_shape = input_shape[2] if len(input_shape) == 3 else value_shape
+        if len(query_shape) not in (2, 3):
+            raise ValueError(
+                f"{name}: query must have rank 3 (batch, Tq, dim) or rank 2 "
+                f"(batch, dim). Received query shape: {tuple(query_shape)}"
+            )
+        for label, shape in (("value", value_shape), ("key", key_shape)):
+            if len(shape) != 3:
+                raise ValueError(
+                    f"{name}: {label} must have rank 3 (batch, Tv, dim). "
+                    f"Received {label} shape: {tuple(shape)}"
+                )
+        if (
+            value_shape[1] is not None
+            and key_shape[1] is not None
+            and value_shape[1] != key_shape[1]
+        ):
+            raise ValueError(
+                f"{name}: key and value must have the same length Tv. "
+                f"Received key shape {tuple(key_shape)} and value shape "
+                f"{tuple(value_shape)}"
+            )
+        for label, shape in (("query", query_shape), ("key", key_shape)):
+            if shape[-1] is None:
+                raise ValueError(
+                    f"{name}: the last dimension of the {label} must be "
+                    f"known. Received {label} shape: {tuple(shape)}"
+                )
+        return query_shape, value_shape, key_shape
+
+    # ----------------------------------------------------------- decoding API
+
+    def prepare_memory(self, value, key=None, value_mask=None):
+        """Projects the memory once, for attention at every decoder step.
+
+        Args:
+            value: `(batch, Tv, value_dim)`.
+            key: Optional `(batch, Tv, key_dim)`; defaults to `value`.
+            value_mask: Optional boolean `(batch, Tv)`.
+
+        Returns:
+            An `AttentionMemory` to pass to `step`.
+        """
+        if not self.built:
+            raise ValueError(
+                f"{self.__class__.__name__} is not built: call it once on "
+                "[query, value] or call `build([query_shape, value_shape])` "
+                "before `prepare_memory`."
+            )
+        key = value if key is None else key
+        if value_mask is None:
+            value_mask = ops.ones(ops.shape(value)[:2], dtype="bool")
+        return AttentionMemory(
+            keys=self._project_keys(key),
+            values=value,
+            mask=ops.cast(value_mask, "bool"),
+        )
+
+    def step(self, query, memory, training=None, **score_kwargs):
+        """One decoder step: a rank-2 query against a prepared memory.
+
+        Args:
+            query: `(batch, query_dim)`.
+            memory: From `prepare_memory`.
+            **score_kwargs: Extra inputs of the score (coverage, say).
+
+        Returns:
+            `(context, weights)`: `(batch, value_dim)` and float32
+            `(batch, Tv)`.
+        """
+        context, weights = self._attend(
+            ops.expand_dims(query, 1),
+            memory,
+            scores_mask=ops.expand_dims(memory.mask, 1),
+            training=training,
+            **score_kwargs,
+        )
+        return ops.squeeze(context, 1), ops.squeeze(weights, 1)
+
+    def _attend(self, query, memory, scores_mask, training, **score_kwargs):
+        scores = self._calculate_scores(
+            self._project_query(query), memory.keys, **score_kwargs
+        )
+        return self._apply_scores(
+            scores, memory.values, scores_mask=scores_mask, training=training
+        )
+
+    # ----------------------------------------------------------- call
+
+    def call(
+        self,
+        inputs,
+        mask=None,
+        query_mask=None,
+        value_mask=None,
+        return_attention_scores=False,
+        use_causal_mask=False,
+        training=None,
+        **score_kwargs,
+    ):
+        self._validate_shapes([tuple(x.shape) for x in inputs])
+        query, value = inputs[0], inputs[1]
+        key = inputs[2] if len(inputs) > 2 else value
+        mask = list(mask) if mask is not None else [None, None]
+        query_mask = mask[0] if query_mask is None else query_mask
+        value_mask = mask[1] if value_mask is None else value_mask
+
+        single_step = len(query.shape) == 2
+        if single_step:
+            query = ops.expand_dims(query, 1)
+            if query_mask is not None:
+                query_mask = ops.expand_dims(query_mask, 1)
+
+        memory = AttentionMemory(self._project_keys(key), value, None)
+        scores_mask = None
+        if value_mask is not None:
+            scores_mask = ops.expand_dims(ops.cast(value_mask, "bool"), 1)
+        if use_causal_mask:
+            causal = causal_mask(ops.shape(query)[1], ops.shape(value)[1])
+            scores_mask = combine_masks(scores_mask, causal)
+        context, weights = self._attend(
+            query, memory, scores_mask, training, **score_kwargs
+        )
+        if query_mask is not None:
+            query_mask = ops.expand_dims(ops.cast(query_mask, "bool"), -1)
+            context = context * ops.cast(query_mask, context.dtype)
+            weights = weights * ops.cast(query_mask, weights.dtype)
+        if single_step:
+            context, weights = ops.squeeze(context, 1), ops.squeeze(weights, 1)
+        if return_attention_scores:
+            return context, weights
+        return context
+
+    def compute_mask(self, inputs, mask=None):
+        if mask is None or mask[0] is None or len(inputs[0].shape) == 2:
+            return None
+        return mask[0]
+
+    def compute_output_shape(self, input_shape):
+        query_shape, value_shape, _ = self._validate_shapes(input_shape)
+        return (*query_shape[:-1], value_shape[-1])
+
+    def compute_output_spec(
+        self, inputs, return_attention_scores=False, **kwargs
+    ):
+        shapes = [tuple(x.shape) for x in inputs]
+        context = keras.KerasTensor(
+            self.compute_output_shape(shapes), dtype=self.compute_dtype
+        )
+        if not return_attention_scores:
+            return context
+        weights_shape = (*shapes[0][:-1], shapes[1][1])
+        return context, keras.KerasTensor(weights_shape, dtype="float32")
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"dropout": self.dropout, "seed": self.seed})
+        return config

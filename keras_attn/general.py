@@ -1,0 +1,53 @@
+"""Luong's "general" (bilinear) score: `score(q, k) = q^T W k`."""
+
+import keras
+from keras import ops
+
+from keras_attn.base import BaseAttention
+
+
+@keras.saving.register_keras_serializable(package="keras_attn")
+class GeneralAttention(BaseAttention):
+    """Bilinear score `score(q, k) = q^T W k`, `W` of shape `(query_dim, key_dim)`.
+
+    The query is projected (`q^T W`), not the keys: one projection per query
+    instead of one per key, and the memory needs no preparation at all.
+    Query and key dimensions may differ.
+
+    Args:
+        kernel_initializer: Initializer of `W`.
+        **kwargs: `BaseAttention` arguments.
+
+    Example:
+    >>> layer = GeneralAttention()
+    >>> context = layer([decoder_states, encoder_outputs])
+    """
+
+    def __init__(self, kernel_initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+
+    def _build_scores(self, query_dim, key_dim):
+        self.kernel = self.add_weight(
+            name="kernel",
+            shape=(query_dim, key_dim),
+            initializer=self.kernel_initializer,
+        )
+
+    def _project_query(self, query):
+        return ops.matmul(query, ops.cast(self.kernel, query.dtype))
+
+    def _calculate_scores(self, query, keys):
+        return ops.matmul(query, ops.transpose(keys, (0, 2, 1)))
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "kernel_initializer": keras.initializers.serialize(
+                self.kernel_initializer
+            ),
+        }
+
+
+# The name used in much of the literature for the same score.
+BilinearAttention = GeneralAttention

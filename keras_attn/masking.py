@@ -1,0 +1,57 @@
+"""Mask helpers shared by every attention layer.
+
+Softmax over attention scores always runs in float32: under `mixed_float16`
+a large negative mask constant would overflow to `-inf`, and a softmax over
+half-precision logits loses the small weights that copy attention needs.
+"""
+
+from keras import ops
+
+# Finite, so that a fully masked row never produces `inf - inf = nan`.
+_MASK_VALUE = -1e9
+
+
+def causal_mask(query_length, value_length):
+    """Lower-triangular mask: query position `i` sees value positions `<= i`.
+
+    Returns:
+        Boolean tensor of shape `(1, query_length, value_length)`.
+    """
+    ones = ops.ones((1, query_length, value_length), dtype="int32")
+    rows = ops.cumsum(ones, axis=-2)
+    cols = ops.cumsum(ones, axis=-1)
+    return ops.greater_equal(rows, cols)
+
+
+def combine_masks(*masks):
+    """Logical AND of the masks that are not `None` (`None` if all are)."""
+    result = None
+    for mask in masks:
+        if mask is None:
+            continue
+        mask = ops.cast(mask, "bool")
+        result = mask if result is None else ops.logical_and(result, mask)
+    return result
+
+
+def masked_softmax(scores, mask=None):
+    """Softmax over the last axis in float32, zero where `mask` is False.
+
+    A row whose positions are all masked gets all-zero weights (so a zero
+    context), never NaN.
+
+    Args:
+        scores: Float tensor of shape `(..., Tv)`.
+        mask: Optional boolean tensor broadcastable to `scores`.
+
+    Returns:
+        float32 tensor with the shape of `scores`.
+    """
+    scores = ops.cast(scores, "float32")
+    if mask is None:
+        return ops.softmax(scores, axis=-1)
+    mask = ops.cast(mask, "bool")
+    weights = ops.softmax(ops.where(mask, scores, _MASK_VALUE), axis=-1)
+    # Multiplying by the mask zeroes fully masked rows, which the softmax
+    # alone would turn into a uniform distribution over padding.
+    return weights * ops.cast(mask, "float32")
