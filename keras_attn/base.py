@@ -15,7 +15,12 @@ from typing import NamedTuple
 import keras
 from keras import ops
 
-from keras_attn.masking import causal_mask, combine_masks, masked_softmax
+from keras_attn.masking import (
+    causal_mask,
+    combine_masks,
+    masked_softmax,
+    softmax_dtype,
+)
 
 
 class AttentionMemory(NamedTuple):
@@ -56,7 +61,8 @@ class BaseAttention(keras.layers.Layer):
         value_mask: Optional boolean `(batch, Tv)`; masked values get zero
             weight. Overrides the propagated value mask.
         return_attention_scores: If True, also return the attention weights,
-            float32, `(batch, Tq, Tv)` (`(batch, Tv)` for a rank-2 query).
+            float32 (float64 for a float64 layer), `(batch, Tq, Tv)`
+            (`(batch, Tv)` for a rank-2 query).
         use_causal_mask: If True, query position `i` sees values `<= i`
             (self-attention in a decoder).
         training: Whether dropout applies.
@@ -102,7 +108,7 @@ class BaseAttention(keras.layers.Layer):
 
         Returns:
             `(context, weights)`: `(batch, Tq, value_dim)` in the values'
-            dtype and float32 `(batch, Tq, Tv)`.
+            dtype and float32 (float64 in a float64 layer) `(batch, Tq, Tv)`.
         """
         weights = masked_softmax(scores, scores_mask)
         dropped = weights
@@ -286,7 +292,9 @@ class BaseAttention(keras.layers.Layer):
         if not return_attention_scores:
             return context
         weights_shape = (*shapes[0][:-1], shapes[1][1])
-        return context, keras.KerasTensor(weights_shape, dtype="float32")
+        return context, keras.KerasTensor(
+            weights_shape, dtype=softmax_dtype(self.compute_dtype)
+        )
 
     def get_config(self):
         config = super().get_config()

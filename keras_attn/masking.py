@@ -1,11 +1,13 @@
 """Mask helpers shared by every attention layer.
 
-Softmax over attention scores always runs in float32: under `mixed_float16`
-a large negative mask constant would overflow to `-inf`, and a softmax over
-half-precision logits loses the small weights that copy attention needs.
+Softmax over attention scores runs in float32 (float64 stays float64): under
+`mixed_float16` a large negative mask constant would overflow to `-inf`, and a
+softmax over half-precision logits loses the small weights that copy attention
+needs.
 """
 
 from keras import ops
+from keras.backend import standardize_dtype
 
 # Finite, so that a fully masked row never produces `inf - inf = nan`.
 _MASK_VALUE = -1e9
@@ -34,6 +36,11 @@ def combine_masks(*masks):
     return result
 
 
+def softmax_dtype(dtype):
+    """The dtype attention weights are computed in: float32, or float64."""
+    return "float64" if standardize_dtype(dtype) == "float64" else "float32"
+
+
 def masked_softmax(scores, mask=None):
     """Softmax over the last axis in float32, zero where `mask` is False.
 
@@ -45,13 +52,14 @@ def masked_softmax(scores, mask=None):
         mask: Optional boolean tensor broadcastable to `scores`.
 
     Returns:
-        float32 tensor with the shape of `scores`.
+        Tensor with the shape of `scores`: float32, or float64 for float64
+        scores (never a narrowing cast).
     """
-    scores = ops.cast(scores, "float32")
+    scores = ops.cast(scores, softmax_dtype(scores.dtype))
     if mask is None:
         return ops.softmax(scores, axis=-1)
     mask = ops.cast(mask, "bool")
     weights = ops.softmax(ops.where(mask, scores, _MASK_VALUE), axis=-1)
     # Multiplying by the mask zeroes fully masked rows, which the softmax
     # alone would turn into a uniform distribution over padding.
-    return weights * ops.cast(mask, "float32")
+    return weights * ops.cast(mask, weights.dtype)

@@ -1,0 +1,417 @@
+"""Copying from the source: the pointer-generator (See et al. 2017).
+
+A pointer network (Vinyals et al. 2015) outputs the attention distribution
+itself as a distribution over source positions. The pointer-generator mixes
+it with the decoder's vocabulary distribution through a soft switch:
+
+    p_gen = sigmoid(w_c . c_t + w_s . s_t + w_x . x_t + b)
+    P(w) = p_gen * P_vocab(w) + (1 - p_gen) * sum_{i: src_i = w} a^t_i
+
+over an extended vocabulary: the `vocab_size` words of the decoder, then one
+slot per out-of-vocabulary (OOV) source word. The `k`-th distinct OOV word
+of a source sequence gets the id `vocab_size + k` in `source_ids` (and in the
+targets), so the model can copy words it cannot generate.
+
+* `PointerGenerator`: the layer that computes `p_gen`.
+* `pointer_distribution`: the full extended distribution, for decoding. The
+  copy part is a scatter-add (`keras.ops.segment_sum`) of the attention onto
+  the source ids, so repeated source words add up, and it never builds a
+  `(batch, Tv, vocab)` one-hot.
+* `target_probabilities` and `pointer_nll`: training, where only the target
+  words' probabilities are needed: the copy part is
+  `sum_i a_i [src_i == target]`, `O(Tv)` per step instead of `O(vocab)`.
+
+All probabilities are float32, whatever the layers' dtype policy.
+"""
+
+import keras
+from keras import ops
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+@keras.saving.register_keras_serializable(package="keras_attn")
+class PointerGenerator(keras.layers.Layer):
+    """The generation probability `p_gen` of a pointer-generator.
+
+    `p_gen = sigmoid(w_c . c_t + w_s . s_t + w_x . x_t + b)`, from the
+    attention context `c_t`, the decoder state `s_t` and the decoder input
+    `x_t` (See et al. 2017, eq. 8). It is computed in float32 (its weights
+    are never cast to a mixed-precision compute dtype) and returned as
+    float32.
+
+    Args:
+        use_bias: Whether to add the bias `b`.
+        kernel_initializer: Initializer of `w_c`, `w_s` and `w_x`.
+        bias_initializer: Initializer of `b`.
+        **kwargs: Base `Layer` arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        inputs: `[context, state, decoder_input]` with shapes
+            `(batch, [T,] context_dim)`, `(batch, [T,] state_dim)` and
+            `(batch, [T,] input_dim)` (same leading dimensions).
+
+    Returns:
+        `p_gen`, float32, `(batch, [T,] 1)`.
+
+    Example:
+    >>> p_gen = PointerGenerator()([context, decoder_state, decoder_input])
+    >>> probs = pointer_distribution(
+    ...     p_gen, vocab_probs, attention, source_ids, num_oov=max_oovs)
+    """
+
+    _INPUT_NAMES = ("context", "state", "decoder_input")
+
+    def __init__(
+        self,
+        use_bias=True,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.use_bias = use_bias
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.supports_masking = True
+
+    def _validate_shapes(self, input_shape):
+        name = self.__class__.__name__
+        if (
+            not isinstance(input_shape, (list, tuple))
+            or len(input_shape) != 3
+            or not all(isinstance(s, (list, tuple)) for s in input_shape)
+        ):
+            raise ValueError(
+                f"{name} must be called on a list [context, state, "
+                f"decoder_input]. Received input shapes: {input_shape}"
+            )
+        ranks = {len(s) for s in input_shape}
+        if len(ranks) != 1 or ranks.pop() not in (2, 3):
+            raise ValueError(
+                f"{name}: context, state and decoder_input must all have rank "
+                "2 (batch, dim) or all rank 3 (batch, T, dim). Received "
+                f"shapes: {[tuple(s) for s in input_shape]}"
+            )
+        for label, shape in zip(self._INPUT_NAMES, input_shape, strict=True):
+            if shape[-1] is None:
+                raise ValueError(
+                    f"{name}: the last dimension of {label} must be known. "
+                    f"Received {label} shape: {tuple(shape)}"
+                )
+        return [tuple(s) for s in input_shape]
+
+    def build(self, input_shape):
+        shapes = self._validate_shapes(input_shape)
+        self.kernels = [
+            self.add_weight(
+                name=f"{label}_kernel",
+                shape=(int(shape[-1]), 1),
+                initializer=self.kernel_initializer,
+                autocast=False,
+            )
+            for label, shape in zip(self._INPUT_NAMES, shapes, strict=True)
+        ]
+        self.bias = None
+        if self.use_bias:
+            self.bias = self.add_weight(
+                name="bias",
+                shape=(1,),
+                initializer=self.bias_initializer,
+                autocast=False,
+            )
+        self.built = True
+
+    def call(self, inputs):
+        self._validate_shapes([tuple(x.shape) for x in inputs])
+        logits = None
+        for x, kernel in zip(inputs, self.kernels, strict=True):
+            term = ops.matmul(ops.cast(x, "float32"), ops.cast(kernel, "float32"))
+            logits = term if logits is None else logits + term
+        if self.bias is not None:
+            logits = logits + ops.cast(self.bias, "float32")
+        return ops.sigmoid(logits)
+
+    def compute_mask(self, inputs, mask=None):
+        if isinstance(mask, (list, tuple)):
+            return mask[0]
+        return mask
+
+    def compute_output_shape(self, input_shape):
+        shapes = self._validate_shapes(input_shape)
+        return (*shapes[0][:-1], 1)
+
+    def compute_output_spec(self, inputs):
+        shape = self.compute_output_shape([tuple(x.shape) for x in inputs])
+        return keras.KerasTensor(shape, dtype="float32")
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "use_bias": self.use_bias,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+        }
+
+
+# --------------------------------------------------------------- helpers
+
+
+def _vocab_probs(vocab_probs, from_logits):
+    vocab_probs = ops.cast(vocab_probs, "float32")
+    if from_logits:
+        return ops.softmax(vocab_probs, axis=-1)
+    return vocab_probs
+
+
+def _check_inputs(p_gen, vocab, attention, source_ids):
+    """float32 `p_gen (..., 1)` and int32 ids broadcastable to `attention`."""
+    p_gen = ops.cast(p_gen, "float32")
+    attention = ops.cast(attention, "float32")
+    if len(p_gen.shape) == len(vocab.shape) - 1:
+        p_gen = ops.expand_dims(p_gen, -1)
+    if len(p_gen.shape) != len(vocab.shape) or p_gen.shape[-1] not in (1, None):
+        raise ValueError(
+            "`p_gen` must have shape (..., 1) (or (...,)) with the leading "
+            f"dimensions of `vocab_probs` {tuple(vocab.shape)}. Received "
+            f"p_gen shape: {tuple(p_gen.shape)}"
+        )
+    if len(attention.shape) != len(vocab.shape):
+        raise ValueError(
+            "`attention` (..., Tv) must have the leading dimensions of "
+            f"`vocab_probs` {tuple(vocab.shape)}. Received attention shape: "
+            f"{tuple(attention.shape)}"
+        )
+    source_ids = _source_ids(source_ids, attention)
+    return p_gen, attention, source_ids
+
+
+def _source_ids(source_ids, attention):
+    """int32 source ids with the rank of `attention`."""
+    source_ids = ops.cast(source_ids, "int32")
+    if len(source_ids.shape) == len(attention.shape) - 1 == 2:
+        # (batch, Tv) ids shared by the T decoder steps.
+        source_ids = ops.expand_dims(source_ids, 1)
+    if len(source_ids.shape) != len(attention.shape) or (
+        source_ids.shape[-1] is not None
+        and attention.shape[-1] is not None
+        and source_ids.shape[-1] != attention.shape[-1]
+    ):
+        raise ValueError(
+            "`source_ids` must have shape (batch, Tv) (or that of "
+            f"`attention`), with attention shape {tuple(attention.shape)}. "
+            f"Received source_ids shape: {tuple(source_ids.shape)}"
+        )
+    return source_ids
+
+
+# --------------------------------------------------------------- decoding
+
+
+def copy_distribution(attention, source_ids, extended_vocab_size):
+    """Attention summed onto the source words: `sum_{i: src_i = w} a_i`.
+
+    A scatter-add (`keras.ops.segment_sum`, which sums duplicate ids on every
+    backend): memory and time `O(rows * (Tv + extended_vocab_size))`, no
+    one-hot.
+
+    Args:
+        attention: `(batch, [T,] Tv)` weights over the source positions.
+        source_ids: int `(batch, Tv)` (or the shape of `attention`), ids in
+            `[0, extended_vocab_size)`. Padding positions may hold any valid
+            id: their attention weight is zero.
+        extended_vocab_size: Python int, `vocab_size + num_oov`.
+
+    Returns:
+        float32 `(batch, [T,] extended_vocab_size)`.
+    """
+    if not isinstance(extended_vocab_size, int) or extended_vocab_size <= 0:
+        raise ValueError(
+            "`extended_vocab_size` must be a positive Python int. Received: "
+            f"extended_vocab_size={extended_vocab_size!r}"
+        )
+    attention = ops.cast(attention, "float32")
+    source_ids = _source_ids(source_ids, attention)
+    source_ids = source_ids + ops.zeros_like(attention, dtype="int32")
+    leading = ops.shape(attention)[:-1]
+    length = ops.shape(attention)[-1]
+    flat_weights = ops.reshape(attention, (-1, length))
+    flat_ids = ops.reshape(source_ids, (-1, length))
+    rows = ops.shape(flat_weights)[0]
+    # Row r's word w goes to segment r * V + w of one flat vector.
+    offsets = ops.expand_dims(ops.arange(rows, dtype="int32"), 1)
+    segments = flat_ids + offsets * extended_vocab_size
+    summed = ops.segment_sum(
+        ops.reshape(flat_weights, (-1,)),
+        ops.reshape(segments, (-1,)),
+        num_segments=rows * extended_vocab_size,
+    )
+    return ops.reshape(summed, (*leading, extended_vocab_size))
+
+
+def pointer_distribution(
+    p_gen, vocab_probs, attention, source_ids, num_oov=0, from_logits=False
+):
+    """The pointer-generator's distribution over the extended vocabulary.
+
+    `P(w) = p_gen P_vocab(w) + (1 - p_gen) sum_{i: src_i = w} a_i`, where
+    `P_vocab` is zero on the OOV slots `w >= vocab_size`.
+
+    Args:
+        p_gen: `(batch, [T,] 1)` (or `(batch, [T])`), from `PointerGenerator`.
+        vocab_probs: `(batch, [T,] vocab_size)` probabilities (logits if
+            `from_logits`). `vocab_size` must be static.
+        attention: `(batch, [T,] Tv)` attention weights (zero on padding).
+        source_ids: int `(batch, Tv)` (or the shape of `attention`): source
+            words in the extended vocabulary, OOVs as `vocab_size + k`.
+        num_oov: Python int, the number of OOV slots (at least the largest
+            number of distinct OOVs of a source sequence in the batch).
+        from_logits: Whether `vocab_probs` are logits (softmax in float32).
+
+    Returns:
+        float32 `(batch, [T,] vocab_size + num_oov)`; each row sums to 1 when
+        the rows of `vocab_probs` and `attention` do.
+    """
+    if not isinstance(num_oov, int) or num_oov < 0:
+        raise ValueError(
+            f"`num_oov` must be a non-negative Python int. Received: "
+            f"num_oov={num_oov!r}"
+        )
+    vocab = _vocab_probs(vocab_probs, from_logits)
+    vocab_size = vocab.shape[-1]
+    if vocab_size is None:
+        raise ValueError(
+            "The last dimension of `vocab_probs` must be known. Received "
+            f"vocab_probs shape: {tuple(vocab.shape)}"
+        )
+    p_gen, attention, source_ids = _check_inputs(p_gen, vocab, attention, source_ids)
+    generated = p_gen * vocab
+    if num_oov:
+        pad = [[0, 0]] * (len(vocab.shape) - 1) + [[0, num_oov]]
+        generated = ops.pad(generated, pad)
+    copied = copy_distribution(
+        (1.0 - p_gen) * attention, source_ids, vocab_size + num_oov
+    )
+    return generated + copied
+
+
+# --------------------------------------------------------------- training
+
+
+def target_probabilities(
+    p_gen, vocab_probs, attention, source_ids, target_ids, from_logits=False
+):
+    """`P(target)` of the pointer-generator, without the full distribution.
+
+    `P(y) = p_gen P_vocab(y) [y < vocab_size] + (1 - p_gen) sum_i a_i
+    [src_i == y]`: a gather from `vocab_probs` and an `O(Tv)` comparison per
+    step. Equal to gathering `pointer_distribution(...)` at `target_ids`.
+
+    Args:
+        p_gen: `(batch, [T,] 1)` (or `(batch, [T])`).
+        vocab_probs: `(batch, [T,] vocab_size)` probabilities (logits if
+            `from_logits`).
+        attention: `(batch, [T,] Tv)`.
+        source_ids: int `(batch, Tv)` (or the shape of `attention`), in the
+            extended vocabulary.
+        target_ids: int `(batch, [T])`, in the extended vocabulary. A target
+            OOV absent from the source has probability 0: map those to the
+            UNK id.
+        from_logits: Whether `vocab_probs` are logits.
+
+    Returns:
+        float32 `(batch, [T])`.
+    """
+    vocab = ops.cast(vocab_probs, "float32")
+    vocab_size = vocab.shape[-1]
+    if vocab_size is None:
+        raise ValueError(
+            "The last dimension of `vocab_probs` must be known. Received "
+            f"vocab_probs shape: {tuple(vocab.shape)}"
+        )
+    p_gen, attention, source_ids = _check_inputs(p_gen, vocab, attention, source_ids)
+    target_ids = ops.cast(target_ids, "int32")
+    if len(target_ids.shape) != len(vocab.shape) - 1:
+        raise ValueError(
+            "`target_ids` must have the leading dimensions of `vocab_probs` "
+            f"{tuple(vocab.shape)}. Received target_ids shape: "
+            f"{tuple(target_ids.shape)}"
+        )
+    targets = ops.expand_dims(target_ids, -1)
+    in_vocab = ops.cast(ops.less(target_ids, vocab_size), "float32")
+    gathered = ops.take_along_axis(
+        vocab, ops.clip(targets, 0, vocab_size - 1), axis=-1
+    )[..., 0]
+    if from_logits:
+        # exp(z_y - logsumexp(z)): no softmax over the vocabulary kept.
+        gathered = ops.exp(gathered - ops.logsumexp(vocab, axis=-1))
+    generated = gathered * in_vocab
+    is_target = ops.cast(ops.equal(source_ids, targets), "float32")
+    copied = ops.sum(attention * is_target, axis=-1)
+    p_gen = p_gen[..., 0]
+    return p_gen * generated + (1.0 - p_gen) * copied
+
+
+def pointer_nll(
+    p_gen,
+    vocab_probs,
+    attention,
+    source_ids,
+    target_ids,
+    mask=None,
+    from_logits=False,
+    epsilon=1e-10,
+    reduction="mean",
+):
+    """Negative log-likelihood of the targets under the pointer-generator.
+
+    `-log(P(y) + epsilon)` with `P(y)` from `target_probabilities`, in
+    float32. The `epsilon` keeps the loss and its gradient finite where
+    `P(y)` underflows to 0 (a target neither generated nor in the source).
+
+    Args:
+        p_gen, vocab_probs, attention, source_ids, target_ids, from_logits:
+            As in `target_probabilities`.
+        mask: Optional `(batch, [T])` target mask; False or 0 marks padding.
+        epsilon: Added to `P(y)` inside the log.
+        reduction: `"mean"` (over the valid target tokens of the batch),
+            `"sum"`, or `"none"` (per token `(batch, [T])`, 0 at padding).
+
+    Returns:
+        A float32 scalar, or `(batch, [T])` for `"none"`.
+    """
+    if reduction not in _REDUCTIONS:
+        raise ValueError(
+            f"`reduction` must be one of {_REDUCTIONS}. Received: "
+            f"reduction={reduction!r}"
+        )
+    probs = target_probabilities(
+        p_gen, vocab_probs, attention, source_ids, target_ids, from_logits
+    )
+    nll = -ops.log(probs + epsilon)
+    if mask is None:
+        valid = ops.ones_like(nll)
+    else:
+        if len(mask.shape) != len(nll.shape):
+            raise ValueError(
+                f"`mask` must have the shape of `target_ids` "
+                f"{tuple(nll.shape)}. Received mask shape: {tuple(mask.shape)}"
+            )
+        valid = ops.cast(mask, "float32")
+    # `where`, not a product: 0 * inf at padding would be NaN.
+    nll = ops.where(valid > 0, nll, 0.0)
+    if reduction == "none":
+        return nll
+    total = ops.sum(nll)
+    if reduction == "sum":
+        return total
+    return total / ops.maximum(ops.sum(valid), 1.0)
+
+
+__all__ = [
+    "PointerGenerator",
+    "copy_distribution",
+    "pointer_distribution",
+    "pointer_nll",
+    "target_probabilities",
+]

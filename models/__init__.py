@@ -1,0 +1,1 @@
+"""Headline summarization models and data pipeline (TensorFlow backend)."""

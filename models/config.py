@@ -1,0 +1,84 @@
+"""The summarizer's configuration: one dataclass, saved beside the model."""
+
+import dataclasses
+import json
+from pathlib import Path
+
+ATTENTION_CHOICES = (
+    "bahdanau",
+    "bahdanau-normalized",
+    "luong-dot",
+    "luong-scale",
+    "luong-general",
+    "luong-concat",
+    "scaled-dot",
+)
+
+
+@dataclasses.dataclass
+class SummarizerConfig:
+    """Hyper-parameters of `HeadlineSummarizer` and of its text features.
+
+    Attributes:
+        vocab_size: Size of the word vocabulary, reserved tokens included.
+        embedding_dim: Word embedding size (shared by encoder and decoder).
+        hidden_size: Encoder output size (both directions together) and
+            decoder state size.
+        cell: `"lstm"` or `"gru"`.
+        attention: Score function, one of `ATTENTION_CHOICES`.
+        attention_units: Hidden size of the additive and concat scores.
+        copy: Pointer-generator copying from the source.
+        coverage: Coverage attention and loss (See et al. 2017).
+        coverage_weight: Weight of the coverage loss.
+        dropout: Dropout on embeddings and decoder outputs.
+        tie_embeddings: Output layer shares the embedding matrix.
+        max_source_length: Source tokens kept (the rest is truncated).
+        max_target_length: Headline tokens kept in training, and the decoding
+            limit.
+    """
+
+    vocab_size: int = 20000
+    embedding_dim: int = 128
+    hidden_size: int = 256
+    cell: str = "lstm"
+    attention: str = "bahdanau"
+    attention_units: int = 256
+    copy: bool = True
+    coverage: bool = False
+    coverage_weight: float = 1.0
+    dropout: float = 0.2
+    tie_embeddings: bool = True
+    max_source_length: int = 64
+    max_target_length: int = 20
+
+    def __post_init__(self):
+        if self.attention not in ATTENTION_CHOICES:
+            raise ValueError(
+                f"attention must be one of {', '.join(ATTENTION_CHOICES)}. "
+                f"Received: attention={self.attention!r}"
+            )
+        if self.cell not in ("lstm", "gru"):
+            raise ValueError(f"cell must be 'lstm' or 'gru'. Received: {self.cell!r}")
+        if self.hidden_size % 2:
+            raise ValueError(
+                "hidden_size is split between the two encoder directions and "
+                f"must be even. Received: hidden_size={self.hidden_size}"
+            )
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values):
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(values) - known
+        if unknown:
+            raise ValueError(f"Unknown config keys: {sorted(unknown)}")
+        return cls(**values)
+
+    def save(self, path):
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path):
+        return cls.from_dict(json.loads(Path(path).read_text()))

@@ -1,0 +1,523 @@
+"""Evaluates an exported headline SavedModel: ROUGE with bootstrap intervals.
+
+Only the SavedModel's signatures are used (through `tf.saved_model.load`), never
+the model-building code, so this scores exactly what TF Serving would serve.
+
+Usage:
+
+    python -m models.evaluate --model-dir saved_models/headlines \
+        --data-dir ../shared/data/gigaword_sample --max-examples 500
+
+Decoding signatures: `serving_default` (beam search) and, when present,
+`greedy`. Both are scored against the references, together with a lead
+baseline (the first 8 words of the document). `metrics.json` and
+`heatmaps/example_<i>.png` (through the `attention` signature) are written into
+the version folder `saved_models/<name>/<version>/`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+
+ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+SPLITS = ("train", "validation", "test")
+# System name -> signature name, in the order they are reported.
+DECODING_SIGNATURES = {"beam": "serving_default", "greedy": "greedy"}
+LEAD_WORDS = 8
+
+
+class EvaluationError(Exception):
+    """Bad input to the evaluation (missing model, bad split); one-line message."""
+
+
+# ---------------------------------------------------------------------------
+# Scoring.
+
+
+def _score_matrix(predictions: Sequence[str], references: Sequence[str]):
+    """Per-example ROUGE F1, shape `[N, len(ROUGE_TYPES)]`, in `[0, 1]`."""
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=True)
+    scores = np.empty((len(predictions), len(ROUGE_TYPES)), dtype=np.float64)
+    for i, (prediction, reference) in enumerate(
+        zip(predictions, references, strict=True)
+    ):
+        # rougeLsum splits sentences on "\n"; a headline is a single sentence.
+        result = scorer.score(reference.strip(), prediction.strip())
+        scores[i] = [result[name].fmeasure for name in ROUGE_TYPES]
+    return scores
+
+
+def rouge_with_intervals(
+    predictions: Sequence[str],
+    references: Sequence[str],
+    *,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict:
+    """Mean ROUGE F1 with percentile-bootstrap confidence intervals.
+
+    Each example is scored with rouge-score's `RougeScorer` (rouge1, rouge2,
+    rougeL, rougeLsum; Porter stemmer). The same `n_bootstrap` resamples of
+    the examples are used for all metrics.
+
+    Args:
+        predictions: `N` predicted headlines.
+        references: `N` reference headlines.
+        n_bootstrap: number of bootstrap resamples.
+        seed: seed of the resampling, for reproducible intervals.
+        confidence: coverage of the interval (0.95 gives the 2.5 and 97.5
+            percentiles).
+
+    Returns:
+        `{metric: {"f1": mean, "low": low, "high": high}}`, all times 100.
+    """
+    predictions, references = list(predictions), list(references)
+    if len(predictions) != len(references):
+        raise ValueError(
+            "Expected as many predictions as references; received "
+            f"{len(predictions)} predictions and {len(references)} references."
+        )
+    if not predictions:
+        raise ValueError("Expected at least one prediction; received none.")
+    if n_bootstrap < 1:
+        raise ValueError(f"Expected `n_bootstrap` >= 1; received {n_bootstrap}.")
+    scores = _score_matrix(predictions, references)  # [N, M]
+    n = scores.shape[0]
+    rng = np.random.default_rng(seed)
+    index = rng.integers(0, n, size=(n_bootstrap, n))  # [B, N], shared by metrics
+    # Column by column to keep memory at `[B, N]` rather than `[B, N, M]`.
+    boot = np.stack(
+        [scores[:, j][index].mean(axis=1) for j in range(scores.shape[1])], axis=1
+    )  # [B, M]
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.percentile(boot, [100 * alpha, 100 * (1 - alpha)], axis=0)
+    mean = scores.mean(axis=0)
+    return {
+        name: {
+            "f1": round(100 * float(mean[j]), 4),
+            "low": round(100 * float(low[j]), 4),
+            "high": round(100 * float(high[j]), 4),
+        }
+        for j, name in enumerate(ROUGE_TYPES)
+    }
+
+
+def lead_baseline(documents: Sequence[str], n_words: int = LEAD_WORDS) -> list[str]:
+    """Lead baseline: the first `n_words` whitespace-separated words."""
+    if n_words < 1:
+        raise ValueError(f"Expected `n_words` >= 1; received {n_words}.")
+    return [" ".join(document.split()[:n_words]) for document in documents]
+
+
+# ---------------------------------------------------------------------------
+# SavedModel access.
+
+
+def resolve_version_dir(model_dir: str | os.PathLike) -> str:
+    """Returns the SavedModel folder for `saved_models/<name>[/<version>]`.
+
+    A folder holding `saved_model.pb` is returned as is; otherwise the newest
+    integer-named sub-folder holding one (TF Serving layout).
+
+    Raises:
+        EvaluationError: when neither is found.
+    """
+    model_dir = os.fspath(model_dir)
+    if not os.path.isdir(model_dir):
+        raise EvaluationError(f"Model directory not found: '{model_dir}'.")
+    if os.path.isfile(os.path.join(model_dir, "saved_model.pb")):
+        return model_dir
+    versions = [
+        int(name)
+        for name in os.listdir(model_dir)
+        if name.isdigit()
+        and os.path.isfile(os.path.join(model_dir, name, "saved_model.pb"))
+    ]
+    if not versions:
+        raise EvaluationError(
+            f"No SavedModel in '{model_dir}': expected 'saved_model.pb' there or in "
+            "an integer version folder ('<name>/<version>/')."
+        )
+    return os.path.join(model_dir, str(max(versions)))
+
+
+def _load(saved_model):
+    """Loads a SavedModel from a folder, or passes a loaded one through."""
+    if isinstance(saved_model, str | os.PathLike):
+        import tensorflow as tf
+
+        return tf.saved_model.load(resolve_version_dir(saved_model))
+    return saved_model
+
+
+def _signature(model, name: str):
+    signatures = model.signatures
+    if name not in signatures:
+        raise EvaluationError(
+            f"SavedModel has no '{name}' signature; it has {sorted(signatures)}."
+        )
+    return signatures[name]
+
+
+def _call(function, documents: Sequence[str]) -> dict:
+    """Calls a one-input signature on a batch of document strings."""
+    import tensorflow as tf
+
+    # Signatures take keyword arguments only; the contract names it
+    # `documents`, but any single input name is accepted.
+    (input_name,) = function.structured_input_signature[1].keys()
+    return function(**{input_name: tf.constant(list(documents), dtype=tf.string)})
+
+
+def _strings(tensor) -> list:
+    """A tf.string tensor (any rank) as nested lists of Python `str`."""
+    array = np.asarray(tensor.numpy(), dtype=object)
+    return np.vectorize(lambda b: b.decode("utf-8"), otypes=[object])(array).tolist()
+
+
+def decode_documents(
+    saved_model_dir,
+    documents: Sequence[str],
+    *,
+    signature: str = "serving_default",
+    batch_size: int = 64,
+    progress: bool = True,
+) -> list[str]:
+    """Decodes headlines with a SavedModel signature, batch by batch.
+
+    Args:
+        saved_model_dir: `saved_models/<name>/<version>` (or `saved_models/<name>`
+            for the newest version), or an already loaded SavedModel.
+        documents: `N` source documents.
+        signature: name of a signature mapping `documents: tf.string[None]` to
+            `{"headlines": tf.string[None], ...}` (`serving_default` is beam
+            search, `greedy` greedy decoding).
+        batch_size: documents per call.
+        progress: whether to show a tqdm progress bar.
+
+    Returns:
+        The `N` decoded headlines.
+    """
+    from tqdm.auto import tqdm
+
+    if batch_size < 1:
+        raise ValueError(f"Expected `batch_size` >= 1; received {batch_size}.")
+    function = _signature(_load(saved_model_dir), signature)
+    documents = list(documents)
+    headlines: list[str] = []
+    with tqdm(
+        total=len(documents), desc=signature, unit="doc", disable=not progress
+    ) as bar:
+        for start in range(0, len(documents), batch_size):
+            batch = documents[start : start + batch_size]
+            headlines.extend(_strings(_call(function, batch)["headlines"]))
+            bar.update(len(batch))
+    return headlines
+
+
+# ---------------------------------------------------------------------------
+# Evaluation.
+
+
+def _read_split(split, data_dir, dataset, max_examples, tfds_dir=None):
+    # Imported here so that the CLI answers --help and argument errors fast.
+    data = importlib.import_module("models.data")
+
+    ds = data.load_split(split, data_dir=data_dir, dataset=dataset, tfds_dir=tfds_dir)
+    if max_examples is not None:
+        ds = ds.take(max_examples)
+    documents, references = [], []
+    for document, summary in ds.as_numpy_iterator():
+        documents.append(document.decode("utf-8"))
+        references.append(summary.decode("utf-8"))
+    if not documents:
+        raise EvaluationError(f"Split '{split}' of '{dataset}' has no examples.")
+    return documents, references
+
+
+def _write_heatmaps(model, documents, references, version_dir, n_heatmaps):
+    from models.heatmap import plot_attention
+
+    if n_heatmaps <= 0 or "attention" not in model.signatures:
+        return []
+    batch = documents[:n_heatmaps]
+    outputs = _call(model.signatures["attention"], batch)
+    attention = outputs["attention"].numpy()
+    source_tokens = _strings(outputs["source_tokens"])
+    headline_tokens = _strings(outputs["headline_tokens"])
+    heatmap_dir = os.path.join(version_dir, "heatmaps")
+    paths = []
+    for i in range(len(batch)):
+        path = os.path.join(heatmap_dir, f"example_{i}.png")
+        plot_attention(
+            attention[i],
+            source_tokens[i],
+            headline_tokens[i],
+            path,
+            title=f"example {i} | reference: {references[i]}",
+        )
+        paths.append(path)
+    return paths
+
+
+def format_table(systems: dict) -> str:
+    """Formats `{system: {metric: {"f1", "low", "high"}}}` as a text table."""
+    names = list(systems)
+    cells = {
+        (metric, name): "{f1:6.2f} [{low:6.2f}, {high:6.2f}]".format(
+            **systems[name][metric]
+        )
+        for metric in ROUGE_TYPES
+        for name in names
+    }
+    width = max([len(c) for c in cells.values()] + [len(n) for n in names])
+    lines = [f"{'metric':<10}" + "".join(f"  {n:>{width}}" for n in names)]
+    lines.append("-" * len(lines[0]))
+    for metric in ROUGE_TYPES:
+        lines.append(
+            f"{metric:<10}" + "".join(f"  {cells[metric, n]:>{width}}" for n in names)
+        )
+    return "\n".join(lines)
+
+
+def evaluate(
+    model_dir,
+    split: str = "test",
+    *,
+    data_dir=None,
+    dataset: str = "gigaword",
+    tfds_dir=None,
+    max_examples: int | None = None,
+    n_heatmaps: int = 4,
+    output=None,
+    batch_size: int = 64,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    progress: bool = True,
+) -> dict:
+    """Scores the SavedModel's decoders and the lead baseline on a split.
+
+    Reads `split` with `models.data.load_split`, decodes it with each decoding
+    signature present (`serving_default` as "beam", `greedy` as "greedy"),
+    scores them and the first-8-words baseline ("lead_8") against the
+    references with `rouge_with_intervals`, writes `metrics.json`, prints a
+    table and renders `n_heatmaps` attention heatmaps.
+
+    Args:
+        model_dir: `saved_models/<name>/<version>`, or `saved_models/<name>` for
+            its newest integer version.
+        split: one of `"train"`, `"validation"`, `"test"`.
+        data_dir: data folder passed to `models.data.load_split`.
+        dataset: dataset name passed to `models.data.load_split`.
+        max_examples: evaluate only the first `max_examples` pairs.
+        n_heatmaps: number of examples rendered to
+            `<version>/heatmaps/example_<i>.png` through the `attention`
+            signature (skipped when the SavedModel has none).
+        output: path of the metrics JSON; defaults to `<version>/metrics.json`.
+        batch_size: documents per signature call.
+        n_bootstrap: bootstrap resamples for the confidence intervals.
+        seed: seed of the bootstrap.
+        progress: whether to show progress bars.
+
+    Returns:
+        The metrics dictionary written to `metrics.json`; its `"systems"` maps
+        each system to `{metric: {"f1", "low", "high"}}` (F1 x 100).
+
+    Raises:
+        EvaluationError: for a missing model or a SavedModel without
+            `serving_default`.
+        ValueError: for an unknown split or a bad `max_examples`.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"Expected `split` in {list(SPLITS)}; received '{split}'.")
+    if max_examples is not None and max_examples < 1:
+        raise ValueError(f"Expected `max_examples` >= 1; received {max_examples}.")
+    version_dir = resolve_version_dir(model_dir)
+    documents, references = _read_split(split, data_dir, dataset, max_examples, tfds_dir)
+
+    model = _load(version_dir)
+    _signature(model, "serving_default")
+    signatures = {
+        system: name
+        for system, name in DECODING_SIGNATURES.items()
+        if name in model.signatures
+    }
+    systems = {}
+    for system, name in signatures.items():
+        predictions = decode_documents(
+            model,
+            documents,
+            signature=name,
+            batch_size=batch_size,
+            progress=progress,
+        )
+        systems[system] = rouge_with_intervals(
+            predictions, references, n_bootstrap=n_bootstrap, seed=seed
+        )
+    # The documents are already in the data's normalized form, like the
+    # references, so the baseline needs no further processing.
+    baseline = f"lead_{LEAD_WORDS}"
+    systems[baseline] = rouge_with_intervals(
+        lead_baseline(documents, LEAD_WORDS),
+        references,
+        n_bootstrap=n_bootstrap,
+        seed=seed,
+    )
+    signatures[baseline] = None
+
+    heatmaps = _write_heatmaps(model, documents, references, version_dir, n_heatmaps)
+    metrics = {
+        "model_dir": os.path.abspath(version_dir),
+        "dataset": dataset,
+        "split": split,
+        "num_examples": len(documents),
+        "rouge_types": list(ROUGE_TYPES),
+        "use_stemmer": True,
+        "confidence": 0.95,
+        "n_bootstrap": n_bootstrap,
+        "seed": seed,
+        "signatures": signatures,
+        "systems": systems,
+        "heatmaps": [os.path.relpath(p, version_dir) for p in heatmaps],
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds"
+        ),
+    }
+    output = os.fspath(output) if output else os.path.join(version_dir, "metrics.json")
+    with open(output, "w") as f:
+        json.dump(metrics, f, indent=2)
+        f.write("\n")
+
+    print(
+        f"ROUGE F1 x100 [{int(metrics['confidence'] * 100)}% bootstrap interval] on "
+        f"{dataset}/{split}, {len(documents)} examples"
+    )
+    print(format_table(systems))
+    print(f"metrics: {output}")
+    if heatmaps:
+        print(f"heatmaps: {os.path.join(version_dir, 'heatmaps')}")
+    return metrics
+
+
+# ---------------------------------------------------------------------------
+# CLI.
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m models.evaluate",
+        description=(
+            "Score an exported headline SavedModel with ROUGE (F1 with 95% "
+            "bootstrap intervals) for its beam ('serving_default') and greedy "
+            "('greedy') signatures and a first-8-words baseline. Writes "
+            "metrics.json and attention heatmaps into the version folder."
+        ),
+    )
+    parser.add_argument(
+        "--model-dir",
+        required=True,
+        help="saved_models/<name>/<version>, or saved_models/<name> for its "
+        "newest integer version.",
+    )
+    parser.add_argument(
+        "--split",
+        default="test",
+        choices=SPLITS,
+        help="split to score (default: test).",
+    )
+    parser.add_argument(
+        "--data-dir",
+        default=None,
+        help="org_data-layout folder (or its parent, or ggw_data.zip), e.g. "
+        "../shared/data/gigaword_sample.",
+    )
+    parser.add_argument("--dataset", default="gigaword", help="default: gigaword.")
+    parser.add_argument("--tfds-dir", help="where TFDS keeps prepared datasets.")
+    parser.add_argument(
+        "--max-examples",
+        type=int,
+        default=None,
+        metavar="N",
+        help="score only the first N pairs.",
+    )
+    parser.add_argument(
+        "--n-heatmaps",
+        type=int,
+        default=4,
+        metavar="K",
+        help="attention heatmaps to render (default: 4; 0 for none).",
+    )
+    parser.add_argument(
+        "--batch-size", type=int, default=64, help="documents per call (default: 64)."
+    )
+    parser.add_argument(
+        "--n-bootstrap",
+        type=int,
+        default=1000,
+        help="bootstrap resamples (default: 1000).",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="bootstrap seed (default: 0)."
+    )
+    parser.add_argument(
+        "--output",
+        default=None,
+        help="metrics JSON path (default: <version>/metrics.json).",
+    )
+    return parser
+
+
+def _user_errors() -> tuple:
+    """Errors reported by the CLI as one line, without a traceback."""
+    errors = [EvaluationError, ValueError, OSError]
+    try:
+        from models.data import DataError
+
+        errors.append(DataError)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    try:
+        # Checked before TensorFlow is imported, to fail fast.
+        resolve_version_dir(args.model_dir)
+        evaluate(
+            args.model_dir,
+            args.split,
+            data_dir=args.data_dir,
+            dataset=args.dataset,
+            tfds_dir=args.tfds_dir,
+            max_examples=args.max_examples,
+            n_heatmaps=args.n_heatmaps,
+            output=args.output,
+            batch_size=args.batch_size,
+            n_bootstrap=args.n_bootstrap,
+            seed=args.seed,
+            progress=True,
+        )
+    except Exception as error:
+        if not isinstance(error, _user_errors()):
+            raise
+        lines = str(error).strip().splitlines()
+        print(f"error: {lines[0] if lines else type(error).__name__}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

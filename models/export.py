@@ -1,0 +1,160 @@
+"""Exports a trained summarizer as a SavedModel that turns text into headlines.
+
+Apart from training: it takes a built `HeadlineSummarizer` and its
+`TextFeatures`, and writes TensorFlow Serving's layout,
+`<export_dir>/<version>/`, atomically (a temporary folder, then a rename), so
+a crash never leaves a half-written version for a server to pick up.
+
+Signatures (all take `documents`, tf.string `[batch]`):
+
+* `serving_default`: beam search; `headlines` tf.string `[batch]`, `scores`
+  float32 `[batch]` (length-normalised log-probability).
+* `greedy`: the same outputs, greedy search.
+* `attention`: beam search, plus `source_tokens` `[batch, S]`,
+  `headline_tokens` `[batch, T]` and `attention` float32 `[batch, T, S]`.
+"""
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import tensorflow as tf
+
+from models import decoding
+from models.features import END_ID, PAD_ID, START_ID, UNK_ID
+from models.summarizer import tile_memory
+
+
+@dataclasses.dataclass
+class SearchOptions:
+    """Decoding settings baked into the exported graph."""
+
+    beam_size: int = 5
+    length_penalty: float = 1.0
+    min_length: int = 3
+    max_length: int = 20
+    no_repeat_ngram_size: int = 3
+    suppress_unk: bool = True
+
+
+_DOCUMENTS = tf.TensorSpec([None], tf.string, name="documents")
+
+
+class HeadlineModule(tf.Module):
+    """The exported graph: text features, encoder, decoder and search."""
+
+    def __init__(self, model, features, options):
+        super().__init__(name="headline_summarizer")
+        self.model = model
+        self.features = features
+        self.options = options
+
+    def search(self, documents, beam_size):
+        """Headlines for `documents` (eager or in a `tf.function`)."""
+        options = self.options
+        source = self.features.encode_source(documents)
+        state, memory = self.model.initial_decoder_state(source["ids"], source["ext_ids"])
+        batch = tf.shape(documents)[0]
+        start_ids = tf.fill([batch], START_ID)
+        banned = [PAD_ID, START_ID] + ([UNK_ID] if options.suppress_unk else [])
+        common = dict(
+            end_id=END_ID,
+            max_length=options.max_length,
+            min_length=options.min_length,
+            banned_ids=banned,
+            no_repeat_ngram_size=options.no_repeat_ngram_size,
+        )
+        if beam_size > 1:
+            memory = tile_memory(memory, beam_size)
+            result = decoding.beam_search(
+                lambda ids, s, step: self.model.step(ids, s, memory),
+                state,
+                start_ids,
+                beam_size=beam_size,
+                length_penalty=options.length_penalty,
+                **common,
+            )
+        else:
+            result = decoding.greedy_search(
+                lambda ids, s, step: self.model.step(ids, s, memory),
+                state,
+                start_ids,
+                **common,
+            )
+        tokens, headlines = self.features.decode(
+            result.ids, result.lengths, source["tokens"]
+        )
+        return {
+            "headlines": headlines,
+            "scores": result.scores,
+            "source_tokens": source["tokens"],
+            "headline_tokens": tokens,
+            "attention": result.attention,
+        }
+
+    @tf.function(input_signature=[_DOCUMENTS])
+    def beam(self, documents):
+        out = self.search(documents, self.options.beam_size)
+        return {"headlines": out["headlines"], "scores": out["scores"]}
+
+    @tf.function(input_signature=[_DOCUMENTS])
+    def greedy(self, documents):
+        out = self.search(documents, 1)
+        return {"headlines": out["headlines"], "scores": out["scores"]}
+
+    @tf.function(input_signature=[_DOCUMENTS])
+    def attention(self, documents):
+        return self.search(documents, self.options.beam_size)
+
+
+def next_version(export_dir):
+    """1 + the largest integer version folder in `export_dir` (1 if none)."""
+    versions = [int(p.name) for p in Path(export_dir).glob("*") if p.name.isdigit()]
+    return max(versions, default=0) + 1
+
+
+def export(model, features, export_dir, *, options=None, version=None, extra_files=None):
+    """Writes `<export_dir>/<version>/` atomically and returns its path.
+
+    Args:
+        model: A built `HeadlineSummarizer`.
+        features: Its `TextFeatures`.
+        export_dir: The model's folder, e.g. `saved_models/headlines`.
+        options: `SearchOptions`.
+        version: Integer version; the next free one by default.
+        extra_files: dict of file name to text (written) or to a `Path`
+            (copied), beside the SavedModel: the model config, say.
+    """
+    options = options or SearchOptions()
+    export_dir = Path(export_dir)
+    export_dir.mkdir(parents=True, exist_ok=True)
+    version = version or next_version(export_dir)
+    final = export_dir / str(version)
+    if final.exists():
+        raise FileExistsError(f"Version folder already exists: {final}")
+    module = HeadlineModule(model, features, options)
+    signatures = {
+        "serving_default": module.beam.get_concrete_function(),
+        "greedy": module.greedy.get_concrete_function(),
+        "attention": module.attention.get_concrete_function(),
+    }
+    # A hidden temporary folder in the same directory: TF Serving ignores
+    # names that are not integers, and the rename is atomic on one filesystem.
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-export-", dir=export_dir))
+    try:
+        tf.saved_model.save(module, str(tmp), signatures=signatures)
+        files = {"search_options.json": json.dumps(dataclasses.asdict(options), indent=2)}
+        files.update(extra_files or {})
+        for name, content in files.items():
+            if isinstance(content, Path):
+                shutil.copy2(content, tmp / name)
+            else:
+                (tmp / name).write_text(content)
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final

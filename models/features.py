@@ -1,0 +1,150 @@
+"""Word ids in the graph: raw text to model inputs, model outputs to text.
+
+Everything here is core TensorFlow (string ops and a static hash table), so
+it is exported inside the SavedModel and runs on stock TensorFlow Serving.
+
+Ids: `0 <pad>`, `1 <unk>`, `2 <s>`, `3 </s>`, then words by frequency. With
+copying, a source word outside the vocabulary gets the *extended* id
+`vocab_size + i`, where `i` is the position of its first occurrence in the
+source: every distinct out-of-vocabulary word of a document has its own id,
+and decoding an id `>= vocab_size` means copying that source word.
+"""
+
+import tensorflow as tf
+
+from models import text
+
+PAD, UNK, START, END = "<pad>", "<unk>", "<s>", "</s>"
+RESERVED = (PAD, UNK, START, END)
+PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
+# Gigaword's own unknown-word markers: read as <unk>, never copied.
+DATA_UNK_TOKENS = ("UNK", "<unk>", "unk")
+
+
+class TextFeatures(tf.Module):
+    """Turns documents and headlines into ids and back, in the graph.
+
+    Args:
+        vocabulary: Words, the reserved tokens first (`RESERVED`).
+        max_source_length: Source tokens kept.
+        max_target_length: Headline tokens kept, `</s>` included.
+    """
+
+    def __init__(self, vocabulary, max_source_length, max_target_length):
+        super().__init__(name="text_features")
+        vocabulary = list(vocabulary)
+        if tuple(vocabulary[: len(RESERVED)]) != RESERVED:
+            raise ValueError(
+                f"The vocabulary must start with {RESERVED}. "
+                f"Received: {vocabulary[: len(RESERVED)]}"
+            )
+        self.vocab_size = len(vocabulary)
+        self.max_source_length = max_source_length
+        self.max_target_length = max_target_length
+        extra = [w for w in DATA_UNK_TOKENS if w not in vocabulary]
+        keys = vocabulary + extra
+        values = list(range(len(vocabulary))) + [UNK_ID] * len(extra)
+        self.table = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(keys), tf.constant(values, tf.int32)
+            ),
+            default_value=UNK_ID,
+        )
+        self.words = tf.constant(vocabulary)
+        self._unk_tokens = tf.constant(DATA_UNK_TOKENS)
+
+    def _lookup(self, tokens):
+        return self.table.lookup(tokens)
+
+    def _is_data_unk(self, tokens):
+        return tf.reduce_any(
+            tf.equal(tf.expand_dims(tokens, -1), self._unk_tokens), axis=-1
+        )
+
+    def encode_source(self, documents):
+        """Raw documents `[batch]` to source features.
+
+        Returns:
+            dict of `tokens` (tf.string `[batch, S]`, "" padded), `ids` and
+            `ext_ids` (int32 `[batch, S]`, 0 padded).
+        """
+        tokens = text.tokenize(documents)[:, : self.max_source_length]
+        tokens = tokens.to_tensor(default_value="")
+        # At least one (padding) column, so that a batch of empty documents
+        # still has a memory to attend over (fully masked: a zero context).
+        missing = tf.maximum(0, 1 - tf.shape(tokens)[1])
+        tokens = tf.pad(tokens, [[0, 0], [0, missing]], constant_values="")
+        ids = self._lookup(tokens)
+        ids = tf.where(tf.equal(tokens, ""), PAD_ID, ids)
+        copyable = tf.logical_and(
+            tf.equal(ids, UNK_ID), tf.logical_not(self._is_data_unk(tokens))
+        )
+        # First position of each token in its row: equal ids for repeats.
+        same = tf.equal(tf.expand_dims(tokens, 2), tf.expand_dims(tokens, 1))
+        first = tf.argmax(tf.cast(same, tf.int32), axis=2, output_type=tf.int32)
+        ext_ids = tf.where(copyable, self.vocab_size + first, ids)
+        return {"tokens": tokens, "ids": ids, "ext_ids": ext_ids}
+
+    def encode_target(self, summaries, source):
+        """Headlines `[batch]` to decoder inputs and targets.
+
+        Args:
+            summaries: tf.string `[batch]`.
+            source: The output of `encode_source` for the same batch.
+
+        Returns:
+            dict of `target_in` (`<s>` then in-vocabulary ids) and
+            `target_out` (extended ids then `</s>`), int32 `[batch, T]`.
+        """
+        tokens = text.tokenize(summaries)[:, : self.max_target_length - 1]
+        tokens = tokens.to_tensor(default_value="")
+        ids = tf.where(tf.equal(tokens, ""), PAD_ID, self._lookup(tokens))
+        # An unknown headline word that the source holds is copied from it.
+        src_copyable = source["ext_ids"] >= self.vocab_size
+        match = tf.logical_and(
+            tf.equal(tf.expand_dims(tokens, 2), tf.expand_dims(source["tokens"], 1)),
+            tf.expand_dims(src_copyable, 1),
+        )
+        position = tf.argmax(tf.cast(match, tf.int32), axis=2, output_type=tf.int32)
+        copied = tf.gather(source["ext_ids"], position, batch_dims=1)
+        copy = tf.logical_and(tf.equal(ids, UNK_ID), tf.reduce_any(match, axis=2))
+        ext_ids = tf.where(copy, copied, ids)
+
+        batch = tf.shape(ids)[0]
+        lengths = tf.reduce_sum(tf.cast(ids != PAD_ID, tf.int32), axis=1)
+        start = tf.fill([batch, 1], START_ID)
+        target_in = tf.concat([start, ids], axis=1)
+        padded = tf.concat([ext_ids, tf.zeros([batch, 1], tf.int32)], axis=1)
+        end_here = tf.equal(
+            tf.range(tf.shape(padded)[1])[tf.newaxis], lengths[:, tf.newaxis]
+        )
+        target_out = tf.where(end_here, END_ID, padded)
+        return {"target_in": target_in, "target_out": target_out}
+
+    def decode(self, ids, lengths, source_tokens):
+        """Extended ids `[batch, T]` to tokens and headline strings.
+
+        Args:
+            ids: int32 `[batch, T]`.
+            lengths: int32 `[batch]`: tokens before `</s>`.
+            source_tokens: tf.string `[batch, S]`, for copied words.
+
+        Returns:
+            `(tokens, headlines)`: tf.string `[batch, T]` ("" past the end)
+            and tf.string `[batch]`.
+        """
+        in_vocab = ids < self.vocab_size
+        vocab_words = tf.gather(self.words, tf.where(in_vocab, ids, 0))
+        source_len = tf.shape(source_tokens)[1]
+        position = tf.clip_by_value(ids - self.vocab_size, 0, source_len - 1)
+        copied = tf.gather(source_tokens, position, batch_dims=1)
+        tokens = tf.where(in_vocab, vocab_words, copied)
+        # Reserved ids (an <unk> the search let through, say) print nothing.
+        valid = tf.logical_and(
+            tf.sequence_mask(lengths, tf.shape(ids)[1]), ids >= len(RESERVED)
+        )
+        tokens = tf.where(valid, tokens, "")
+        headlines = tf.strings.reduce_join(
+            tf.where(valid, tokens + " ", ""), axis=1
+        )
+        return tokens, tf.strings.strip(headlines)

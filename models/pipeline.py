@@ -1,0 +1,139 @@
+"""What `train.py` runs: data, training, export, evaluation, one after another."""
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import keras
+import tensorflow as tf
+
+from models import data
+from models.config import SummarizerConfig
+from models.export import SearchOptions, export
+from models.training import (
+    TrainOptions,
+    ValidationRouge,
+    batched,
+    build_model,
+    encode_dataset,
+    fit,
+    prepare_run,
+)
+
+
+class UserError(Exception):
+    """A problem with the command line or the data, reported in one line."""
+
+
+def _select(args, cls):
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in vars(args).items() if k in names and v is not None})
+
+
+def _configure_devices(args):
+    if args.cpu_devices > 1:
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * args.cpu_devices
+        )
+    if args.mixed_precision:
+        import keras
+
+        keras.mixed_precision.set_global_policy(args.mixed_precision)
+    if args.strategy == "mirrored":
+        return tf.distribute.MirroredStrategy()
+    if args.strategy == "multi_worker":
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    return None
+
+
+def load_splits(args):
+    kwargs = dict(
+        data_dir=args.data_dir,
+        dataset=args.dataset,
+        document_key=args.document_key,
+        summary_key=args.summary_key,
+    )
+    if getattr(args, "tfds_dir", None):
+        kwargs["tfds_dir"] = args.tfds_dir
+    try:
+        return {s: data.load_split(s, **kwargs) for s in ("train", "validation")}
+    except data.DataError as error:
+        raise UserError(str(error)) from None
+
+
+def run(args):
+    """Trains, exports and evaluates as `train.py`'s flags say."""
+    try:
+        config = _select(args, SummarizerConfig)
+    except ValueError as error:
+        raise UserError(str(error)) from None
+    options = _select(args, TrainOptions)
+    search = _select(args, SearchOptions)
+    strategy = _configure_devices(args)
+    keras.utils.set_random_seed(options.seed)
+
+    splits = load_splits(args)
+    train_split = splits["train"]
+    if args.max_train_examples:
+        train_split = train_split.take(args.max_train_examples)
+    run_dir = Path(args.run_dir or f"runs/{args.name}")
+    config, features, resumed = prepare_run(run_dir, train_split, config, options)
+    print(
+        f"{'Resuming' if resumed else 'Starting'} run {run_dir}: vocabulary "
+        f"{config.vocab_size} words, attention {config.attention}, copy {config.copy}, "
+        f"coverage {config.coverage}",
+        file=sys.stderr,
+    )
+
+    train_batches = batched(
+        encode_dataset(train_split, features), options.batch_size, training=True,
+        seed=options.seed,
+    )
+    validation_batches = batched(
+        encode_dataset(splits["validation"], features), options.batch_size, training=False
+    )
+    sample = list(splits["validation"].take(options.validation_rouge_examples).as_numpy_iterator())
+    callbacks = []
+    if sample:
+        callbacks.append(
+            ValidationRouge(
+                features,
+                [d for d, _ in sample],
+                [s.decode("utf-8") for _, s in sample],
+                log_dir=run_dir / "logs" / "rouge",
+            )
+        )
+    model = build_model(config, options, strategy)
+    fit(model, train_batches, validation_batches, run_dir, options, callbacks)
+
+    keras_path = run_dir / "model.keras"
+    model.save(keras_path)
+    version_dir = export(
+        model,
+        features,
+        Path(args.export_dir or f"saved_models/{args.name}"),
+        options=search,
+        extra_files={
+            "config.json": json.dumps(config.to_dict(), indent=2),
+            "model.keras": keras_path,
+        },
+    )
+    print(f"Exported {version_dir}", file=sys.stderr)
+    if args.skip_eval:
+        return version_dir
+    from models import evaluate
+
+    try:
+        evaluate.evaluate(
+            version_dir,
+            split=args.eval_split,
+            data_dir=args.data_dir,
+            dataset=args.dataset,
+            tfds_dir=args.tfds_dir,
+            max_examples=args.max_eval_examples,
+        )
+    except data.DataError as error:
+        raise UserError(str(error)) from None
+    return version_dir

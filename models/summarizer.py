@@ -1,0 +1,266 @@
+"""The headline summarizer: a bidirectional encoder, an attentional decoder.
+
+The decoder follows OpenNMT's interface: `call` is the teacher-forced
+forward pass over a whole headline, `step` decodes one token. Both use the
+same layers; `step` attends over a memory that `encode` projected once.
+
+Architecture (Luong et al. 2015, with See et al. 2017's copy and coverage):
+
+    memory, s_0       = BiRNN(embed(source))
+    s_t               = RNN(embed(y_{t-1}), s_{t-1})
+    c_t, a_t          = attention(s_t, memory)          # any keras_attn score
+    h~_t              = tanh(W_c [c_t; s_t])
+    P_vocab           = softmax(W_o h~_t)               # tied to the embedding
+    P(w)              = p_gen P_vocab(w) + (1 - p_gen) sum_{i: x_i = w} a_t,i
+"""
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+import keras_attn
+from keras_attn.coverage import CoverageAttention, coverage_loss
+from keras_attn.pointer import PointerGenerator, pointer_distribution, target_probabilities
+from models.config import SummarizerConfig
+from models.features import UNK_ID
+
+_EPSILON = 1e-9
+
+
+def make_attention(config):
+    """The keras_attn layer named by `config.attention`."""
+    units = config.attention_units
+    if config.coverage:
+        if config.attention not in ("bahdanau", "bahdanau-normalized"):
+            raise ValueError(
+                "Coverage enters the additive score: use attention 'bahdanau' "
+                f"or 'bahdanau-normalized'. Received: {config.attention!r}"
+            )
+        return CoverageAttention(
+            units, normalize=config.attention == "bahdanau-normalized", name="attention"
+        )
+    return {
+        "bahdanau": lambda: keras_attn.BahdanauAttention(units, name="attention"),
+        "bahdanau-normalized": lambda: keras_attn.BahdanauAttention(
+            units, normalize=True, name="attention"
+        ),
+        "luong-dot": lambda: keras_attn.DotAttention(name="attention"),
+        "luong-scale": lambda: keras_attn.DotAttention(use_scale=True, name="attention"),
+        "luong-general": lambda: keras_attn.GeneralAttention(name="attention"),
+        "luong-concat": lambda: keras_attn.ConcatAttention(units, name="attention"),
+        "scaled-dot": lambda: keras_attn.ScaledDotAttention(name="attention"),
+    }[config.attention]()
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_models")
+class HeadlineSummarizer(keras.Model):
+    """Encoder-decoder with attention, optional copy and coverage.
+
+    Args:
+        config: A `SummarizerConfig` or its dict.
+
+    Call arguments:
+        inputs: dict of int32 tensors: `source_ids` and `source_ext_ids`
+            `(batch, S)`, `target_in` `(batch, T)`.
+
+    Returns:
+        dict of `probs` float32 `(batch, T, V)` over the vocabulary (for
+        `loss`), `attention` float32 `(batch, T, S)`, and with copying
+        `p_gen` `(batch, T, 1)`; with coverage, `coverage_loss` `(batch, T)`.
+    """
+
+    def __init__(self, config, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(config, dict):
+            config = SummarizerConfig.from_dict(config)
+        self.config = config
+        c = config
+        rnn = keras.layers.LSTM if c.cell == "lstm" else keras.layers.GRU
+        self.embedding = keras.layers.Embedding(
+            c.vocab_size, c.embedding_dim, mask_zero=True, name="embedding"
+        )
+        self.embedding_dropout = keras.layers.Dropout(c.dropout)
+        self.encoder = keras.layers.Bidirectional(
+            rnn(c.hidden_size // 2, return_sequences=True, return_state=True),
+            name="encoder",
+        )
+        self.bridge = keras.layers.Dense(c.hidden_size, activation="tanh", name="bridge")
+        self.decoder_rnn = rnn(
+            c.hidden_size, return_sequences=True, return_state=True, name="decoder_rnn"
+        )
+        self.attention = make_attention(c)
+        self.attentional = keras.layers.Dense(
+            c.hidden_size, activation="tanh", use_bias=False, name="attentional"
+        )
+        self.output_dropout = keras.layers.Dropout(c.dropout)
+        if c.tie_embeddings:
+            self.output_projection = keras.layers.Dense(c.embedding_dim, name="to_embedding")
+        else:
+            self.output_projection = keras.layers.Dense(c.vocab_size, name="output")
+        self.pointer = PointerGenerator(name="pointer") if c.copy else None
+
+    # ------------------------------------------------------------- pieces
+
+    @property
+    def _state_count(self):
+        return 2 if self.config.cell == "lstm" else 1
+
+    def encode(self, source_ids, training=None):
+        """Encodes the source.
+
+        Returns:
+            `(memory, mask, initial_state)`: `(batch, S, hidden)`,
+            bool `(batch, S)`, and the decoder's initial states.
+        """
+        mask = ops.not_equal(source_ids, 0)
+        embedded = self.embedding_dropout(self.embedding(source_ids), training=training)
+        outputs = self.encoder(embedded, mask=mask, training=training)
+        memory, states = outputs[0], outputs[1:]
+        n = self._state_count
+        forward, backward = states[:n], states[n:]
+        initial_state = [
+            self.bridge(ops.concatenate([f, b], axis=-1))
+            if i == 0
+            else ops.concatenate([f, b], axis=-1)
+            for i, (f, b) in enumerate(zip(forward, backward))
+        ]
+        return memory, mask, initial_state
+
+    def _embed_target(self, ids, training=None):
+        # Copied words (extended ids) enter the decoder as <unk>.
+        ids = ops.where(ids >= self.config.vocab_size, UNK_ID, ids)
+        # A plain lookup: the decoder needs no padding mask (the loss masks).
+        embedded = ops.take(self.embedding.embeddings, ids, axis=0)
+        return self.embedding_dropout(embedded, training=training)
+
+    def _output(self, context, states, embedded, training):
+        """Vocabulary distribution (and copy gate) from one or all steps."""
+        attentional = self.attentional(ops.concatenate([context, states], axis=-1))
+        hidden = self.output_projection(self.output_dropout(attentional, training=training))
+        if self.config.tie_embeddings:
+            logits = ops.matmul(hidden, ops.transpose(self.embedding.embeddings))
+        else:
+            logits = hidden
+        probs = ops.softmax(ops.cast(logits, "float32"), axis=-1)
+        p_gen = None
+        if self.pointer is not None:
+            p_gen = self.pointer([context, states, embedded])
+        return probs, p_gen
+
+    # ------------------------------------------------------------- forward
+
+    def call(self, inputs, training=None):
+        memory, mask, initial_state = self.encode(inputs["source_ids"], training=training)
+        embedded = self._embed_target(inputs["target_in"], training=training)
+        outputs = self.decoder_rnn(embedded, initial_state=initial_state, training=training)
+        states = outputs[0]
+        result = {}
+        if self.config.coverage:
+            context, weights, coverage = self.attention(
+                [states, memory], value_mask=mask, return_attention_scores=True,
+                return_coverage=True, training=training,
+            )
+            result["coverage_loss"] = coverage_loss(weights, coverage, reduction="none")
+        else:
+            context, weights = self.attention(
+                [states, memory], value_mask=mask, return_attention_scores=True,
+                training=training,
+            )
+        probs, p_gen = self._output(context, states, embedded, training)
+        result.update({"probs": probs, "attention": weights})
+        if p_gen is not None:
+            result["p_gen"] = p_gen
+        return result
+
+    def target_log_probability(self, outputs, inputs, target_out):
+        """log P(target) per token, `(batch, T)`, copy included."""
+        if self.pointer is None:
+            in_vocab = ops.where(target_out >= self.config.vocab_size, UNK_ID, target_out)
+            probability = ops.take_along_axis(
+                outputs["probs"], ops.expand_dims(in_vocab, -1), axis=-1
+            )[..., 0]
+        else:
+            probability = target_probabilities(
+                outputs["p_gen"], outputs["probs"], outputs["attention"],
+                inputs["source_ext_ids"], target_out,
+            )
+        return ops.log(probability + _EPSILON)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        target_mask = ops.cast(ops.not_equal(y, 0), "float32")
+        tokens = ops.maximum(ops.sum(target_mask), 1.0)
+        nll = -self.target_log_probability(y_pred, x, y)
+        loss = ops.sum(nll * target_mask) / tokens
+        if self.config.coverage:
+            loss += self.config.coverage_weight * ops.sum(
+                y_pred["coverage_loss"] * target_mask
+            ) / tokens
+        return loss
+
+    # ------------------------------------------------------------- decoding step
+
+    def initial_decoder_state(self, source_ids, source_ext_ids):
+        """Encodes once and returns the decoding state and the fixed memory.
+
+        Returns:
+            `(state, memory)`: `state` is a dict of tensors with the batch
+            first (what a beam search reorders); `memory` holds what stays
+            fixed per source: the projected keys, values, mask, and the
+            source's extended ids.
+        """
+        values, mask, initial_state = self.encode(source_ids, training=False)
+        memory = {
+            "attention": self.attention.prepare_memory(values, value_mask=mask),
+            "source_ext_ids": source_ext_ids,
+        }
+        state = {f"rnn_{i}": s for i, s in enumerate(initial_state)}
+        if self.config.coverage:
+            state["coverage"] = ops.zeros(ops.shape(source_ids), dtype="float32")
+        return state, memory
+
+    def step(self, ids, state, memory):
+        """Decodes one token.
+
+        Args:
+            ids: int32 `(N,)`: the previous tokens (extended ids allowed).
+            state: dict from `initial_decoder_state` or the previous step.
+            memory: the fixed memory, rows aligned with `ids`.
+
+        Returns:
+            `(log_probs, state, attention)`: float32 `(N, V)`, or
+            `(N, V + S)` with copying; the new state; float32 `(N, S)`.
+        """
+        embedded = self._embed_target(ids)
+        rnn_states = [state[f"rnn_{i}"] for i in range(self._state_count)]
+        output, new_rnn_states = self.decoder_rnn.cell(embedded, rnn_states)
+        if not isinstance(new_rnn_states, (list, tuple)):
+            new_rnn_states = [new_rnn_states]
+        score_kwargs = {}
+        if self.config.coverage:
+            score_kwargs["coverage"] = state["coverage"]
+        context, weights = self.attention.step(output, memory["attention"], **score_kwargs)
+        probs, p_gen = self._output(context, output, embedded, False)
+        if self.pointer is not None:
+            # Extended ids are vocab_size + a source position.
+            probs = pointer_distribution(
+                p_gen, probs, weights, memory["source_ext_ids"],
+                num_oov=self.config.max_source_length,
+            )
+        new_state = {f"rnn_{i}": s for i, s in enumerate(new_rnn_states)}
+        if self.config.coverage:
+            new_state["coverage"] = state["coverage"] + weights
+        return ops.log(probs + _EPSILON), new_state, weights
+
+    def get_config(self):
+        return {**super().get_config(), "config": self.config.to_dict()}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+def tile_memory(memory, beam_size):
+    """Repeats each row of the fixed memory `beam_size` times."""
+    return tf.nest.map_structure(
+        lambda t: tf.repeat(t, beam_size, axis=0), memory
+    )

@@ -1,0 +1,256 @@
+"""In-graph text normalization matching the Gigaword headline data.
+
+The Gigaword pairs (Rush et al., 2015) are lowercased, PTB-tokenized, and have
+every digit replaced by `#`:
+
+    Japan's NEC Corp. said on Wednesday it would cut 2,500 jobs.
+    japan 's nec corp. said on wednesday it would cut #,### jobs .
+
+`normalize` turns raw text into that form with stock TensorFlow string ops only
+(`tf.strings.*`, RE2 `regex_replace`): no `tensorflow-text`, no `py_function`,
+so a SavedModel that calls it runs on stock TF Serving. RE2 has no look-around,
+so the rules below use capture groups and a private marker character instead.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterable, Mapping, Sequence
+
+import tensorflow as tf
+
+PAD = "<pad>"
+UNK = "<unk>"
+BOS = "<s>"
+EOS = "</s>"
+RESERVED = (PAD, UNK, BOS, EOS)
+
+# Gigaword writes rare words as `<unk>` (harvardnlp files) or `UNK` (TFDS, which
+# rewrites train/validation); both mean the vocabulary's unknown entry.
+UNK_ALIASES = frozenset({"<unk>", "UNK", "unk", "<UNK>"})
+
+# Words that the data keeps with their period (`corp.`, `sept.`, `calif.`), also
+# at the very end of a text, where PTB adds the sentence period: `co. .`.
+_ABBREVIATIONS = (
+    "adm alex ave bancorp bhd bros capt cie co col colo conn corp cos cpl dept "
+    "dr est feb gen gov govt inc intl jan jr lt ltd md messrs mich minn mr mrs "
+    "ms mt okla pa plc pres prof pvt rep reps rev sen sens sept sgt spc sr st "
+    "ste tenn univ va vs aug oct nov dec calif ariz fla ga kan ky nev wis ala "
+    "ark del ft neb"
+).split()
+# Abbreviations that are also words: kept only in the middle of a text
+# (`no. #`, `mass.`); at its end they are words followed by the final period.
+_MID_ABBREVIATIONS = "no nos mass miss ill ore mar wash ind pct apr".split()
+
+# Control characters are removed first, so these markers cannot occur in text.
+_MARK = "\x01"  # period of an abbreviation
+_AMP = "\x02"  # `&`, escaped as `&amp;` after `;` is split off
+
+
+def _alternation(words: Sequence[str]) -> str:
+    # Longest first so that RE2's leftmost-first alternation prefers `sens`
+    # over `sen`.
+    return "|".join(sorted(words, key=lambda w: (-len(w), w)))
+
+
+_ABBR = _alternation(_ABBREVIATIONS)
+_ABBR_MID = _alternation(_ABBREVIATIONS + _MID_ABBREVIATIONS)
+
+# (pattern, rewrite) pairs applied in order after lowercasing.
+_RULES: tuple[tuple[str, str], ...] = (
+    # Typographic punctuation -> the ASCII forms the data uses.
+    ("[\u201c\u201e\u00ab\u201f]", " `` "),
+    ("[\u201d\u00bb]", " '' "),
+    ("[\u2018\u2019\u201a\u201b\u2032]", "'"),
+    ("[\u2014\u2015]", " -- "),
+    ("[\u2010\u2011\u2012\u2013\u2212]", "-"),
+    # HTML entities: unescape so that `&` is escaped exactly once below.
+    ("&quot;", '"'),
+    ("&(?:#39|apos);", "'"),
+    ("&lt;", "<"),
+    ("&gt;", ">"),
+    ("&amp;", "&"),
+    # Digits (any script) -> '#', as in the data.
+    (r"\p{Nd}", "#"),
+    # PTB escapes (`&` -> `&amp;` comes last, after `;` is split off).
+    ("&", _AMP),
+    (r"\\?/", r"\\/"),
+    (r"\(", " -lrb- "),
+    (r"\)", " -rrb- "),
+    (r"\[", " -lsb- "),
+    (r"\]", " -rsb- "),
+    (r"\{", " -lcb- "),
+    (r"\}", " -rcb- "),
+    # Double quotes: opening `` after a space or at the start, closing '' else.
+    (r'(^|\s)"', r"\1 `` "),
+    ('"', " '' "),
+    # Ellipsis -> marker (restored at the end) so the period rules skip it.
+    ("\\.\\.\\.+|\u2026", " \u2026 "),
+    (r"-{2,}", " -- "),
+    # Contractions and possessives: `can't` -> `ca n't`, `nec's` -> `nec 's`.
+    (r"\bcannot\b", "can not"),
+    (r"([a-z])n't\b", r"\1 n't"),
+    (r"([^\s'])'(s|re|ve|ll|d|m)\b", r"\1 '\2"),
+    (r"([^\s'])'(\s|$)", r"\1 '\2"),  # `drivers' union`, closing quote
+    # Punctuation split off, except inside numbers (`#,###`, `#:##`).
+    (r"([?!;%])", r" \1 "),
+    (r"\$", "$ "),
+    (r"(^|[^#]),", r"\1 , "),
+    (r",([^#]|$)", r" , \1"),
+    (r"(^|[^#]):", r"\1 : "),
+    (r":([^#]|$)", r" : \1"),
+    (r"\s+", " "),
+    # Periods. Abbreviations (`corp.`, `u.s.`, initials `w.`) keep theirs: mark
+    # it, split every other word-final period, then restore the mark.
+    (r"\s$", ""),
+    (r"\b(" + _ABBR_MID + r"|[a-z](?:\.[a-z])*)\.(\s)", r"\1" + _MARK + r"\2"),
+    (r"\b(" + _ABBR + r"|[a-z](?:\.[a-z])+)\.$", r"\1" + _MARK + " ."),
+    (r"\.(\s|$)", r" .\1"),
+    (_MARK, "."),
+    (_AMP, "&amp;"),
+    ("\u2026", "..."),
+)
+
+
+def normalize(texts, max_chars: int = 4096) -> tf.Tensor:
+    """Normalizes raw text into the Gigaword token form, in-graph.
+
+    Lowercases (Unicode-aware), replaces digits by `#`, PTB-tokenizes
+    punctuation (`'s`, `n't`, commas, quotes as ``` `` ``` / `''`, brackets as
+    `-lrb-` / `-rrb-`, sentence-final periods, but keeps abbreviations such as
+    `corp.` and `u.s.`), escapes `&` and `/` as the data does, removes control
+    characters and collapses whitespace. A standalone `UNK` becomes `<unk>`.
+    Text that is already in the data's form comes back unchanged.
+
+    Example:
+
+    >>> normalize("Japan's NEC Corp. said on Wednesday it would cut 2,500 jobs.")
+    <tf.Tensor: ... b"japan 's nec corp. said on wednesday it would cut #,### jobs .">
+
+    Args:
+        texts: `tf.string` tensor (or str / list of str) of any shape.
+        max_chars: texts are cut to their first `max_chars` Unicode characters
+            before any regex runs, so the cost per text is bounded.
+
+    Returns:
+        `tf.string` tensor of the same shape, tokens separated by one space.
+    """
+    if max_chars < 1:
+        raise ValueError(f"`max_chars` must be >= 1, received: max_chars={max_chars}")
+    x = tf.convert_to_tensor(texts, dtype=tf.string)
+    # Bound the work first (4 bytes per character at most), then make the text
+    # valid UTF-8 (a character cut by the byte limit becomes U+FFFD, which the
+    # character limit then drops) and cut it at a character boundary.
+    x = tf.strings.substr(x, 0, 4 * max_chars, unit="BYTE")
+    x = tf.strings.unicode_transcode(
+        x, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+    )
+    x = tf.strings.substr(x, 0, max_chars, unit="UTF8_CHAR")
+    # Format characters (soft hyphen, zero-width space) vanish; control,
+    # private-use, separator and replacement characters become spaces.
+    x = tf.strings.regex_replace(x, r"\p{Cf}+", "")
+    x = tf.strings.regex_replace(x, "[\\p{Cc}\\p{Co}\\p{Cs}\\p{Z}\ufffd]+", " ")
+    x = tf.strings.regex_replace(x, r"\bUNK\b", UNK)
+    x = tf.strings.lower(x, encoding="utf-8")
+    for pattern, rewrite in _RULES:
+        x = tf.strings.regex_replace(x, pattern, rewrite)
+    return tf.strings.strip(tf.strings.regex_replace(x, r"\s+", " "))
+
+
+def tokenize(texts, max_tokens: int | None = None, max_chars: int = 4096):
+    """Normalizes texts and splits them into word tokens, in-graph.
+
+    Args:
+        texts: `tf.string` tensor of shape `(batch,)` (or a scalar).
+        max_tokens: keep at most this many tokens per text (`None`: all).
+        max_chars: passed to `normalize`.
+
+    Returns:
+        `tf.RaggedTensor` of shape `(batch, None)` of `tf.string` tokens, or a
+        1-D `tf.string` tensor for a scalar input.
+    """
+    if max_tokens is not None and max_tokens < 0:
+        raise ValueError(
+            f"`max_tokens` must be >= 0 or None, received: max_tokens={max_tokens}"
+        )
+    tokens = tf.strings.split(normalize(texts, max_chars=max_chars))
+    if max_tokens is not None:
+        tokens = tokens[..., :max_tokens]
+    return tokens
+
+
+def _count_tokens(source) -> collections.Counter:
+    counts: collections.Counter = collections.Counter()
+    if isinstance(source, tf.data.Dataset):
+        source = source.as_numpy_iterator()
+    for item in source:
+        if isinstance(item, (tf.Tensor, tf.RaggedTensor)):
+            item = item.numpy()
+        if hasattr(item, "to_list"):  # RaggedTensorValue
+            item = item.to_list()
+        if isinstance(item, (str, bytes)):
+            item = [item]
+        stack = [item]
+        while stack:  # flatten nested lists / arrays of tokens
+            cur = stack.pop()
+            if isinstance(cur, bytes):
+                counts[cur.decode("utf-8")] += 1
+            elif isinstance(cur, str):
+                counts[cur] += 1
+            else:
+                stack.extend(list(cur))
+    return counts
+
+
+def build_vocabulary(
+    tokens_or_counts: Mapping[str, int] | Iterable | tf.data.Dataset,
+    max_size: int | None = None,
+    min_count: int = 1,
+    reserved: Sequence[str] = RESERVED,
+) -> list[str]:
+    """Builds a word list, most frequent first, after the reserved entries.
+
+    Gigaword's unknown-word tokens (`UNK`, `<unk>`) are not words of their own:
+    they are counted as the reserved unknown entry (`reserved[1]`, `"<unk>"`).
+
+    Args:
+        tokens_or_counts: a mapping `{word: count}`, or an iterable / a
+            `tf.data.Dataset` whose elements are tokens or (nested, ragged)
+            sequences of tokens, as `str`, `bytes` or `tf.string` tensors
+            (e.g. `dataset.map(lambda d, s: tokenize(d))`).
+        max_size: size of the whole vocabulary, reserved entries included
+            (`None`: no limit).
+        min_count: drop words seen fewer times.
+        reserved: entries placed first, in order; the second is the unknown
+            token.
+
+    Returns:
+        List of unique strings: `reserved` followed by words by decreasing
+        count (ties in alphabetical order, so the result is deterministic).
+    """
+    reserved = list(reserved)
+    if len(set(reserved)) != len(reserved):
+        raise ValueError(f"`reserved` has duplicates, received: {reserved}")
+    if max_size is not None and max_size < len(reserved):
+        raise ValueError(
+            f"`max_size` must be >= len(reserved)={len(reserved)}, "
+            f"received: max_size={max_size}"
+        )
+    if min_count < 1:
+        raise ValueError(f"`min_count` must be >= 1, received: min_count={min_count}")
+    if isinstance(tokens_or_counts, Mapping):
+        counts = collections.Counter(
+            {
+                (k.decode("utf-8") if isinstance(k, bytes) else k): int(v)
+                for k, v in tokens_or_counts.items()
+            }
+        )
+    else:
+        counts = _count_tokens(tokens_or_counts)
+    skip = set(reserved) | UNK_ALIASES
+    words = sorted(
+        (w for w, c in counts.items() if c >= min_count and w not in skip and w),
+        key=lambda w: (-counts[w], w),
+    )
+    vocab = reserved + words
+    return vocab if max_size is None else vocab[:max_size]

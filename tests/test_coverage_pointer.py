@@ -1,0 +1,486 @@
+"""Coverage attention and the pointer-generator against numpy references.
+
+Runs on any Keras backend (`KERAS_BACKEND=tensorflow|jax|torch`). Fixtures
+`rng`, `gradient` and `precise_dtype` come from `conftest.py`.
+"""
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_attn.coverage import CoverageAttention, coverage_loss
+from keras_attn.pointer import (
+    PointerGenerator,
+    copy_distribution,
+    pointer_distribution,
+    pointer_nll,
+    target_probabilities,
+)
+
+B, TQ, TV, DQ, DV, UNITS = 2, 4, 5, 3, 6, 7
+VOCAB, NUM_OOV = 9, 3
+
+
+def np_(x):
+    return ops.convert_to_numpy(x)
+
+
+def softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def finite_difference(fn, x, eps=1e-2):
+    if keras.backend.backend() == "jax":
+        import jax
+
+        fn = jax.jit(fn)  # one compilation instead of slow eager dispatch
+    out = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        plus, minus = x.copy(), x.copy()
+        plus[idx] += eps
+        minus[idx] -= eps
+        out[idx] = (float(np_(fn(plus))) - float(np_(fn(minus)))) / (2 * eps)
+    return out
+
+
+# ------------------------------------------------------------------ coverage
+
+
+def make_coverage_layer(rng, **kwargs):
+    layer = CoverageAttention(UNITS, **kwargs)
+    layer.build([(None, TQ, DQ), (None, TV, DV)])
+    # A large w_c, so the coverage visibly changes the weights.
+    layer.coverage_kernel.assign(rng.normal(size=(UNITS,)) * 2)
+    if layer.bias is not None:
+        layer.bias.assign(rng.normal(size=(UNITS,)) * 0.1)
+    return layer
+
+
+def reference_coverage(layer, query, value, value_mask, query_mask, cov0):
+    wk, wq = np_(layer.key_kernel), np_(layer.query_kernel)
+    v, b, wc = np_(layer.score_vector), np_(layer.bias), np_(layer.coverage_kernel)
+    keys = value @ wk
+    cov = cov0.copy()
+    weights, coverages = [], []
+    for t in range(query.shape[1]):
+        hidden = keys + (query[:, t] @ wq)[:, None] + cov[..., None] * wc + b
+        scores = np.tanh(hidden) @ v
+        a = softmax(np.where(value_mask, scores, -1e9)) * value_mask
+        coverages.append(cov.copy())
+        weights.append(a)
+        cov = cov + a * query_mask[:, t : t + 1]
+    weights = np.stack(weights, 1) * query_mask[..., None]
+    return weights @ value, weights, np.stack(coverages, 1)
+
+
+def coverage_inputs(rng):
+    query = rng.normal(size=(B, TQ, DQ)).astype("float32")
+    value = rng.normal(size=(B, TV, DV)).astype("float32")
+    value_mask = np.ones((B, TV), bool)
+    value_mask[1, 3:] = False
+    query_mask = np.ones((B, TQ), bool)
+    query_mask[0, 2] = False  # a hole, not only trailing padding
+    query_mask[1, 3:] = False
+    return query, value, value_mask, query_mask
+
+
+def test_coverage_call_matches_reference(rng):
+    layer = make_coverage_layer(rng)
+    query, value, value_mask, query_mask = coverage_inputs(rng)
+    cov0 = rng.uniform(size=(B, TV)).astype("float32") * value_mask
+    context, weights, coverage = layer(
+        [query, value],
+        value_mask=value_mask,
+        query_mask=query_mask,
+        coverage=cov0,
+        return_attention_scores=True,
+        return_coverage=True,
+    )
+    ref_context, ref_weights, ref_coverage = reference_coverage(
+        layer, query, value, value_mask, query_mask.astype("float32"), cov0
+    )
+    np.testing.assert_allclose(np_(weights), ref_weights, atol=1e-5)
+    np.testing.assert_allclose(np_(coverage), ref_coverage, atol=1e-5)
+    np.testing.assert_allclose(np_(context), ref_context, atol=1e-5)
+    assert np_(weights).dtype == np.float32 and np_(coverage).dtype == np.float32
+
+
+def test_coverage_changes_the_weights(rng):
+    layer = make_coverage_layer(rng)
+    query, value, _, _ = coverage_inputs(rng)
+    with_cov = np_(layer([query, value], return_attention_scores=True)[1])
+    # Without coverage every step is plain Bahdanau on its own query.
+    plain = np.stack(
+        [
+            np_(layer([query[:, t], value], return_attention_scores=True)[1])
+            for t in range(TQ)
+        ],
+        1,
+    )
+    np.testing.assert_allclose(with_cov[:, 0], plain[:, 0], atol=1e-6)
+    assert np.abs(with_cov[:, 1:] - plain[:, 1:]).max() > 1e-3
+
+
+def test_coverage_step_by_step_equals_full_call(rng):
+    layer = make_coverage_layer(rng)
+    query, value, value_mask, _ = coverage_inputs(rng)
+    full_w, full_c = layer(
+        [query, value],
+        value_mask=value_mask,
+        return_attention_scores=True,
+        return_coverage=True,
+    )[1:]
+    memory = layer.prepare_memory(value, value_mask=value_mask)
+    coverage = layer.initial_coverage(memory)
+    for t in range(TQ):
+        # `step` forwards the coverage to the score...
+        _, w_step = layer.step(query[:, t], memory, coverage=coverage)
+        # ...and `coverage_step` also accumulates it.
+        _, w, new_coverage = layer.coverage_step(query[:, t], memory, coverage)
+        np.testing.assert_allclose(np_(w), np_(w_step), atol=1e-6)
+        np.testing.assert_allclose(np_(coverage), np_(full_c)[:, t], atol=1e-5)
+        np.testing.assert_allclose(np_(w), np_(full_w)[:, t], atol=1e-5)
+        coverage = new_coverage
+
+
+def test_coverage_single_step_call(rng):
+    layer = make_coverage_layer(rng)
+    query, value, value_mask, _ = coverage_inputs(rng)
+    cov = rng.uniform(size=(B, TV)).astype("float32")
+    context, weights, coverage = layer(
+        [query[:, 0], value],
+        value_mask=value_mask,
+        coverage=cov,
+        return_attention_scores=True,
+        return_coverage=True,
+    )
+    assert tuple(context.shape) == (B, DV) and tuple(weights.shape) == (B, TV)
+    memory = layer.prepare_memory(value, value_mask=value_mask)
+    _, ref = layer.step(query[:, 0], memory, coverage=cov)
+    np.testing.assert_allclose(np_(weights), np_(ref), atol=1e-6)
+    np.testing.assert_allclose(np_(coverage), cov)
+
+
+def test_coverage_causal_self_attention(rng):
+    layer = CoverageAttention(UNITS)
+    x = rng.normal(size=(B, TV, DV)).astype("float32")
+    weights = np_(layer([x, x], use_causal_mask=True, return_attention_scores=True)[1])
+    assert np.allclose(np.triu(weights, 1), 0.0)
+    np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-5)
+
+
+def test_coverage_loss_reference(rng):
+    a = rng.uniform(size=(B, TQ, TV)).astype("float32")
+    c = rng.uniform(size=(B, TQ, TV)).astype("float32") * 2
+    mask = np.array([[1, 1, 0, 1], [1, 0, 0, 0]], bool)
+    per_step = np.minimum(a, c).sum(-1) * mask
+    np.testing.assert_allclose(
+        np_(coverage_loss(a, c, mask)), per_step.sum() / mask.sum(), rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        np_(coverage_loss(a, c, mask, reduction="none")), per_step, rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        np_(coverage_loss(a, c)), np.minimum(a, c).sum(-1).mean(), rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        np_(coverage_loss(a[:, 0], c[:, 0])),
+        np.minimum(a[:, 0], c[:, 0]).sum(-1).mean(),
+        rtol=1e-5,
+    )
+    # The first step has zero coverage, hence zero loss.
+    assert float(np_(coverage_loss(a[:, 0], np.zeros_like(a[:, 0])))) == 0.0
+
+
+def test_coverage_gradient_finite_difference(rng, gradient, precise_dtype):
+    dtype = precise_dtype
+    layer = make_coverage_layer(rng, dtype=dtype)
+    value = rng.normal(size=(1, 3, DV)).astype(dtype)
+    query = rng.normal(size=(1, 3, DQ)).astype(dtype)
+    r = rng.normal(size=(1, 3, DV)).astype(dtype)
+
+    def fn(q):
+        context, weights, coverage = layer(
+            [q, value], return_attention_scores=True, return_coverage=True
+        )
+        return ops.sum(ops.multiply(context, r)) + 3.0 * coverage_loss(
+            weights, coverage
+        )
+
+    analytic = gradient(fn, query)[0]
+    if dtype == "float64":
+        numeric = finite_difference(fn, query, eps=1e-6)
+        np.testing.assert_allclose(analytic, numeric, rtol=1e-5, atol=1e-7)
+    else:
+        numeric = finite_difference(fn, query)
+        np.testing.assert_allclose(analytic, numeric, rtol=2e-2, atol=2e-3)
+    # The loss sees query 0 through the coverage of later steps too.
+    assert np.abs(analytic[0, 0]).max() > 0
+
+
+def test_coverage_errors(rng):
+    layer = make_coverage_layer(rng)
+    query, value, _, _ = coverage_inputs(rng)
+    with pytest.raises(ValueError, match="Received coverage shape"):
+        layer([query, value], coverage=np.zeros((B, TQ, TV), "float32"))
+    with pytest.raises(ValueError, match="Received: reduction"):
+        coverage_loss(np.zeros((B, TV)), np.zeros((B, TV)), reduction="avg")
+    with pytest.raises(ValueError, match="Received attention shape"):
+        coverage_loss(np.zeros((B, TQ, TV)), np.zeros((B, TV)))
+
+
+# ------------------------------------------------------------------ pointer
+
+
+def test_pointer_generator_reference(rng):
+    layer = PointerGenerator()
+    c = rng.normal(size=(B, TQ, 5)).astype("float32")
+    s = rng.normal(size=(B, TQ, 4)).astype("float32")
+    x = rng.normal(size=(B, TQ, 3)).astype("float32")
+    p_gen = layer([c, s, x])
+    layer.bias.assign(np.array([0.3], "float32"))
+    p_gen = np_(layer([c, s, x]))
+    w_c, w_s, w_x = (np_(k) for k in layer.kernels)
+    ref = sigmoid(c @ w_c + s @ w_s + x @ w_x + 0.3)
+    assert p_gen.shape == (B, TQ, 1) and p_gen.dtype == np.float32
+    np.testing.assert_allclose(p_gen, ref, rtol=1e-5)
+    assert layer.compute_output_shape([c.shape, s.shape, x.shape]) == (B, TQ, 1)
+    assert np_(layer([c[:, 0], s[:, 0], x[:, 0]])).shape == (B, 1)
+    with pytest.raises(ValueError, match="Received"):
+        layer([c, s])
+    with pytest.raises(ValueError, match="Received shapes"):
+        PointerGenerator()([c, s[:, 0], x])
+
+
+def pointer_inputs(rng, steps=True):
+    lead = (B, TQ) if steps else (B,)
+    p_gen = rng.uniform(0.1, 0.9, size=(*lead, 1)).astype("float32")
+    vocab = softmax(rng.normal(size=(*lead, VOCAB))).astype("float32")
+    # Duplicates (3 three times, OOV slot 0 twice) and padding (id 0, a=0).
+    source_ids = np.array(
+        [[3, 5, 3, VOCAB, 3], [VOCAB + 1, 2, VOCAB + 1, 0, 0]], "int32"
+    )
+    source_mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], bool)
+    logits = rng.normal(size=(*lead, TV))
+    if steps:
+        attention = softmax(np.where(source_mask[:, None], logits, -1e9))
+    else:
+        attention = softmax(np.where(source_mask, logits, -1e9))
+    return p_gen, vocab, attention.astype("float32"), source_ids
+
+
+def reference_distribution(p_gen, vocab, attention, source_ids, num_oov):
+    lead = vocab.shape[:-1]
+    out = np.zeros((*lead, VOCAB + num_oov))
+    out[..., :VOCAB] = p_gen * vocab
+    for idx in np.ndindex(lead):
+        for i, w in enumerate(source_ids[idx[0]]):
+            out[idx + (w,)] += (1 - p_gen[idx][0]) * attention[idx + (i,)]
+    return out
+
+
+@pytest.mark.parametrize("steps", [True, False])
+def test_pointer_distribution_reference(rng, steps):
+    p_gen, vocab, attention, source_ids = pointer_inputs(rng, steps)
+    probs = np_(pointer_distribution(p_gen, vocab, attention, source_ids, NUM_OOV))
+    ref = reference_distribution(p_gen, vocab, attention, source_ids, NUM_OOV)
+    assert probs.dtype == np.float32
+    assert probs.shape == (*vocab.shape[:-1], VOCAB + NUM_OOV)
+    np.testing.assert_allclose(probs, ref, atol=1e-6)
+    np.testing.assert_allclose(probs.sum(-1), 1.0, atol=1e-5)
+    # Duplicated source word 3 gets the sum of its three weights.
+    a0 = attention[0, 0] if steps else attention[0]
+    g0 = p_gen[0, 0, 0] if steps else p_gen[0, 0]
+    v0 = vocab[0, 0] if steps else vocab[0]
+    p0 = probs[0, 0] if steps else probs[0]
+    np.testing.assert_allclose(
+        p0[3], g0 * v0[3] + (1 - g0) * (a0[0] + a0[2] + a0[4]), rtol=1e-5
+    )
+    # OOV slots hold copy mass only; unused slots hold nothing.
+    np.testing.assert_allclose(p0[VOCAB], (1 - g0) * a0[3], rtol=1e-5)
+    assert p0[VOCAB + 1] == 0 and p0[VOCAB + 2] == 0
+    p1 = probs[1, 0] if steps else probs[1]
+    a1 = attention[1, 0] if steps else attention[1]
+    g1 = p_gen[1, 0, 0] if steps else p_gen[1, 0]
+    np.testing.assert_allclose(p1[VOCAB + 1], (1 - g1) * (a1[0] + a1[2]), rtol=1e-5)
+
+
+def test_copy_distribution_and_from_logits(rng):
+    p_gen, vocab, attention, source_ids = pointer_inputs(rng)
+    copied = np_(copy_distribution(attention, source_ids, VOCAB + NUM_OOV))
+    np.testing.assert_allclose(copied.sum(-1), 1.0, atol=1e-5)
+    logits = np.log(vocab) + 1.7  # same softmax
+    np.testing.assert_allclose(
+        np_(
+            pointer_distribution(
+                p_gen, logits, attention, source_ids, NUM_OOV, from_logits=True
+            )
+        ),
+        np_(pointer_distribution(p_gen, vocab, attention, source_ids, NUM_OOV)),
+        atol=1e-6,
+    )
+
+
+@pytest.mark.parametrize("from_logits", [False, True])
+def test_target_probabilities_equal_gather(rng, from_logits):
+    p_gen, vocab, attention, source_ids = pointer_inputs(rng)
+    vocab_in = np.log(vocab) - 0.5 if from_logits else vocab
+    full = np_(
+        pointer_distribution(
+            p_gen, vocab_in, attention, source_ids, NUM_OOV, from_logits=from_logits
+        )
+    )
+    targets = np.array([[3, VOCAB, 7, VOCAB + 2], [VOCAB + 1, 2, 0, 8]], "int32")
+    probs = np_(
+        target_probabilities(
+            p_gen[..., 0],
+            vocab_in,
+            attention,
+            source_ids,
+            targets,
+            from_logits=from_logits,
+        )
+    )
+    np.testing.assert_allclose(
+        probs, np.take_along_axis(full, targets[..., None], -1)[..., 0], atol=1e-6
+    )
+    # A target OOV that is not in the source has probability 0.
+    assert probs[0, 3] == 0.0
+
+
+def test_pointer_nll_reference(rng):
+    p_gen, vocab, attention, source_ids = pointer_inputs(rng)
+    targets = np.array([[3, VOCAB, 7, VOCAB + 2], [VOCAB + 1, 2, 0, 8]], "int32")
+    mask = np.array([[1, 1, 1, 0], [1, 1, 0, 0]], bool)
+    full = reference_distribution(p_gen, vocab, attention, source_ids, NUM_OOV)
+    ref_p = np.take_along_axis(full, targets[..., None], -1)[..., 0]
+    ref = -np.log(ref_p + 1e-10) * mask
+    loss = pointer_nll(p_gen, vocab, attention, source_ids, targets, mask=mask)
+    np.testing.assert_allclose(np_(loss), ref.sum() / mask.sum(), rtol=1e-5)
+    per_token = np_(
+        pointer_nll(
+            p_gen, vocab, attention, source_ids, targets, mask=mask, reduction="none"
+        )
+    )
+    np.testing.assert_allclose(per_token, ref, rtol=1e-5, atol=1e-6)
+    # The masked target has P = 0: finite loss, not counted.
+    assert np.isfinite(np_(loss))
+    with pytest.raises(ValueError, match="Received: num_oov"):
+        pointer_distribution(p_gen, vocab, attention, source_ids, num_oov=-1)
+    with pytest.raises(ValueError, match="Received source_ids shape"):
+        pointer_distribution(p_gen, vocab, attention, source_ids[:, :2])
+
+
+def test_pointer_nll_gradient_finite_difference(rng, gradient):
+    v, tv, t = 4, 3, 2
+    source_ids = np.array([[1, v, 1]], "int32")
+    targets = np.array([[1, v]], "int32")
+    sizes = [t * 1, t * v, t * tv]
+
+    def fn(x):
+        pg, vl, al = ops.split(x, np.cumsum(sizes)[:-1].tolist())
+        p_gen = ops.sigmoid(ops.reshape(pg, (1, t, 1)))
+        attention = ops.softmax(ops.reshape(al, (1, t, tv)), axis=-1)
+        return pointer_nll(
+            p_gen,
+            ops.reshape(vl, (1, t, v)),
+            attention,
+            source_ids,
+            targets,
+            from_logits=True,
+        )
+
+    x = rng.normal(size=(sum(sizes),)).astype("float32")
+    np.testing.assert_allclose(
+        gradient(fn, x)[0], finite_difference(fn, x), rtol=2e-2, atol=2e-3
+    )
+
+
+# ------------------------------------------------------------------ models
+
+
+def build_model():
+    q_in = keras.Input((None, DQ))
+    v_in = keras.Input((None, DV))
+    context, weights, coverage = CoverageAttention(UNITS, name="coverage")(
+        [q_in, v_in], return_attention_scores=True, return_coverage=True
+    )
+    p_gen = PointerGenerator(name="p_gen")([context, q_in, q_in])
+    return keras.Model([q_in, v_in], [context, weights, coverage, p_gen])
+
+
+def test_serialization_round_trip(rng, tmp_path):
+    model = build_model()
+    query, value, _, _ = coverage_inputs(rng)
+    expected = [np_(y) for y in model([query, value])]
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    restored = keras.saving.load_model(path)
+    got = [np_(y) for y in restored([query, value])]
+    for e, g in zip(expected, got, strict=True):
+        np.testing.assert_allclose(g, e, atol=1e-6)
+    # predict compiles (tf.function / jax.jit) with Tq unknown.
+    predicted = restored.predict([query, value], verbose=0)
+    np.testing.assert_allclose(predicted[2], expected[2], atol=1e-5)
+    config = restored.get_layer("coverage").get_config()
+    assert config["units"] == UNITS
+
+
+def test_fit_through_the_coverage_loop(rng):
+    model = build_model()
+    query, value, _, _ = coverage_inputs(rng)
+    context_only = keras.Model(model.inputs, model.outputs[0])
+    context_only.compile(optimizer="sgd", loss="mse")
+    before = np_(model.get_layer("coverage").coverage_kernel).copy()
+    history = context_only.fit(
+        [query, value], np.zeros((B, TQ, DV), "float32"), epochs=1, verbose=0
+    )
+    assert np.isfinite(history.history["loss"][0])
+    after = np_(model.get_layer("coverage").coverage_kernel)
+    assert np.abs(after - before).max() > 0
+
+
+def test_mixed_float16(rng):
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        layer = CoverageAttention(UNITS)
+        p_layer = PointerGenerator()
+        query, value, value_mask, query_mask = coverage_inputs(rng)
+        context, weights, coverage = layer(
+            [query, value],
+            value_mask=value_mask,
+            query_mask=query_mask,
+            return_attention_scores=True,
+            return_coverage=True,
+        )
+        p_gen = p_layer([context, query, query])
+        assert keras.backend.standardize_dtype(context.dtype) == "float16"
+        assert keras.backend.standardize_dtype(weights.dtype) == "float32"
+        assert keras.backend.standardize_dtype(p_gen.dtype) == "float32"
+        _, vocab, _, source_ids = pointer_inputs(rng)
+        logits = ops.cast(np.log(vocab), "float16")
+        probs = pointer_distribution(
+            p_gen, logits, weights, source_ids, NUM_OOV, from_logits=True
+        )
+        targets = np.array([[3, VOCAB, 7, VOCAB + 2], [VOCAB + 1, 2, 0, 8]])
+        loss = pointer_nll(
+            p_gen,
+            logits,
+            weights,
+            source_ids,
+            targets,
+            mask=query_mask,
+            from_logits=True,
+        )
+        cov_loss = coverage_loss(weights, coverage, mask=query_mask)
+        for x in (context, weights, coverage, p_gen, probs, loss, cov_loss):
+            assert np.all(np.isfinite(np_(ops.cast(x, "float32"))))
+        assert keras.backend.standardize_dtype(probs.dtype) == "float32"
+    finally:
+        keras.mixed_precision.set_global_policy("float32")

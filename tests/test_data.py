@@ -1,0 +1,255 @@
+"""Tests for `models.data`: offline TFDS preparation, validation, batching."""
+
+import pytest
+
+pytestmark = pytest.mark.tf_only
+
+import zipfile  # noqa: E402
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from models import data  # noqa: E402
+from models.data import DataError  # noqa: E402
+
+# Tiny made-up pairs in the Gigaword form (never lines of the real data).
+PAIRS = {
+    "train": [
+        ("the cat sat on the mat .", "cat sits"),
+        ("a <unk> dog barked at #### people .", "dog barks"),
+        ("stocks rose #.# percent on monday .", "stocks up"),
+    ],
+    "dev": [("rain fell in the north .", "rain falls"), ("x y z .", "x y")],
+    "test": [("the <unk> won the cup .", "<unk> wins"), ("prices fell .", "fall")],
+}
+
+
+def write_org_data(root, pairs=PAIRS):
+    org = root / "org_data"
+    org.mkdir(parents=True)
+    for prefix, rows in pairs.items():
+        (org / f"{prefix}.src.txt").write_text("".join(d + "\n" for d, _ in rows))
+        (org / f"{prefix}.tgt.txt").write_text("".join(s + "\n" for _, s in rows))
+    return org
+
+
+def write_zip(path, org, inner="org_data"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as zf:
+        for f in sorted(org.iterdir()):
+            zf.write(f, f"{inner}/{f.name}")
+    return path
+
+
+def as_set(ds):
+    return {(d.decode(), s.decode()) for d, s in ds.as_numpy_iterator()}
+
+
+def expected(prefix, rewrite):
+    rows = PAIRS[prefix]
+    if rewrite:  # the TFDS builder's `<unk>` -> `UNK` in train and validation
+        rows = [(d.replace("<unk>", "UNK"), s.replace("<unk>", "UNK")) for d, s in rows]
+    return set(rows)
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    """An org_data folder and the TFDS dir it was prepared into (once)."""
+    root = tmp_path_factory.mktemp("gigaword")
+    org = write_org_data(root / "src")
+    tfds_dir = root / "tfds"
+    ds = data.load_split("train", data_dir=org, tfds_dir=tfds_dir)
+    return org, tfds_dir, ds
+
+
+def test_org_data_folder_prepares_tfds_gigaword(prepared):
+    org, tfds_dir, train = prepared
+    assert train.element_spec == (
+        tf.TensorSpec((), tf.string),
+        tf.TensorSpec((), tf.string),
+    )
+    assert as_set(train) == expected("train", rewrite=True)
+    # The parent folder and the `dev` alias reach the same prepared dataset.
+    validation = data.load_split("dev", data_dir=org.parent, tfds_dir=tfds_dir)
+    assert as_set(validation) == expected("dev", rewrite=True)
+    test = data.load_split("test", data_dir=org, tfds_dir=tfds_dir)
+    assert as_set(test) == expected("test", rewrite=False)  # builder keeps <unk>
+    # A real TFDS `gigaword` dataset, readable by TFDS itself.
+    assert (tfds_dir / "gigaword" / "1.2.0" / "dataset_info.json").exists()
+    import tensorflow_datasets as tfds
+
+    ds = tfds.load("gigaword", split="test", data_dir=str(tfds_dir), download=False)
+    assert int(ds.cardinality()) == len(PAIRS["test"])
+    # ... which load_split also reads as a prepared TFDS data dir.
+    again = data.load_split("validation", data_dir=tfds_dir)
+    assert as_set(again) == expected("dev", rewrite=True)
+
+
+def test_tfds_dir_holding_another_source_is_refused(prepared, tmp_path):
+    _, tfds_dir, _ = prepared
+    other = write_org_data(tmp_path, {k: v[:1] for k, v in PAIRS.items()})
+    with pytest.raises(DataError, match="already holds gigaword prepared from"):
+        data.load_split("train", data_dir=other, tfds_dir=tfds_dir)
+
+
+def test_zip_archive_and_manual_dir(tmp_path):
+    org = write_org_data(tmp_path / "src")
+    archive = write_zip(tmp_path / "manual" / "ggw_data.zip", org)
+    tfds_dir = tmp_path / "tfds"
+    ds = data.load_split("validation", data_dir=archive, tfds_dir=tfds_dir)
+    assert as_set(ds) == expected("dev", rewrite=True)
+    # TFDS's manual-dir convention: the folder holding `ggw_data.zip`.
+    ds = data.load_split("test", data_dir=archive.parent, tfds_dir=tfds_dir)
+    assert as_set(ds) == expected("test", rewrite=False)
+    assert not list(tfds_dir.glob("gigaword-offline-*"))  # extraction cleaned up
+
+
+def test_nested_zip_and_plain_folder(tmp_path):
+    org = write_org_data(tmp_path / "src")
+    archive = write_zip(tmp_path / "data.zip", org, inner="ggw_data/org_data")
+    ds = data.load_split("train", data_dir=archive, tfds_dir=tmp_path / "tfds")
+    assert as_set(ds) == expected("train", rewrite=True)
+    # Any other dataset name: the org_data files as they are, in file order.
+    plain = data.load_split("dev", data_dir=org, dataset="my_pairs")
+    assert [(d.decode(), s.decode()) for d, s in plain.as_numpy_iterator()] == (
+        PAIRS["dev"]
+    )
+
+
+def _break(org, name, content):
+    (org / name).write_bytes(content)
+
+
+@pytest.mark.parametrize(
+    "corrupt, message",
+    [
+        (lambda org: (org / "test.tgt.txt").unlink(), r"missing file .*test\.tgt\.txt"),
+        (
+            lambda org: _break(org, "dev.tgt.txt", b"one\n"),
+            r"line counts differ for split 'validation': \S+dev\.src\.txt has 2 "
+            r"lines, \S+dev\.tgt\.txt has 1",
+        ),
+        (
+            lambda org: _break(org, "train.src.txt", b"a .\n\nb .\n"),
+            r"train\.src\.txt line 2: empty line",
+        ),
+        (
+            lambda org: _break(org, "dev.src.txt", b"ok .\ncaf\xe9 .\n"),
+            r"dev\.src\.txt line 2: not UTF-8 \(byte b'\\xe9' at column 4\)",
+        ),
+        (lambda org: _break(org, "test.src.txt", b""), r"test\.src\.txt is empty"),
+    ],
+    ids=["missing", "counts", "empty-line", "not-utf8", "empty-file"],
+)
+def test_bad_files_raise_one_line_errors(tmp_path, corrupt, message):
+    org = write_org_data(tmp_path)
+    corrupt(org)
+    with pytest.raises(DataError, match=message) as info:
+        data.load_split("train", data_dir=org, tfds_dir=tmp_path / "tfds")
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "tfds" / "gigaword").exists()  # validated first
+
+
+def test_bad_zip_is_validated_too(tmp_path):
+    org = write_org_data(tmp_path / "src")
+    _break(org, "train.tgt.txt", b"a\n")
+    archive = write_zip(tmp_path / "ggw_data.zip", org)
+    with pytest.raises(
+        DataError, match=r"ggw_data\.zip:org_data/train\.src\.txt has 3"
+    ):
+        data.load_split("train", data_dir=archive, tfds_dir=tmp_path / "tfds")
+
+
+@pytest.mark.parametrize(
+    "make, kwargs, message",
+    [
+        (lambda p: p / "nowhere", {}, "data_dir does not exist"),
+        (lambda p: p, {}, "no Gigaword data in"),
+        (
+            lambda p: (p / "notes.txt", (p / "notes.txt").write_text("hi"))[0],
+            {},
+            "data_dir is a file but not a zip archive",
+        ),
+        (
+            lambda p: write_zip(p / "x.zip", write_org_data(p / "s"), inner="other"),
+            {},
+            r"has no org_data/train\.src\.txt",
+        ),
+        (None, {"dataset": "gigawordd"}, "unknown TFDS dataset 'gigawordd'; did you"),
+        (
+            lambda p: write_org_data(p),
+            {"document_key": "article"},
+            "no feature 'article'; available keys: document, summary",
+        ),
+        (lambda p: write_org_data(p), {"split": "training"}, "unknown split"),
+    ],
+    ids=[
+        "missing-dir",
+        "empty-dir",
+        "not-zip",
+        "zip-layout",
+        "dataset",
+        "key",
+        "split",
+    ],
+)
+def test_bad_arguments_raise_one_line_errors(tmp_path, make, kwargs, message):
+    kwargs = {"split": "train", **kwargs}
+    if make is not None:
+        kwargs["data_dir"] = make(tmp_path)
+    with pytest.raises(DataError, match=message) as info:
+        data.load_split(tfds_dir=tmp_path / "tfds", **kwargs)
+    assert "\n" not in str(info.value)
+
+
+def test_make_batches_buckets_by_length():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 40, size=200)
+    docs = [" ".join(["w"] * n) for n in lengths]
+    ds = tf.data.Dataset.from_tensor_slices((docs, ["h"] * len(docs)))
+
+    def encode(document, summary):
+        return tf.strings.split(document), tf.strings.split(summary)
+
+    boundaries = (8, 16, 32)
+    batches = data.make_batches(
+        ds, encode, batch_size=16, bucket_boundaries=boundaries, seed=1
+    )
+    edges = (0, *boundaries, 1000)
+    seen = []
+    for source, target in batches.as_numpy_iterator():
+        assert source.shape[0] <= 16 and target.shape[0] == source.shape[0]
+        true_lengths = (source != b"").sum(axis=1)
+        assert source.shape[1] == true_lengths.max()  # padded to the longest
+        bucket = np.searchsorted(edges, true_lengths, side="right")
+        assert len(set(bucket)) == 1, true_lengths  # one bucket per batch
+        seen += true_lengths.tolist()
+    assert sorted(seen) == sorted(lengths.tolist())
+    assert seen != lengths.tolist()  # shuffled
+
+    def first_epoch():
+        rebuilt = data.make_batches(
+            ds, encode, batch_size=16, bucket_boundaries=boundaries, seed=1
+        )
+        return [(s != b"").sum(axis=1).tolist() for s, _ in rebuilt.as_numpy_iterator()]
+
+    assert first_epoch() == first_epoch()  # seeded: reproducible
+
+
+def test_make_batches_pre_encoded_with_length_fn():
+    ids = [[1] * n for n in (3, 5, 9, 12)]
+    ds = tf.data.Dataset.from_generator(
+        lambda: iter(ids), output_signature=tf.TensorSpec([None], tf.int32)
+    ).map(lambda x: ({"source_ids": x}, x[:2]))
+    batches = data.make_batches(
+        ds,
+        batch_size=4,
+        length_fn=lambda inputs, target: tf.shape(inputs["source_ids"])[0],
+        bucket_boundaries=(6,),
+        shuffle=False,
+        cache=False,
+    )
+    shapes = sorted(b[0]["source_ids"].shape for b in batches.as_numpy_iterator())
+    assert shapes == [(2, 5), (2, 12)]
+    with pytest.raises(ValueError, match="strictly increasing"):
+        data.make_batches(ds, batch_size=4, bucket_boundaries=(8, 4))
