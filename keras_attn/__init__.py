@@ -2,23 +2,41 @@
 
 from keras_attn.additive import BahdanauAttention, ConcatAttention
 from keras_attn.base import AttentionMemory, BaseAttention
+from keras_attn.coverage import CoverageAttention, coverage_loss
 from keras_attn.dot import DotAttention, ScaledDotAttention
 from keras_attn.general import BilinearAttention, GeneralAttention
 from keras_attn.masking import causal_mask, masked_softmax
 from keras_attn.network import NetworkAttention
+from keras_attn.pointer import (
+    PointerGenerator,
+    copy_distribution,
+    pointer_distribution,
+    pointer_nll,
+    target_probabilities,
+)
+from keras_attn.recurrent import AttentionCellWrapper, AttentionRNN
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AttentionCellWrapper",
     "AttentionMemory",
+    "AttentionRNN",
     "BahdanauAttention",
     "BaseAttention",
     "BilinearAttention",
     "ConcatAttention",
+    "CoverageAttention",
     "DotAttention",
     "GeneralAttention",
     "NetworkAttention",
+    "PointerGenerator",
     "ScaledDotAttention",
     "causal_mask",
+    "copy_distribution",
+    "coverage_loss",
     "masked_softmax",
+    "pointer_distribution",
+    "pointer_nll",
+    "target_probabilities",
 ]

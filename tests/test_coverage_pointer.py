@@ -230,9 +230,11 @@ def test_coverage_errors(rng):
     with pytest.raises(ValueError, match="Received coverage shape"):
         layer([query, value], coverage=np.zeros((B, TQ, TV), "float32"))
     with pytest.raises(ValueError, match="Received: reduction"):
-        coverage_loss(np.zeros((B, TV)), np.zeros((B, TV)), reduction="avg")
+        coverage_loss(
+            np.zeros((B, TV), "float32"), np.zeros((B, TV), "float32"), reduction="avg"
+        )
     with pytest.raises(ValueError, match="Received attention shape"):
-        coverage_loss(np.zeros((B, TQ, TV)), np.zeros((B, TV)))
+        coverage_loss(np.zeros((B, TQ, TV), "float32"), np.zeros((B, TV), "float32"))
 
 
 # ------------------------------------------------------------------ pointer
