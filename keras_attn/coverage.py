@@ -44,11 +44,13 @@ class CoverageAttention(BahdanauAttention):
       `coverage += weights` yourself).
     * Teacher forcing, a whole query sequence `(batch, Tq, query_dim)` in
       `call`: since the weights of step `t` depend on those of the steps
-      before, the steps run one after the other in a `keras.ops.scan` over
-      `Tq` (a `tf.while_loop` on TensorFlow, `jax.lax.scan` on JAX, a Python
-      loop on PyTorch). `Tq` may be unknown (`None`) on TensorFlow, the loop
-      compiles under `tf.function`, XLA and `jax.jit`, and gradients flow
-      through the coverage into earlier steps. Only the cheap part (score
+      before, the steps run one after the other in a loop over `Tq`:
+      `keras.ops.scan` on JAX (`lax.scan`) and PyTorch (a Python loop),
+      `keras.ops.while_loop` with `maximum_iterations=Tq` on TensorFlow (a
+      `tf.while_loop` whose gradient XLA compiles). `Tq` may be unknown
+      (`None`) on TensorFlow, the loop compiles under `tf.function`, XLA and
+      `jax.jit`, and gradients flow through the coverage into earlier
+      steps. Only the cheap part (score
       and softmax) is in the loop: the keys and all queries are projected
       before it and the context is one matmul after it. Masked query
       positions (`query_mask`) do not add to the coverage.
@@ -211,12 +213,12 @@ class CoverageAttention(BahdanauAttention):
             causal = causal_mask(ops.shape(query)[1], ops.shape(value)[1])
             scores_mask = combine_masks(scores_mask, causal)
         # A (batch|1, 1, Tv) mask is the same at every step; one with a Tq
-        # axis (causal) is scanned over along with the queries.
+        # axis (causal) is looped over along with the queries.
         mask_per_step = scores_mask is not None and scores_mask.shape[1] != 1
 
         # Everything the steps read goes into one time-major `dtype` tensor
-        # [query projection | step is valid | step's mask]: Keras' TensorFlow
-        # `scan` fails on several `xs` when Tq is unknown.
+        # [query projection | step is valid | step's mask], one row a step
+        # (Keras' TensorFlow `scan` also fails on several `xs` of unknown Tq).
         projected = self._project_query(query)
         units = projected.shape[-1]
         ones = ops.ones_like(projected[..., :1], dtype=dtype)
@@ -229,8 +231,8 @@ class CoverageAttention(BahdanauAttention):
             columns.append(ops.cast(scores_mask, dtype) * ones)
         xs = ops.transpose(ops.concatenate(columns, axis=-1), (1, 0, 2))
 
-        def one_step(carry, x):
-            cov, _ = carry
+        def one_step(cov, x):
+            """`(coverage after, coverage before, weights)` of one step."""
             step_query = ops.cast(x[:, None, :units], projected.dtype)
             step_valid = x[:, units : units + 1]
             step_mask = scores_mask
@@ -238,15 +240,11 @@ class CoverageAttention(BahdanauAttention):
                 step_mask = ops.expand_dims(x[:, units + 1 :] > 0.5, 1)
             step_scores = self._calculate_scores(step_query, keys, coverage=cov)
             weights = ops.squeeze(masked_softmax(step_scores, step_mask), 1)
-            # Outputs mirror the carry (the TensorFlow `scan` needs that):
-            # (coverage before this step, weights of this step).
-            return (cov + weights * step_valid, weights), (cov, weights)
+            return cov + weights * step_valid, cov, weights
 
-        _, (coverages, weights) = ops.scan(
-            one_step, (coverage, ops.zeros_like(coverage)), xs
-        )
-        # Batch-major again; the reshape restores the static shape that
-        # TensorFlow's `scan` loses when Tq is unknown.
+        loop = _while_over_time if _use_while_loop() else _scan_over_time
+        coverages, weights = loop(one_step, coverage, xs)
+        # Batch-major again; the reshape keeps the static shape known.
         full_shape = (*ops.shape(query)[:2], ops.shape(keys)[1])
         coverages = ops.reshape(ops.transpose(coverages, (1, 0, 2)), full_shape)
         weights = ops.reshape(ops.transpose(weights, (1, 0, 2)), full_shape)
@@ -298,6 +296,54 @@ class CoverageAttention(BahdanauAttention):
             return_attention_scores,
             return_coverage,
         )
+
+
+def _use_while_loop():
+    # Keras' TensorFlow `scan` builds a `tf.while_loop` without
+    # `maximum_iterations`, whose gradient XLA cannot compile (`fit` on a
+    # GPU uses XLA by default). JAX needs `scan`: the gradient of
+    # `lax.while_loop` does not exist.
+    return keras.backend.backend() == "tensorflow"
+
+
+def _scan_over_time(one_step, coverage, xs):
+    """The recurrence as a `keras.ops.scan` (JAX: `lax.scan`; torch: a loop)."""
+
+    def step(carry, x):
+        new_cov, cov, weights = one_step(carry[0], x)
+        # The outputs mirror the carry, as some backends' `scan` require.
+        return (new_cov, weights), (cov, weights)
+
+    _, (coverages, weights) = ops.scan(step, (coverage, ops.zeros_like(coverage)), xs)
+    return coverages, weights
+
+
+def _while_over_time(one_step, coverage, xs):
+    """The recurrence as a `keras.ops.while_loop` bounded by `Tq`.
+
+    `maximum_iterations` makes its gradient compile under XLA, even with an
+    unknown `Tq`. Step `t` adds its outputs to `(Tq, batch, Tv)` buffers
+    through a one-hot over time: `O(Tq)` more work per step, no scatter.
+    """
+    steps = ops.shape(xs)[0]
+    positions = ops.arange(steps)
+    # (Tq, 1, 1) * (1, batch, Tv): zeros of shape (Tq, batch, Tv).
+    empty = ops.zeros_like(xs[:, :1, :1]) * ops.expand_dims(coverage, 0)
+
+    def body(t, cov, coverages, weights):
+        new_cov, cov, step_weights = one_step(cov, ops.take(xs, t, axis=0))
+        hot = ops.cast(ops.equal(positions, t), coverage.dtype)[:, None, None]
+        coverages = coverages + hot * ops.expand_dims(cov, 0)
+        weights = weights + hot * ops.expand_dims(step_weights, 0)
+        return t + 1, new_cov, coverages, weights
+
+    _, _, coverages, weights = ops.while_loop(
+        lambda t, *_: t < steps,
+        body,
+        (0, coverage, empty, empty),
+        maximum_iterations=steps,
+    )
+    return coverages, weights
 
 
 def coverage_loss(attention, coverage, mask=None, reduction="mean"):

@@ -1,5 +1,7 @@
 """Attention whose score is any user-supplied network `f(q, k)`."""
 
+import copy
+
 import keras
 from keras import ops
 
@@ -32,7 +34,8 @@ class NetworkAttention(BaseAttention):
     def __init__(self, network, **kwargs):
         super().__init__(**kwargs)
         if isinstance(network, dict):
-            network = keras.saving.deserialize_keras_object(network)
+            # Deserializing consumes the dict: leave the caller's config intact.
+            network = keras.saving.deserialize_keras_object(copy.deepcopy(network))
         if not callable(network):
             raise ValueError(
                 "`network` must be a Keras layer or model computing "

@@ -128,6 +128,7 @@ class HeadlineSummarizer(keras.Model):
 
     def _embed_target(self, ids, training=None):
         # Copied words (extended ids) enter the decoder as <unk>.
+        ids = ops.cast(ids, "int32")
         ids = ops.where(ids >= self.config.vocab_size, UNK_ID, ids)
         # A plain lookup: the decoder needs no padding mask (the loss masks).
         embedded = ops.take(self.embedding.embeddings, ids, axis=0)

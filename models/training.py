@@ -124,6 +124,24 @@ def batched(encoded, batch_size, *, training, seed=0):
 # ---------------------------------------------------------------- callbacks
 
 
+class Backup(keras.callbacks.BackupAndRestore):
+    """`BackupAndRestore` that saves every `save_freq` steps *and* at each
+    epoch's end, keeping the previous backup in case a kill tears the write.
+
+    A resumed run restores the weights, the optimizer (its step counter
+    included) and the epoch; the interrupted epoch starts over.
+    """
+
+    def __init__(self, backup_dir, save_freq):
+        super().__init__(
+            backup_dir, save_freq=save_freq, delete_checkpoint=False, double_checkpoint=True
+        )
+
+    def on_epoch_end(self, epoch, logs=None):
+        super().on_epoch_end(epoch, logs)
+        self._save_model()
+
+
 class TimeBudget(keras.callbacks.Callback):
     """Stops training once `minutes` have passed (checked every batch)."""
 
@@ -235,10 +253,7 @@ def fit(model, train_batches, validation_batches, run_dir, options, callbacks=()
     run_dir = Path(run_dir)
     best_path = run_dir / "best.weights.h5"
     all_callbacks = [
-        # Restores weights, optimizer state and epoch after an interruption.
-        keras.callbacks.BackupAndRestore(
-            str(run_dir / "backup"), save_freq=options.checkpoint_every, delete_checkpoint=False
-        ),
+        Backup(str(run_dir / "backup"), save_freq=options.checkpoint_every),
         keras.callbacks.ModelCheckpoint(
             str(best_path), monitor="val_loss", save_best_only=True, save_weights_only=True
         ),

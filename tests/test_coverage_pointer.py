@@ -448,6 +448,42 @@ def test_fit_through_the_coverage_loop(rng):
     assert np.abs(after - before).max() > 0
 
 
+@pytest.mark.tf_only
+def test_tensorflow_xla_gradient_with_unknown_lengths(rng):
+    import tensorflow as tf
+
+    layer = make_coverage_layer(rng)
+    spec = [
+        tf.TensorSpec((None, None, DQ)),
+        tf.TensorSpec((None, None, DV)),
+        tf.TensorSpec((None, None), tf.bool),
+    ]
+
+    @tf.function(jit_compile=True, input_signature=spec)
+    def loss_and_grads(query, value, query_mask):
+        with tf.GradientTape() as tape:
+            weights, coverage = layer(
+                [query, value],
+                query_mask=query_mask,
+                return_attention_scores=True,
+                return_coverage=True,
+            )[1:]
+            loss = coverage_loss(weights, coverage, mask=query_mask)
+        return loss, tape.gradient(loss, layer.trainable_variables)
+
+    query, value, value_mask, query_mask = coverage_inputs(rng)
+    loss, grads = loss_and_grads(query, value, query_mask)
+    weights, coverage = layer(
+        [query, value],
+        query_mask=query_mask,
+        return_attention_scores=True,
+        return_coverage=True,
+    )[1:]
+    expected = coverage_loss(weights, coverage, mask=query_mask)
+    np.testing.assert_allclose(float(loss), float(np_(expected)), rtol=1e-5)
+    assert all(np.all(np.isfinite(np_(g))) for g in grads)
+
+
 def test_mixed_float16(rng):
     keras.mixed_precision.set_global_policy("mixed_float16")
     try:

@@ -1,0 +1,288 @@
+"""Training throughput: the project's summarizer against a TF-tutorial-style reference.
+
+Project: `HeadlineSummarizer` built and compiled by `models.training.build_model`,
+fed by the train.py pipeline (`encode_dataset` + `batched`: length buckets,
+padding to the longest example of each batch). The model configuration is the
+lead's run (`runs/headlines/config.json`: LSTM, bidirectional encoder,
+Bahdanau attention, copy, tied embeddings) unless overridden.
+
+Reference: built the way the TensorFlow "NMT with attention" tutorial (TF 2.x,
+`AdditiveAttention` version) builds it: embedding, GRU encoder, GRU decoder
+over the teacher-forced target, `W1`/`W2` Dense + `keras.layers.AdditiveAttention`,
+`Wc` tanh, untied full-vocabulary `Dense` logits, masked cross-entropy,
+float32, no XLA, every batch padded to the longest source and target of the
+whole dataset. Same vocabulary, embedding, hidden and attention sizes; same
+examples, ids from the same `TextFeatures` (copy ids map to <unk>).
+
+Both train steps are `tf.function(model.train_step, reduce_retracing=True)`
+(as `fit` does), fed from persistent iterators, timed in interleaved blocks
+of `--block` steps. Reported: examples/second of each, the ratio
+project / reference (median over rounds), analytic matmul FLOP/s against the
+CPU's peak, and the peak RSS of the process.
+
+    nice -n 19 python benchmarks/bench_training.py
+    nice -n 19 python benchmarks/bench_training.py --variants bf16 xla
+    nice -n 19 python benchmarks/bench_training.py --only project --batch-size 128  # memory
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+# AMD EPYC (Zen 3): two 256-bit FMA pipes per core = 2 x 8 fp32 lanes x 2 FLOPs
+# per FMA = 32 fp32 FLOP/cycle/core. Base clock 2.45 GHz (BogoMIPS / 2).
+FLOP_PER_CYCLE_PER_CORE = 32
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data-dir", default="/work/shared/data/gigaword_sample")
+    p.add_argument("--tfds-dir", default="/tmp/tfds")
+    p.add_argument("--config", default=str(REPO / "runs/headlines/config.json"),
+                   help="model config JSON (default: the lead's run; falls back to defaults)")
+    p.add_argument("--vocab", default=str(REPO / "runs/headlines/vocab.txt"),
+                   help="vocabulary file (built from the examples when missing)")
+    p.add_argument("--examples", type=int, default=8000, help="training examples used")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--max-source-length", type=int, help="override the config's")
+    p.add_argument("--block", type=int, default=20, help="steps per timed block")
+    p.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
+    p.add_argument("--warmup", type=int, default=12, help="untimed steps per program")
+    p.add_argument("--jit-compile", action="store_true", help="project model: XLA")
+    p.add_argument("--mixed-precision", choices=("mixed_bfloat16", "mixed_float16"),
+                   help="project model: dtype policy")
+    p.add_argument("--variants", nargs="*", default=[], choices=("bf16", "xla"),
+                   help="extra project programs in the same interleaving")
+    p.add_argument("--only", choices=("project", "reference"),
+                   help="time one program alone (memory measurements)")
+    p.add_argument("--cpu-ghz", type=float, default=2.45, help="for the peak FLOP/s")
+    return p.parse_args(argv)
+
+
+def tutorial_model(vocab_size, embedding_dim, units, attention_units):
+    """The TF NMT tutorial's encoder-decoder (AdditiveAttention version)."""
+    import keras
+    import tensorflow as tf
+
+    class Reference(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.enc_embedding = keras.layers.Embedding(vocab_size, embedding_dim)
+            self.enc_gru = keras.layers.GRU(units, return_sequences=True, return_state=True,
+                                            recurrent_initializer="glorot_uniform")
+            self.dec_embedding = keras.layers.Embedding(vocab_size, embedding_dim)
+            self.dec_gru = keras.layers.GRU(units, return_sequences=True, return_state=True,
+                                            recurrent_initializer="glorot_uniform")
+            self.W1 = keras.layers.Dense(attention_units, use_bias=False)
+            self.W2 = keras.layers.Dense(attention_units, use_bias=False)
+            self.attention = keras.layers.AdditiveAttention()
+            self.Wc = keras.layers.Dense(units, activation="tanh", use_bias=False)
+            self.fc = keras.layers.Dense(vocab_size)
+
+        def call(self, inputs, training=None):
+            source, target_in = inputs["source_ids"], inputs["target_in"]
+            source_mask = source != 0
+            enc_output, enc_state = self.enc_gru(self.enc_embedding(source),
+                                                 mask=source_mask)
+            rnn_output, _ = self.dec_gru(self.dec_embedding(target_in),
+                                         initial_state=enc_state)
+            w1_query = self.W1(rnn_output)
+            w2_key = self.W2(enc_output)
+            query_mask = tf.ones(tf.shape(rnn_output)[:-1], dtype=bool)
+            context, _ = self.attention([w1_query, enc_output, w2_key],
+                                        mask=[query_mask, source_mask],
+                                        return_attention_scores=True)
+            attention_vector = self.Wc(tf.concat([context, rnn_output], axis=-1))
+            return self.fc(attention_vector)
+
+        def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None,
+                         training=True):
+            loss = tf.keras.losses.sparse_categorical_crossentropy(
+                y, y_pred, from_logits=True)
+            mask = tf.cast(y != 0, loss.dtype)
+            return tf.reduce_sum(loss * mask) / tf.reduce_sum(mask)
+
+    return Reference()
+
+
+def matmul_flops(config, batch, source_len, target_len, reference=False):
+    """Forward matmul FLOPs (2 per multiply-add) of one batch; training ~ 3x.
+
+    Counts the recurrent cells, projections, attention scores and context, the
+    output layer; ignores element-wise ops (tanh, softmax, gates).
+    """
+    E, H, A, V = (config.embedding_dim, config.hidden_size, config.attention_units,
+                  config.vocab_size)
+    S, T = source_len, target_len
+    gates = 3 if reference or config.cell == "gru" else 4
+    if reference:
+        encoder = S * 2 * (E + H) * gates * H
+    else:
+        h = H // 2
+        encoder = 2 * S * 2 * (E + h) * gates * h + 2 * H * H  # + bridge
+    decoder = T * 2 * (E + H) * gates * H
+    attention = S * 2 * H * A + T * 2 * H * A  # key and query projections
+    attention += T * S * (2 * A + 2 * H)  # v . tanh(...) and the context
+    attentional = T * 2 * (2 * H) * H
+    if reference:
+        output = T * 2 * H * V
+    elif config.tie_embeddings:
+        output = T * (2 * H * E + 2 * E * V)
+    else:
+        output = T * 2 * H * V
+    return batch * (encoder + decoder + attention + attentional + output)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    import common
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from models import data, training
+    from models.config import SummarizerConfig
+    from models.features import TextFeatures
+
+    common.print_machine_info()
+    rss_start = common.peak_rss_mib()
+    split = data.load_split("train", data_dir=args.data_dir, tfds_dir=args.tfds_dir)
+    split = split.take(args.examples)
+    config = (SummarizerConfig.load(args.config) if Path(args.config).exists()
+              else SummarizerConfig())
+    if args.max_source_length:
+        config.max_source_length = args.max_source_length
+    options = training.TrainOptions(batch_size=args.batch_size)
+    if Path(args.vocab).exists():
+        vocabulary = training.load_vocabulary(args.vocab)
+        features = TextFeatures(vocabulary, config.max_source_length,
+                                config.max_target_length)
+        config.vocab_size = features.vocab_size
+    else:
+        features = training.build_features(split, config, min_count=options.min_count)
+    print(f"# config {json.dumps(config.to_dict())}")
+    print(f"# {args.examples} examples, batch {args.batch_size}, blocks of {args.block} "
+          f"steps x {args.rounds} rounds, warmup {args.warmup}")
+    encoded = training.encode_dataset(split, features).cache()
+
+    # ---- project pipeline (train.py's)
+    def project_batches():
+        return iter(training.batched(encoded, args.batch_size, training=True).repeat())
+
+    # ---- reference pipeline: pad everything to the longest of the dataset
+    max_s = max_t = 0
+    for inputs, target in encoded:
+        max_s = max(max_s, int(inputs["source_ids"].shape[0]))
+        max_t = max(max_t, int(target.shape[0]))
+    vocab_size = config.vocab_size
+
+    def to_reference(inputs, target):
+        unk = lambda ids: tf.where(ids >= vocab_size, 1, ids)  # noqa: E731
+        return ({"source_ids": inputs["source_ids"],
+                 "target_in": unk(inputs["target_in"])}, unk(target))
+
+    reference_ds = (encoded.map(to_reference).shuffle(10_000, seed=0)
+                    .padded_batch(args.batch_size, padded_shapes=(
+                        {"source_ids": [max_s], "target_in": [max_t]}, [max_t]))
+                    .repeat().prefetch(tf.data.AUTOTUNE))
+    print(f"# reference pads to the dataset's longest: source {max_s}, target {max_t}")
+
+    # ---- models and their train steps
+    programs = {}
+
+    def project_program(jit, policy):
+        keras.mixed_precision.set_global_policy(policy or "float32")
+        opts = training.TrainOptions(batch_size=args.batch_size, jit_compile=jit,
+                                     mixed_precision=policy)
+        model = training.build_model(config, opts)
+        keras.mixed_precision.set_global_policy("float32")
+        step = tf.function(model.train_step, reduce_retracing=True, jit_compile=jit)
+        return model, step, project_batches()
+
+    if args.only != "reference":
+        programs["project"] = project_program(args.jit_compile, args.mixed_precision)
+        if "bf16" in args.variants:
+            programs["project+bf16"] = project_program(args.jit_compile, "mixed_bfloat16")
+        if "xla" in args.variants:
+            programs["project+xla"] = project_program(True, args.mixed_precision)
+    if args.only != "project":
+        ref = tutorial_model(vocab_size, config.embedding_dim, config.hidden_size,
+                             config.attention_units)
+        ref_in, ref_out = next(iter(reference_ds))
+        ref(ref_in)
+        ref.compile(optimizer=keras.optimizers.Adam(options.learning_rate))
+        programs["reference"] = (ref, tf.function(ref.train_step, reduce_retracing=True),
+                                 iter(reference_ds))
+
+    stats = {name: {"examples": 0, "seconds": 0.0, "flops": 0.0, "eps": []}
+             for name in programs}
+
+    def run_block(name, steps, record=True):
+        model, step, iterator = programs[name]
+        batches = [next(iterator) for _ in range(steps)]  # input outside the timing
+        flops = 0.0
+        examples = 0
+        for inputs, target in batches:
+            b, s = inputs["source_ids"].shape
+            t = target.shape[1]
+            examples += b
+            flops += 3 * matmul_flops(config, b, s, t, reference=name == "reference")
+        start = time.perf_counter()
+        for batch in batches:
+            logs = step(batch)
+        float(logs["loss"]) if "loss" in logs else None  # wait for the last step
+        seconds = time.perf_counter() - start
+        if record:
+            st = stats[name]
+            st["examples"] += examples
+            st["seconds"] += seconds
+            st["flops"] += flops
+            st["eps"].append(examples / seconds)
+        return examples / seconds
+
+    names = list(programs)
+    for name in names:
+        start = time.perf_counter()
+        run_block(name, args.warmup, record=False)
+        print(f"# warmup {name}: {args.warmup} steps in {time.perf_counter() - start:.1f} s",
+              flush=True)
+    for r in range(args.rounds):
+        order = names if r % 2 == 0 else names[::-1]
+        line = []
+        for name in order:
+            line.append(f"{name} {run_block(name, args.block):.1f} ex/s")
+        print(f"round {r}: " + ", ".join(line), flush=True)
+
+    peak = 2 * args.cpu_ghz * 1e9 * FLOP_PER_CYCLE_PER_CORE
+    rows = []
+    for name in names:
+        st = stats[name]
+        eps = common.median(st["eps"])
+        achieved = st["flops"] / st["seconds"]
+        ratio = (common.median(a / b for a, b in zip(st["eps"], stats["reference"]["eps"]))
+                 if "reference" in stats else float("nan"))
+        rows.append([name, eps, ratio, achieved / 1e9, 100 * achieved / peak,
+                     st["examples"] // (args.block * args.rounds) if st["eps"] else 0])
+    print()
+    print(common.markdown_table(
+        ["program", "examples/s (median)", "ratio vs reference", "matmul GFLOP/s",
+         "% of fp32 peak", "mean batch"], rows))
+    print(f"\n# peak fp32 assumed: 2 cores x {args.cpu_ghz} GHz x "
+          f"{FLOP_PER_CYCLE_PER_CORE} FLOP/cycle = {peak / 1e9:.0f} GFLOP/s")
+    print(f"# peak RSS {common.peak_rss_mib():.0f} MiB (at start {rss_start:.0f} MiB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

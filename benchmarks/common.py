@@ -1,0 +1,123 @@
+"""Shared timing helpers for the benchmarks.
+
+The benchmark machine is shared and noisy, so every reported figure is a
+ratio of two programs measured in the same process, interleaved
+(A, B, A, B, ...): each round times every program once, the ratio is taken
+per round, and the median over rounds is reported. Slow drifts of the
+machine's load hit both sides of a round alike and cancel in the ratio.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+
+def timeit(fn: Callable[[], object], number: int) -> float:
+    """Seconds per call of `fn`, averaged over `number` back-to-back calls."""
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - start) / number
+
+
+def interleaved(
+    programs: dict[str, Callable[[], object]],
+    *,
+    repeats: int = 7,
+    number: int = 10,
+    warmup: int = 2,
+) -> dict[str, list[float]]:
+    """Times each program `repeats` times, in rounds A, B, A, B, ...
+
+    Args:
+        programs: name to a zero-argument callable that blocks until its
+            result is ready (call `.numpy()` or `block_until_ready`).
+        repeats: rounds.
+        number: calls per timing (the timing is their mean).
+        warmup: untimed calls of each program first (tracing, compiling).
+
+    Returns:
+        name to the list of `repeats` per-call times, in seconds.
+    """
+    for fn in programs.values():
+        for _ in range(warmup):
+            fn()
+    times = {name: [] for name in programs}
+    names = list(programs)
+    for r in range(repeats):
+        # Alternate the order each round so neither side always runs first.
+        order = names if r % 2 == 0 else names[::-1]
+        for name in order:
+            times[name].append(timeit(programs[name], number))
+    return times
+
+
+def median_ratio(times: dict[str, list[float]], a: str, b: str) -> float:
+    """Median over rounds of `time[a] / time[b]` (same round, same load)."""
+    return statistics.median(x / y for x, y in zip(times[a], times[b]))
+
+
+def median(values) -> float:
+    return statistics.median(values)
+
+
+def spread(times: list[float]) -> float:
+    """Relative spread (max - min) / median of a list of timings."""
+    m = statistics.median(times)
+    return (max(times) - min(times)) / m if m else float("nan")
+
+
+def peak_rss_mib() -> float:
+    """Peak resident set size of this process so far, MiB (Linux: KiB units)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def machine_info() -> dict[str, str]:
+    """CPU model, core count, load, library versions: what a result depends on."""
+    info = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": str(os.cpu_count()),
+        "loadavg": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+    }
+    try:
+        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        for line in lscpu.splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("Model name", "CPU(s)", "Thread(s) per core", "L3 cache"):
+                info[key.strip()] = value.strip()
+        flags = next(
+            (v for k, _, v in (ln.partition(":") for ln in lscpu.splitlines())
+             if k.strip() == "Flags"),
+            "",
+        ).split()
+        info["simd"] = ",".join(f for f in ("avx2", "fma", "avx512f", "avx512_bf16")
+                                if f in flags)
+    except OSError:
+        pass
+    for module in ("tensorflow", "keras", "jax"):
+        if module in sys.modules:
+            info[module] = getattr(sys.modules[module], "__version__", "?")
+    return info
+
+
+def print_machine_info() -> None:
+    for key, value in machine_info().items():
+        print(f"# {key}: {value}")
+
+
+def markdown_table(header: list[str], rows: list[list[object]]) -> str:
+    def fmt(x):
+        return f"{x:.3g}" if isinstance(x, float) else str(x)
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(fmt(x) for x in row) + " |" for row in rows]
+    return "\n".join(lines)

@@ -1,0 +1,672 @@
+"""Multivariate time-series forecasting: a plain LSTM against two attention models.
+
+The question: "I want to forecast the new values of a multivariate time series,
+given its historical values. It is clear how to do that with an LSTM. How would
+I do the same with an attention-based model?" This script answers it on real
+data and compares, on the same windows and the same training budget:
+
+1. `lstm`: a plain LSTM over the history; its last state goes through a
+   `Dense` layer that outputs all `H` future steps of all variables at once.
+2. `self_attn_lstm`: the same, but the LSTM cell attends over its own earlier
+   states at every step: `AttentionRNN(AttentionCellWrapper(LSTMCell(u),
+   BahdanauAttention(u), style="self", max_length=W - 1,
+   return_alignments=True))`. `max_length=W - 1` because the buffer holds the
+   *earlier* states: at the last step it holds exactly the `W - 1` states
+   before the current one (the current one joins through `W_c`).
+3. `enc_dec_bahdanau`: an encoder-decoder. An LSTM encoder reads the history;
+   a decoder runs `H` steps (one per forecast quarter, its input the one-hot
+   horizon step and the last observed values), starts from the encoder's final
+   `[h, c]` and, at every step, attends over all `W` encoder outputs with
+   Bahdanau attention (`AttentionCellWrapper(style="bahdanau")` run by
+   `AttentionRNN` over the memory). Each decoder output goes through a
+   `Dense(n_variables)`.
+
+Plus two baselines that need no training: `naive` (every future quarter equals
+the last observed one) and `train_mean` (every future value is the training
+mean, i.e. 0 in scaled units).
+
+Data: `statsmodels.datasets.macrodata`, shipped with statsmodels (no download):
+quarterly US macro series, 1959Q1-2009Q3. Levels trend, so each variable is
+made (roughly) stationary first:
+
+* `gdp`, `consumption`, `investment`: annualised quarter-on-quarter growth of
+  real GDP, real consumption and real investment, `400 * diff(log(x))`, in %.
+* `inflation`: annualised CPI inflation, `400 * diff(log(cpi))`, in %.
+* `unemployment`: change of the unemployment rate, `diff(unemp)`, in
+  percentage points.
+
+That leaves 202 quarters (1959Q2-2009Q3). A sample is a window of `W` quarters
+(`--window`, default 12) of all five variables, `(W, 5)`, and its target the
+next `H` quarters (`--horizon`, default 4), `(H, 5)`. The split is
+chronological, on the quarters being forecast: the first 70% of the quarters
+for training, the next 15% for validation (early stopping), the last 15% (from
+2002Q1, so including the 2008-09 recession) for the test. A window belongs to a
+split only if all its target quarters do. Each variable is standardised with
+the mean and standard deviation of the training quarters only.
+
+Metrics are in *scaled* units (each variable divided by its training standard
+deviation), averaged over the five variables and the `H` horizon steps, so
+that variables in % and in percentage points can be averaged;
+`metrics.json` also has each variable's MAE in its original units.
+
+Every model has about the same number of parameters (the attention models get
+fewer LSTM units to pay for their attention weights), the same optimizer, the
+same batches, the same epoch budget and the same early stopping on the
+validation loss (best weights restored).
+
+Outputs, in `--output` (default `examples/output/`):
+`metrics.json`, `metrics.md` (the table), `forecasts.png` (one-quarter-ahead
+forecasts against the truth over the test period, one panel per variable) and
+`attention.png` (which past quarters each test forecast attended to).
+
+Usage:
+
+```
+python examples/forecast.py                       # full run, a few minutes on CPU
+python examples/forecast.py --quick               # a smoke run of a few epochs
+python examples/forecast.py --window 8 --horizon 1 --epochs 100
+KERAS_BACKEND=jax python examples/forecast.py     # any Keras backend
+```
+"""
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+from keras import ops  # noqa: E402
+
+from keras_attn import (  # noqa: E402
+    AttentionCellWrapper,
+    AttentionRNN,
+    BahdanauAttention,
+)
+
+VARIABLES = ("gdp", "consumption", "investment", "inflation", "unemployment")
+UNITS_LABEL = {
+    "gdp": "% (annualised q/q growth)",
+    "consumption": "% (annualised q/q growth)",
+    "investment": "% (annualised q/q growth)",
+    "inflation": "% (annualised CPI inflation)",
+    "unemployment": "pp (change of the rate)",
+}
+MODEL_NAMES = ("lstm", "self_attn_lstm", "enc_dec_bahdanau")
+BASELINES = ("naive", "train_mean")
+# LSTM units per model, chosen so that the three have about the same number of
+# parameters (~5-6k for 5 variables, W=12, H=4): attention costs weights.
+UNITS = {"lstm": 32, "self_attn_lstm": 23, "enc_dec_bahdanau": 17}
+QUICK_UNITS = {"lstm": 8, "self_attn_lstm": 6, "enc_dec_bahdanau": 6}
+
+
+# ---------------------------------------------------------------- data
+
+
+def load_macro_series():
+    """Loads the five stationary quarterly series.
+
+    Returns:
+        `(values, quarters)`: float32 `(202, 5)` in original units (columns in
+        `VARIABLES` order) and the quarter labels, e.g. `"1959Q2"`.
+    """
+    from statsmodels.datasets import macrodata
+
+    raw = macrodata.load_pandas().data
+
+    def growth(column):
+        return 400.0 * np.diff(np.log(raw[column].to_numpy(np.float64)))
+
+    values = np.stack(
+        [
+            growth("realgdp"),
+            growth("realcons"),
+            growth("realinv"),
+            growth("cpi"),
+            np.diff(raw["unemp"].to_numpy(np.float64)),
+        ],
+        axis=-1,
+    ).astype("float32")
+    quarters = [
+        f"{int(y)}Q{int(q)}"
+        for y, q in zip(raw["year"][1:], raw["quarter"][1:], strict=True)
+    ]
+    return values, quarters
+
+
+def make_windows(series, window, horizon):
+    """Every `(history, target)` pair of a series.
+
+    Args:
+        series: `(T, n)`.
+        window: History length `W`.
+        horizon: Forecast length `H`.
+
+    Returns:
+        `(inputs, targets, first_target)`: `(N, W, n)`, `(N, H, n)` and the
+        index in `series` of each target's first quarter, `(N,)`.
+    """
+    count = len(series) - window - horizon + 1
+    if count <= 0:
+        raise ValueError(
+            f"A series of {len(series)} steps has no window of {window} steps "
+            f"followed by {horizon}. Received: window={window}, "
+            f"horizon={horizon}"
+        )
+    starts = np.arange(count)
+    inputs = np.stack([series[s : s + window] for s in starts])
+    targets = np.stack([series[s + window : s + window + horizon] for s in starts])
+    return inputs, targets, starts + window
+
+
+def prepare_data(window, horizon, train_frac=0.70, val_frac=0.15):
+    """Scaled windows with a chronological train/validation/test split.
+
+    Returns:
+        A dict with `x_train, y_train, x_val, y_val, x_test, y_test` (scaled),
+        `mean`, `std` (per variable, from the training quarters only),
+        `test_quarters` (the label of each test target's first quarter) and
+        `quarters`.
+    """
+    values, quarters = load_macro_series()
+    total = len(values)
+    val_start, test_start = (
+        int(train_frac * total),
+        int((train_frac + val_frac) * total),
+    )
+    # Statistics of the training period only: no peeking at the future.
+    mean = values[:val_start].mean(axis=0)
+    std = values[:val_start].std(axis=0)
+    scaled = (values - mean) / std
+    x, y, first = make_windows(scaled, window, horizon)
+    last = first + horizon - 1
+    splits = {
+        "train": last < val_start,
+        "val": (first >= val_start) & (last < test_start),
+        "test": first >= test_start,
+    }
+    data = {"mean": mean, "std": std, "quarters": quarters}
+    for name, keep in splits.items():
+        if not keep.any():
+            raise ValueError(
+                f"The {name} split has no window of {window} + {horizon} "
+                f"quarters; use a shorter --window or --horizon."
+            )
+        data[f"x_{name}"], data[f"y_{name}"] = x[keep], y[keep]
+    data["test_quarters"] = [quarters[i] for i in first[splits["test"]]]
+    return data
+
+
+# ---------------------------------------------------------------- models
+
+
+@keras.saving.register_keras_serializable(package="forecast_example")
+class DecoderInputs(keras.layers.Layer):
+    """The decoder's inputs: `[one_hot(step); last observed values]` per step.
+
+    The forecast is not autoregressive (no forecast is fed back), so each of
+    the `H` decoder steps only needs to know which horizon it is.
+
+    Args:
+        horizon: Number of decoder steps `H`.
+
+    Call arguments:
+        history: `(batch, W, n)`.
+
+    Returns:
+        `(batch, H, H + n)`.
+    """
+
+    def __init__(self, horizon, **kwargs):
+        super().__init__(**kwargs)
+        self.horizon = horizon
+
+    def call(self, history):
+        batch = ops.shape(history)[0]
+        steps = ops.eye(self.horizon, dtype=history.dtype)
+        steps = ops.broadcast_to(steps[None], (batch, self.horizon, self.horizon))
+        last = ops.repeat(history[:, -1:, :], self.horizon, axis=1)
+        return ops.concatenate([steps, last], axis=-1)
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], self.horizon, self.horizon + input_shape[-1])
+
+    def get_config(self):
+        return {**super().get_config(), "horizon": self.horizon}
+
+
+def build_model(name, window, horizon, n_vars, units):
+    """Builds one forecaster.
+
+    Args:
+        name: One of `MODEL_NAMES`.
+        window: History length `W`.
+        horizon: Forecast length `H`.
+        n_vars: Number of variables `n`.
+        units: LSTM units.
+
+    Returns:
+        `(model, inspect)`: `model` maps a history `(batch, W, n)` to the
+        forecast `(batch, H, n)` (the one to train); `inspect`, sharing its
+        weights, also returns the attention weights, `(batch, H, L)` with `L`
+        the attended lags, or None for the plain LSTM.
+    """
+    history = keras.Input((window, n_vars), name="history")
+    alignments = None
+    if name == "lstm":
+        last = keras.layers.LSTM(units, name="lstm")(history)
+        flat = keras.layers.Dense(horizon * n_vars, name="head")(last)
+        forecast = keras.layers.Reshape((horizon, n_vars), name="forecast")(flat)
+    elif name == "self_attn_lstm":
+        cell = AttentionCellWrapper(
+            keras.layers.LSTMCell(units),
+            BahdanauAttention(units),
+            style="self",
+            max_length=window - 1,
+            return_alignments=True,
+        )
+        # Only the last step's output (and alignments) feed the forecast.
+        last, alignments = AttentionRNN(
+            cell, return_sequences=False, name="self_attn_lstm"
+        )(history)
+        flat = keras.layers.Dense(horizon * n_vars, name="head")(last)
+        forecast = keras.layers.Reshape((horizon, n_vars), name="forecast")(flat)
+        # One row of weights for the whole forecast: repeat it for each step.
+        alignments = keras.layers.RepeatVector(horizon, name="alignments")(alignments)
+    elif name == "enc_dec_bahdanau":
+        memory, h, c = keras.layers.LSTM(
+            units, return_sequences=True, return_state=True, name="encoder"
+        )(history)
+        cell = AttentionCellWrapper(
+            keras.layers.LSTMCell(units),
+            BahdanauAttention(units),
+            style="bahdanau",
+            return_alignments=True,
+        )
+        decoded, alignments = AttentionRNN(cell, name="decoder")(
+            [DecoderInputs(horizon, name="decoder_inputs")(history), memory],
+            initial_state=[h, c],
+        )
+        forecast = keras.layers.Dense(n_vars, name="forecast")(decoded)
+    else:
+        raise ValueError(f"Unknown model {name!r}; expected one of {MODEL_NAMES}.")
+    model = keras.Model(history, forecast, name=name)
+    inspect = None
+    if alignments is not None:
+        inspect = keras.Model(history, [forecast, alignments], name=f"{name}_inspect")
+    return model, inspect
+
+
+class TqdmEpochs(keras.callbacks.Callback):
+    """One tqdm bar per model, one tick per epoch, with the losses."""
+
+    def __init__(self, epochs, desc):
+        super().__init__()
+        self.epochs, self.desc, self.bar = epochs, desc, None
+
+    def on_train_begin(self, logs=None):
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=self.epochs, desc=self.desc, unit="epoch", leave=True)
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs or {}
+        self.bar.set_postfix(
+            loss=f"{logs.get('loss', float('nan')):.3f}",
+            val=f"{logs.get('val_loss', float('nan')):.3f}",
+        )
+        self.bar.update(1)
+
+    def on_train_end(self, logs=None):
+        self.bar.close()
+
+
+# ---------------------------------------------------------------- metrics
+
+
+def errors(pred, truth):
+    """MAE, RMSE over everything, and MAE of the first horizon step."""
+    diff = np.asarray(pred, np.float64) - np.asarray(truth, np.float64)
+    return {
+        "mae": float(np.mean(np.abs(diff))),
+        "rmse": float(np.sqrt(np.mean(diff**2))),
+        "mae_h1": float(np.mean(np.abs(diff[:, 0]))),
+    }
+
+
+def per_variable_mae(pred, truth, std):
+    """MAE of each variable, in its original units."""
+    mae = np.mean(np.abs(pred - truth), axis=(0, 1)) * std
+    return {v: float(m) for v, m in zip(VARIABLES, mae, strict=True)}
+
+
+def markdown_table(metrics, args):
+    lines = [
+        f"Test set: {metrics['test_windows']} windows "
+        f"({metrics['test_period']}), window W={args['window']}, "
+        f"horizon H={args['horizon']}. MAE and RMSE in scaled units "
+        "(train standard deviations), averaged over the 5 variables and the H "
+        "steps; MAE h=1 is the one-quarter-ahead error.",
+        "",
+        "| model | params | epochs run | test MAE | test RMSE | test MAE h=1 |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, row in metrics["models"].items():
+        lines.append(
+            f"| {name} | {row['params']} | {row['epochs']} | {row['mae']:.3f} | "
+            f"{row['rmse']:.3f} | {row['mae_h1']:.3f} |"
+        )
+    lines += [
+        "",
+        "Test MAE per variable, original units:",
+        "",
+        "| model | " + " | ".join(VARIABLES) + " |",
+        "|---|" + "---:|" * len(VARIABLES),
+    ]
+    for name, row in metrics["models"].items():
+        cells = " | ".join(f"{row['mae_by_variable'][v]:.2f}" for v in VARIABLES)
+        lines.append(f"| {name} | {cells} |")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- plots
+
+
+def plot_forecasts(path, data, predictions):
+    """One-quarter-ahead test forecasts against the truth, one panel per variable."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    mean, std = data["mean"], data["std"]
+    truth = data["y_test"][:, 0] * std + mean
+    labels = data["test_quarters"]
+    steps = np.arange(len(labels))
+    styles = {
+        "naive": dict(color="0.6", ls=":", lw=1.2),
+        "lstm": dict(color="tab:blue", lw=1.4),
+        "self_attn_lstm": dict(color="tab:orange", lw=1.4),
+        "enc_dec_bahdanau": dict(color="tab:green", lw=1.4),
+    }
+    fig, axes = plt.subplots(
+        len(VARIABLES), 1, figsize=(11, 2.3 * len(VARIABLES)), sharex=True
+    )
+    for k, (ax, var) in enumerate(zip(axes, VARIABLES, strict=True)):
+        ax.plot(steps, truth[:, k], color="black", lw=2.0, label="truth")
+        for name, style in styles.items():
+            if name in predictions:
+                pred = predictions[name][:, 0, k] * std[k] + mean[k]
+                ax.plot(steps, pred, label=name, **style)
+        ax.set_ylabel(f"{var}\n{UNITS_LABEL[var]}", fontsize=8)
+        ax.grid(alpha=0.3)
+    tick = max(1, len(labels) // 10)
+    axes[-1].set_xticks(steps[::tick], labels[::tick])
+    axes[-1].set_xlabel("forecast quarter (test period)")
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(
+        handles,
+        names,
+        ncol=len(names),
+        fontsize=9,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.965),
+    )
+    fig.suptitle("One-quarter-ahead forecasts vs. truth, test period", y=0.995)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_attention(path, data, attention, window, horizon):
+    """Which past quarters the test forecasts attended to.
+
+    Columns are lags: lag 0 is the last observed quarter, lag `W - 1` the
+    oldest of the window. The self-attentive LSTM attends over its `W - 1`
+    earlier states (lag 0, its current state, is joined after attention), so
+    its lag-0 column is blank.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lags = np.arange(window - 1, -1, -1)  # oldest first, as the weights are
+    labels = data["test_quarters"]
+    panels = []
+    if "self_attn_lstm" in attention:
+        weights = attention["self_attn_lstm"][:, 0]  # same row for every step
+        padded = np.concatenate([weights, np.full((len(weights), 1), np.nan)], -1)
+        panels.append(
+            (
+                "self_attn_lstm: last step's weights over its\n"
+                "earlier states (lag 0, its current state, is not attended)",
+                padded,
+            )
+        )
+    if "enc_dec_bahdanau" in attention:
+        weights = attention["enc_dec_bahdanau"]
+        panels.append(
+            ("enc_dec_bahdanau: decoder\nstep h=1 over encoder outputs", weights[:, 0])
+        )
+    fig_w = 5.0 * len(panels) + (4.0 if "enc_dec_bahdanau" in attention else 0)
+    fig = plt.figure(figsize=(fig_w, 0.2 * len(labels) + 2.5))
+    ncols = len(panels) + ("enc_dec_bahdanau" in attention)
+    grid = fig.add_gridspec(2, ncols, height_ratios=[1, 1])
+    cmap = plt.get_cmap("viridis").copy()
+    cmap.set_bad("0.85")
+    tick = max(1, len(labels) // 14)
+    for k, (title, weights) in enumerate(panels):
+        ax = fig.add_subplot(grid[:, k])
+        image = ax.imshow(
+            np.ma.masked_invalid(weights), aspect="auto", cmap=cmap, vmin=0.0
+        )
+        ax.set_xticks(np.arange(window), lags)
+        ax.set_yticks(np.arange(len(labels))[::tick], labels[::tick])
+        ax.set_xlabel("lag (quarters before the last observed one)")
+        if k == 0:
+            ax.set_ylabel("first forecast quarter (test windows)")
+        ax.set_title(title, fontsize=10)
+        fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02)
+    if "enc_dec_bahdanau" in attention:
+        mean_weights = attention["enc_dec_bahdanau"].mean(axis=0)  # (H, W)
+        ax = fig.add_subplot(grid[0, -1])
+        image = ax.imshow(mean_weights, aspect="auto", cmap=cmap)
+        ax.set_xticks(np.arange(window), lags)
+        ax.set_yticks(np.arange(horizon), [f"h={h + 1}" for h in range(horizon)])
+        ax.set_title("enc_dec_bahdanau: mean weights\nper horizon step", fontsize=10)
+        fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02)
+        ax = fig.add_subplot(grid[1, -1])
+        for name, weights in attention.items():
+            profile = weights[:, 0].mean(axis=0)
+            if name == "self_attn_lstm":
+                profile = np.append(profile, np.nan)
+            ax.plot(np.arange(window), profile, marker="o", label=name)
+        ax.set_xticks(np.arange(window), lags)
+        ax.set_xlabel("lag")
+        ax.set_ylabel("mean weight")
+        ax.set_title("mean weight per lag (h=1)", fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("Attention of the test forecasts over the history window")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------- run
+
+
+def run(
+    epochs=200,
+    window=12,
+    horizon=4,
+    output="examples/output",
+    seed=0,
+    quick=False,
+    patience=20,
+    batch_size=16,
+    learning_rate=3e-3,
+    progress=True,
+):
+    """Trains the three models, evaluates them and writes the outputs.
+
+    Args:
+        epochs: Maximum number of epochs per model.
+        window: History length `W` (quarters).
+        horizon: Forecast length `H` (quarters).
+        output: Output directory.
+        seed: Seed of the weights and the batch order.
+        quick: Smoke run: at most 3 epochs and tiny models.
+        patience: Early-stopping patience (epochs without a better val loss).
+        batch_size: Batch size.
+        learning_rate: Adam learning rate.
+        progress: Show a tqdm bar per model.
+
+    Returns:
+        A dict: `metrics` (as in `metrics.json`), `predictions` and
+        `attention` (test set, per model: `(N, H, n)` scaled forecasts and
+        `(N, H, L)` attention weights) and `paths` of the files written.
+    """
+    if window < 2 or horizon < 1:
+        raise ValueError(
+            f"Need window >= 2 and horizon >= 1. Received: window={window}, "
+            f"horizon={horizon}"
+        )
+    if quick:
+        epochs = min(epochs, 3)
+    units = QUICK_UNITS if quick else UNITS
+    output = Path(output)
+    output.mkdir(parents=True, exist_ok=True)
+    data = prepare_data(window, horizon)
+    n_vars = data["x_train"].shape[-1]
+    x_test, y_test = data["x_test"], data["y_test"]
+
+    predictions = {
+        "naive": np.repeat(x_test[:, -1:, :], horizon, axis=1),
+        "train_mean": np.zeros_like(y_test),
+    }
+    attention, rows = {}, {}
+    for name in BASELINES:
+        rows[name] = {"params": 0, "epochs": 0, "seconds": 0.0}
+
+    for name in MODEL_NAMES:
+        # The same seed for every model: same initial draws, same batch order.
+        keras.utils.set_random_seed(seed)
+        model, inspect = build_model(name, window, horizon, n_vars, units[name])
+        model.compile(
+            optimizer=keras.optimizers.Adam(learning_rate, clipnorm=1.0), loss="mse"
+        )
+        callbacks = [
+            keras.callbacks.EarlyStopping(
+                patience=patience, restore_best_weights=True, monitor="val_loss"
+            )
+        ]
+        if progress:
+            callbacks.append(TqdmEpochs(epochs, name))
+        start = time.perf_counter()
+        history = model.fit(
+            data["x_train"],
+            data["y_train"],
+            validation_data=(data["x_val"], data["y_val"]),
+            epochs=epochs,
+            batch_size=batch_size,
+            shuffle=True,
+            callbacks=callbacks,
+            verbose=0,
+        )
+        seconds = time.perf_counter() - start
+        if inspect is None:
+            predictions[name] = model.predict(x_test, verbose=0)
+        else:
+            predictions[name], weights = inspect.predict(x_test, verbose=0)
+            attention[name] = np.asarray(weights, np.float32)
+        rows[name] = {
+            "params": int(model.count_params()),
+            "epochs": len(history.history["loss"]),
+            "best_val_loss": float(min(history.history["val_loss"])),
+            "seconds": round(seconds, 1),
+        }
+
+    metrics = {
+        "backend": keras.backend.backend(),
+        "units": "scaled (per-variable train std); mae_by_variable: original",
+        "variables": list(VARIABLES),
+        "train_windows": len(data["x_train"]),
+        "val_windows": len(data["x_val"]),
+        "test_windows": len(x_test),
+        "test_period": f"{data['test_quarters'][0]}-{data['quarters'][-1]}",
+        "models": {},
+    }
+    for name in (*BASELINES, *MODEL_NAMES):
+        metrics["models"][name] = {
+            **rows[name],
+            **errors(predictions[name], y_test),
+            "mae_by_variable": per_variable_mae(predictions[name], y_test, data["std"]),
+        }
+    settings = dict(
+        epochs=epochs,
+        window=window,
+        horizon=horizon,
+        seed=seed,
+        quick=quick,
+        patience=patience,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+        lstm_units={k: units[k] for k in MODEL_NAMES},
+    )
+    metrics["settings"] = settings
+
+    paths = {
+        "metrics_json": output / "metrics.json",
+        "metrics_md": output / "metrics.md",
+        "forecasts_png": output / "forecasts.png",
+        "attention_png": output / "attention.png",
+    }
+    paths["metrics_json"].write_text(json.dumps(metrics, indent=2) + "\n")
+    paths["metrics_md"].write_text(markdown_table(metrics, settings))
+    plot_forecasts(paths["forecasts_png"], data, predictions)
+    plot_attention(paths["attention_png"], data, attention, window, horizon)
+    return {
+        "metrics": metrics,
+        "predictions": predictions,
+        "attention": attention,
+        "paths": paths,
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        description=(
+            "Forecast US macro series (statsmodels macrodata) with an LSTM, a "
+            "self-attentive LSTM and a Bahdanau encoder-decoder."
+        )
+    )
+    parser.add_argument("--epochs", type=int, default=200)
+    parser.add_argument("--window", type=int, default=12)
+    parser.add_argument("--horizon", type=int, default=4)
+    parser.add_argument("--output", default="examples/output")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="3 epochs, tiny models")
+    parser.add_argument("--patience", type=int, default=20)
+    args = parser.parse_args(argv)
+    result = run(
+        epochs=args.epochs,
+        window=args.window,
+        horizon=args.horizon,
+        output=args.output,
+        seed=args.seed,
+        quick=args.quick,
+        patience=args.patience,
+    )
+    print()
+    print(result["paths"]["metrics_md"].read_text())
+    for key in ("metrics_json", "forecasts_png", "attention_png"):
+        print(f"wrote {result['paths'][key]}")
+
+
+if __name__ == "__main__":
+    main()

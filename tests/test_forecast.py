@@ -1,0 +1,105 @@
+"""The forecasting example (`examples/forecast.py`) runs end to end.
+
+A smoke run (`quick=True`: tiny models, 2 epochs) on the real macrodata series:
+the outputs are written, the metrics are finite, the PNGs are valid images and
+every forecast's attention weights are a distribution over the past steps.
+Tracing the attention RNNs costs more than training them; the JAX backend
+compiles them much more slowly, hence TensorFlow only.
+"""
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("statsmodels")
+pytest.importorskip("matplotlib")
+
+pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "forecast.py"
+
+
+def _load_example():
+    # By path: `examples/` is not an installed package.
+    spec = importlib.util.spec_from_file_location("forecast_example", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def example():
+    return _load_example()
+
+
+@pytest.fixture(scope="module")
+def result(example, tmp_path_factory):
+    output = tmp_path_factory.mktemp("forecast")
+    return example.run(
+        epochs=2,
+        window=8,
+        horizon=3,
+        output=output,
+        seed=0,
+        quick=True,
+        progress=False,
+    )
+
+
+def test_windows_are_chronological(example):
+    data = example.prepare_data(window=8, horizon=3)
+    assert data["x_train"].shape[1:] == (8, 5)
+    assert data["y_test"].shape[1:] == (3, 5)
+    # Scaling is fitted on the training quarters: their mean is ~0.
+    train = np.concatenate([data["x_train"][0], data["y_train"][:, 0]])
+    assert np.all(np.abs(train.mean(axis=0)) < 0.2)
+    assert data["test_quarters"][0] == "2002Q1"
+    with pytest.raises(ValueError, match="window"):
+        example.prepare_data(window=150, horizon=40)
+
+
+def test_outputs_written(result):
+    paths = result["paths"]
+    for path in paths.values():
+        assert Path(path).is_file() and Path(path).stat().st_size > 0
+    for key in ("forecasts_png", "attention_png"):
+        assert Path(paths[key]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    saved = json.loads(Path(paths["metrics_json"]).read_text())
+    assert saved["models"].keys() == result["metrics"]["models"].keys()
+    table = Path(paths["metrics_md"]).read_text()
+    for name in ("naive", "lstm", "self_attn_lstm", "enc_dec_bahdanau"):
+        assert f"| {name} |" in table
+
+
+def test_metrics_finite(result):
+    models = result["metrics"]["models"]
+    assert set(models) == {
+        "naive",
+        "train_mean",
+        "lstm",
+        "self_attn_lstm",
+        "enc_dec_bahdanau",
+    }
+    for name, row in models.items():
+        for key in ("mae", "rmse", "mae_h1"):
+            assert math.isfinite(row[key]) and row[key] >= 0, (name, key)
+        assert row["rmse"] >= row["mae"] - 1e-9
+        assert all(math.isfinite(v) for v in row["mae_by_variable"].values())
+    for name in ("lstm", "self_attn_lstm", "enc_dec_bahdanau"):
+        assert models[name]["params"] > 0 and models[name]["epochs"] == 2
+
+
+def test_attention_sums_to_one(result):
+    attention = result["attention"]
+    n_test = len(result["predictions"]["lstm"])
+    # Self-attention: over the W - 1 = 7 earlier states; encoder-decoder:
+    # over the W = 8 encoder outputs; one row per forecast step (H = 3).
+    assert attention["self_attn_lstm"].shape == (n_test, 3, 7)
+    assert attention["enc_dec_bahdanau"].shape == (n_test, 3, 8)
+    for weights in attention.values():
+        assert np.all(weights >= 0)
+        np.testing.assert_allclose(weights.sum(axis=-1), 1.0, atol=1e-5)

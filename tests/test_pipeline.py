@@ -1,0 +1,194 @@
+"""End to end: train.py on tiny made-up data, export, reload, decode, resume."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.tf_only
+
+ROOT = Path(__file__).resolve().parents[1]
+WORDS = [f"w{i}" for i in range(40)] + ["corp.", "'s", ",", "."]
+TINY_MODEL = [
+    "--vocab-size", "60", "--embedding-dim", "16", "--hidden-size", "16",
+    "--attention-units", "8", "--batch-size", "8", "--max-source-length", "16",
+    "--max-target-length", "6", "--validation-rouge-examples", "4",
+    "--beam-size", "2", "--max-length", "5", "--min-length", "1",
+]
+
+
+def write_org_data(root, sizes=(48, 8, 8), seed=0):
+    """Random documents; the headline is three of their words."""
+    rng = np.random.default_rng(seed)
+    folder = root / "org_data"
+    folder.mkdir(parents=True)
+    for split, n in zip(("train", "dev", "test"), sizes):
+        docs, heads = [], []
+        for _ in range(n):
+            doc = list(rng.choice(WORDS, size=rng.integers(6, 14)))
+            docs.append(" ".join(doc))
+            heads.append(" ".join(doc[:3]))
+        (folder / f"{split}.src.txt").write_text("\n".join(docs) + "\n")
+        (folder / f"{split}.tgt.txt").write_text("\n".join(heads) + "\n")
+    return root
+
+
+def train_command(tmp_path, *extra):
+    return [
+        sys.executable, str(ROOT / "train.py"),
+        "--data-dir", str(tmp_path / "data"), "--tfds-dir", str(tmp_path / "tfds"),
+        "--run-dir", str(tmp_path / "run"), "--export-dir", str(tmp_path / "export"),
+        *TINY_MODEL, *extra,
+    ]
+
+
+def run(command, cwd=ROOT):
+    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    return subprocess.run(
+        command, capture_output=True, text=True, cwd=cwd, env=env, timeout=600
+    )
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """One tiny training run, exported and evaluated."""
+    tmp_path = tmp_path_factory.mktemp("e2e")
+    write_org_data(tmp_path / "data")
+    result = run(train_command(
+        tmp_path, "--epochs", "2", "--steps-per-epoch", "3", "--max-eval-examples", "8",
+    ))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return tmp_path, result
+
+
+def test_export_layout_and_metrics(trained):
+    tmp_path, result = trained
+    version = tmp_path / "export" / "1"
+    for name in ("saved_model.pb", "config.json", "model.keras", "metrics.json",
+                 "search_options.json"):
+        assert (version / name).exists(), name
+    assert not [p for p in (tmp_path / "export").iterdir() if p.name.startswith(".tmp")]
+    metrics = json.loads((version / "metrics.json").read_text())
+    assert set(metrics["systems"]) >= {"beam", "greedy", "lead_8"}
+    assert 0 <= metrics["systems"]["beam"]["rouge1"]["f1"] <= 100
+    assert list((version / "heatmaps").glob("*.png"))
+    assert "rouge1" in result.stdout
+
+
+SERVE_WITHOUT_PROJECT = r"""
+import sys, json
+import tensorflow as tf
+model = tf.saved_model.load(sys.argv[1])
+docs = ["", "w1 w2 w3 w4 corp. said", "Japan's NEC Corp. said on Wednesday it would cut 2,500 jobs.",
+        "x" * 100000, "ünïcødé 日本語 \u0000\u0007 text\r\n\t", "w5 " * 5000]
+out = model.signatures["serving_default"](documents=tf.constant(docs))
+att = model.signatures["attention"](documents=tf.constant(docs[:3]))
+greedy = model.signatures["greedy"](documents=tf.constant(docs[:2]))
+loaded = [m for m in sys.modules if m.split(".")[0] in ("keras_attn", "models")]
+print(json.dumps({
+    "headlines": [h.decode("utf-8") for h in out["headlines"].numpy()],
+    "scores": out["scores"].numpy().tolist(),
+    "attention_shape": att["attention"].shape.as_list(),
+    "source_shape": att["source_tokens"].shape.as_list(),
+    "greedy": len(greedy["headlines"].numpy()),
+    "project_modules": loaded,
+}))
+"""
+
+
+def test_savedmodel_serves_raw_text_without_project_code(trained):
+    tmp_path, _ = trained
+    result = run([sys.executable, "-c", SERVE_WITHOUT_PROJECT, str(tmp_path / "export" / "1")],
+                 cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["project_modules"] == []
+    assert len(out["headlines"]) == 6 and all(isinstance(h, str) for h in out["headlines"])
+    assert np.all(np.isfinite(out["scores"]))
+    batch, steps, source = out["attention_shape"]
+    assert batch == 3 and out["source_shape"][:2] == [3, source] and steps <= 5
+    assert out["greedy"] == 2
+
+
+def test_saved_model_cli_lists_signatures(trained):
+    tmp_path, _ = trained
+    cli = Path(sys.executable).with_name("saved_model_cli")
+    result = run([str(cli), "show", "--all", "--dir", str(tmp_path / "export" / "1")])
+    assert result.returncode == 0, result.stderr[-2000:]
+    for name in ("serving_default", "attention", "greedy", "headlines", "documents"):
+        assert name in result.stdout
+
+
+def test_resume_after_kill(tmp_path):
+    write_org_data(tmp_path / "data", sizes=(200, 8, 8))
+    command = train_command(tmp_path, "--epochs", "50", "--checkpoint-every", "5", "--skip-eval")
+    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    metadata = tmp_path / "run" / "backup" / "training_metadata.json"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not (
+        metadata.exists() and json.loads(metadata.read_text())["epoch"] >= 1
+    ):
+        time.sleep(0.5)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    saved_epoch = json.loads(metadata.read_text())["epoch"]
+    assert saved_epoch >= 1
+
+    result = run(train_command(
+        tmp_path, "--epochs", str(saved_epoch + 1), "--checkpoint-every", "5", "--skip-eval"
+    ))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Resuming run" in result.stderr
+    # Keras counts epochs from the restored one: only the last epoch ran.
+    assert f"Epoch {saved_epoch + 1}/{saved_epoch + 1}" in result.stdout
+    assert f"Epoch 1/{saved_epoch + 1}" not in result.stdout
+    assert (tmp_path / "export" / "1" / "saved_model.pb").exists()
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: (d / "org_data" / "train.src.txt").unlink(), "train.src.txt"),
+        (lambda d: (d / "org_data" / "dev.tgt.txt").write_text("a\nb\n"), "dev"),
+        (lambda d: (d / "org_data" / "test.src.txt").write_text("a\n\nb\n" + "c\n" * 5),
+         "empty"),
+        (lambda d: (d / "org_data" / "train.tgt.txt").write_bytes(
+            (d / "org_data" / "train.tgt.txt").read_bytes().replace(b"w1", b"\xff\xfe", 1)),
+         "UTF-8"),
+    ],
+    ids=["missing-file", "count-mismatch", "empty-line", "not-utf8"],
+)
+def test_bad_data_one_line_error(tmp_path, mutate, message):
+    write_org_data(tmp_path / "data")
+    mutate(tmp_path / "data")
+    result = run(train_command(tmp_path, "--epochs", "1", "--steps-per-epoch", "1"))
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("train.py: error")]
+    assert len(errors) == 1 and message in errors[0], result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+
+
+def test_unknown_dataset_and_missing_dir(tmp_path):
+    result = run(train_command(tmp_path, "--epochs", "1"))  # data dir never written
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "train.py: error" in result.stderr
+    result = run([sys.executable, str(ROOT / "train.py"), "--dataset", "no_such_dataset_xyz",
+                  "--tfds-dir", str(tmp_path / "tfds")])
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "no_such_dataset_xyz" in result.stderr
+
+
+def test_help_documents_every_flag():
+    result = run([sys.executable, str(ROOT / "train.py"), "--help"])
+    assert result.returncode == 0
+    for flag in ("--data-dir", "--attention", "--copy", "--coverage", "--beam-size",
+                 "--max-train-minutes", "--strategy", "--checkpoint-every"):
+        assert flag in result.stdout
