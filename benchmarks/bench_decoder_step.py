@@ -68,13 +68,18 @@ def main(argv=None):
             return context_vector, attention_weights
 
     common.print_machine_info()
-    print(f"# batch {args.batch}, units {args.units}, steps {args.steps}, "
-          f"repeats {args.repeats} x {args.number}")
+    print(
+        f"# batch {args.batch}, units {args.units}, steps {args.steps}, "
+        f"repeats {args.repeats} x {args.number}"
+    )
     rng = np.random.default_rng(0)
     modes = [("tf.function", True)] + ([] if args.no_eager else [("eager", False)])
     rows = []
-    for tv in args.tv:
-        values = tf.constant(rng.standard_normal((args.batch, tv, args.units), np.float32))
+
+    def measure(tv):
+        values = tf.constant(
+            rng.standard_normal((args.batch, tv, args.units), np.float32)
+        )
         query0 = tf.constant(rng.standard_normal((args.batch, args.units), np.float32))
         ours = keras_attn.BahdanauAttention(args.units)
         ours([query0, values])
@@ -102,22 +107,38 @@ def main(argv=None):
 
         row = [tv]
         for _, graph in modes:
-            fns = {"step API": decode_ours, "tutorial": decode_tutorial,
-                   "our call/step": decode_call}
+            fns = {
+                "step API": decode_ours,
+                "tutorial": decode_tutorial,
+                "our call/step": decode_call,
+            }
             if graph:
                 fns = {k: tf.function(f) for k, f in fns.items()}
-            programs = {k: (lambda f=f: f(query0, values).numpy()) for k, f in fns.items()}
+            programs = {
+                k: (lambda f=f: f(query0, values).numpy()) for k, f in fns.items()
+            }
             t = common.interleaved(programs, repeats=args.repeats, number=args.number)
             per_step = {k: 1e3 * common.median(v) / args.steps for k, v in t.items()}
-            row += [per_step["step API"], per_step["tutorial"],
-                    common.median_ratio(t, "tutorial", "step API"),
-                    common.median_ratio(t, "our call/step", "step API")]
+            row += [
+                per_step["step API"],
+                per_step["tutorial"],
+                common.median_ratio(t, "tutorial", "step API"),
+                common.median_ratio(t, "our call/step", "step API"),
+            ]
         rows.append(row)
         print(row, flush=True)
+
+    for tv in args.tv:
+        measure(tv)
+
     header = ["Tv"]
     for mode, _ in modes:
-        header += [f"{mode}: step API ms/step", f"{mode}: tutorial ms/step",
-                   f"{mode}: speed-up vs tutorial", f"{mode}: speed-up vs our call"]
+        header += [
+            f"{mode}: step API ms/step",
+            f"{mode}: tutorial ms/step",
+            f"{mode}: speed-up vs tutorial",
+            f"{mode}: speed-up vs our call",
+        ]
     print()
     print(common.markdown_table(header, rows))
     return 0

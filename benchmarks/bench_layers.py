@@ -2,15 +2,15 @@
 
 Pairs (same math on both sides):
 
-| keras_attn                 | Keras built-in                                            |
-|----------------------------|-----------------------------------------------------------|
-| DotAttention()             | Attention()                                               |
-| DotAttention(use_scale)    | Attention(use_scale=True)                                 |
-| ScaledDotAttention()       | Attention() on the query times 1/sqrt(d)                  |
-| GeneralAttention()         | Dense(d, no bias) on the query, then Attention()          |
-| ConcatAttention(units)     | Dense W1 on keys, Dense W2 on query (no biases),          |
-|                            | AdditiveAttention(use_scale=True) ([W2 q, v, W1 k])       |
-| BahdanauAttention(units)   | same, W2 with a bias (the score's `b`)                    |
+| keras_attn | Keras built-in |
+|---|---|
+| DotAttention() | Attention() |
+| DotAttention(use_scale) | Attention(use_scale=True) |
+| ScaledDotAttention() | Attention() on the query times 1/sqrt(d) |
+| GeneralAttention() | Dense(d, no bias) on the query, then Attention() |
+| ConcatAttention(units) | Dense W1 on keys, Dense W2 on query (no biases), |
+|  | AdditiveAttention(use_scale=True) ([W2 q, v, W1 k]) |
+| BahdanauAttention(units) | same, W2 with a bias (the score's `b`) |
 
 Keras' `AdditiveAttention` has no W1/W2/v of its own: its learned `scale`
 vector plays the part of `v`, and the projections are added around it.
@@ -47,9 +47,15 @@ def parse_args(argv=None):
     p.add_argument("--tv", type=int, nargs="+", default=[16, 64, 256, 1024])
     p.add_argument("--scores", nargs="+", default=list(SCORES), choices=SCORES)
     p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--target-seconds", type=float, default=0.15,
-                   help="aim for timings of about this long (sets calls per timing)")
-    p.add_argument("--no-xla", action="store_true", help="TF: skip the jit_compile column")
+    p.add_argument(
+        "--target-seconds",
+        type=float,
+        default=0.15,
+        help="aim for timings of about this long (sets calls per timing)",
+    )
+    p.add_argument(
+        "--no-xla", action="store_true", help="TF: skip the jit_compile column"
+    )
     return p.parse_args(argv)
 
 
@@ -88,8 +94,11 @@ def main(argv=None):
             ref = keras.layers.Attention()([wq, v_in])
         else:
             bias = score == "bahdanau"
-            layer = (keras_attn.BahdanauAttention(units) if bias
-                     else keras_attn.ConcatAttention(units))
+            layer = (
+                keras_attn.BahdanauAttention(units)
+                if bias
+                else keras_attn.ConcatAttention(units)
+            )
             ours = layer([q_in, v_in])
             w2q = keras.layers.Dense(units, use_bias=bias)(q_in)
             w1k = keras.layers.Dense(units, use_bias=False)(v_in)
@@ -111,7 +120,9 @@ def main(argv=None):
             q, v = tf.constant(q), tf.constant(v)
             return lambda: [g.numpy() for g in fwd_bwd(q, v)][0]
 
-        modes = [("tf.function", False)] + ([] if args.no_xla else [("tf.function+XLA", True)])
+        modes = [("tf.function", False)] + (
+            [] if args.no_xla else [("tf.function+XLA", True)]
+        )
     else:
         import jax
 
@@ -130,11 +141,16 @@ def main(argv=None):
         modes = [("jax.jit", True)]
 
     common.print_machine_info()
-    print(f"# backend {backend}, batch {args.batch}, Tq {args.tq}, dim {args.dim}, "
-          f"units {args.units}, repeats {args.repeats}")
+    print(
+        f"# backend {backend}, batch {args.batch}, Tq {args.tq}, dim {args.dim}, "
+        f"units {args.units}, repeats {args.repeats}"
+    )
     rng = np.random.default_rng(0)
-    header = ["score", "Tv"] + [f"{m} ours ms" for m, _ in modes] + [
-        f"{m} ratio" for m, _ in modes]
+    header = (
+        ["score", "Tv"]
+        + [f"{m} ours ms" for m, _ in modes]
+        + [f"{m} ratio" for m, _ in modes]
+    )
     rows = []
     for score in args.scores:
         for tv in args.tv:
@@ -153,13 +169,18 @@ def main(argv=None):
                 programs["ours"]()
                 once = time.perf_counter() - start
                 number = max(1, min(50, round(args.target_seconds / max(once, 1e-6))))
-                t = common.interleaved(programs, repeats=args.repeats, number=number,
-                                       warmup=1)
+                t = common.interleaved(
+                    programs, repeats=args.repeats, number=number, warmup=1
+                )
                 times_ms.append(1e3 * common.median(t["ours"]))
                 ratios.append(common.median_ratio(t, "ours", "builtin"))
             rows.append([score, tv, *times_ms, *ratios])
-            print(" ".join(f"{x:.3g}" if isinstance(x, float) else str(x)
-                           for x in rows[-1]), flush=True)
+            print(
+                " ".join(
+                    f"{x:.3g}" if isinstance(x, float) else str(x) for x in rows[-1]
+                ),
+                flush=True,
+            )
     print()
     print(common.markdown_table(header, rows))
     print(f"\n# peak RSS {common.peak_rss_mib():.0f} MiB")

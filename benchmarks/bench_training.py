@@ -22,7 +22,7 @@ CPU's peak, and the peak RSS of the process.
 
     nice -n 19 python benchmarks/bench_training.py
     nice -n 19 python benchmarks/bench_training.py --variants bf16 xla
-    nice -n 19 python benchmarks/bench_training.py --only project --batch-size 128  # memory
+    nice -n 19 python benchmarks/bench_training.py --only project --batch-size 128
 """
 
 from __future__ import annotations
@@ -49,10 +49,16 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data-dir", default="/work/shared/data/gigaword_sample")
     p.add_argument("--tfds-dir", default="/tmp/tfds")
-    p.add_argument("--config", default=str(REPO / "runs/headlines/config.json"),
-                   help="model config JSON (default: the lead's run; falls back to defaults)")
-    p.add_argument("--vocab", default=str(REPO / "runs/headlines/vocab.txt"),
-                   help="vocabulary file (built from the examples when missing)")
+    p.add_argument(
+        "--config",
+        default=str(REPO / "runs/headlines/config.json"),
+        help="model config JSON (default: the lead's run; falls back to defaults)",
+    )
+    p.add_argument(
+        "--vocab",
+        default=str(REPO / "runs/headlines/vocab.txt"),
+        help="vocabulary file (built from the examples when missing)",
+    )
     p.add_argument("--examples", type=int, default=8000, help="training examples used")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--max-source-length", type=int, help="override the config's")
@@ -60,12 +66,23 @@ def parse_args(argv=None):
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     p.add_argument("--warmup", type=int, default=12, help="untimed steps per program")
     p.add_argument("--jit-compile", action="store_true", help="project model: XLA")
-    p.add_argument("--mixed-precision", choices=("mixed_bfloat16", "mixed_float16"),
-                   help="project model: dtype policy")
-    p.add_argument("--variants", nargs="*", default=[], choices=("bf16", "xla"),
-                   help="extra project programs in the same interleaving")
-    p.add_argument("--only", choices=("project", "reference"),
-                   help="time one program alone (memory measurements)")
+    p.add_argument(
+        "--mixed-precision",
+        choices=("mixed_bfloat16", "mixed_float16"),
+        help="project model: dtype policy",
+    )
+    p.add_argument(
+        "--variants",
+        nargs="*",
+        default=[],
+        choices=("bf16", "xla"),
+        help="extra project programs in the same interleaving",
+    )
+    p.add_argument(
+        "--only",
+        choices=("project", "reference"),
+        help="time one program alone (memory measurements)",
+    )
     p.add_argument("--cpu-ghz", type=float, default=2.45, help="for the peak FLOP/s")
     return p.parse_args(argv)
 
@@ -79,11 +96,19 @@ def tutorial_model(vocab_size, embedding_dim, units, attention_units):
         def __init__(self):
             super().__init__()
             self.enc_embedding = keras.layers.Embedding(vocab_size, embedding_dim)
-            self.enc_gru = keras.layers.GRU(units, return_sequences=True, return_state=True,
-                                            recurrent_initializer="glorot_uniform")
+            self.enc_gru = keras.layers.GRU(
+                units,
+                return_sequences=True,
+                return_state=True,
+                recurrent_initializer="glorot_uniform",
+            )
             self.dec_embedding = keras.layers.Embedding(vocab_size, embedding_dim)
-            self.dec_gru = keras.layers.GRU(units, return_sequences=True, return_state=True,
-                                            recurrent_initializer="glorot_uniform")
+            self.dec_gru = keras.layers.GRU(
+                units,
+                return_sequences=True,
+                return_state=True,
+                recurrent_initializer="glorot_uniform",
+            )
             self.W1 = keras.layers.Dense(attention_units, use_bias=False)
             self.W2 = keras.layers.Dense(attention_units, use_bias=False)
             self.attention = keras.layers.AdditiveAttention()
@@ -93,23 +118,29 @@ def tutorial_model(vocab_size, embedding_dim, units, attention_units):
         def call(self, inputs, training=None):
             source, target_in = inputs["source_ids"], inputs["target_in"]
             source_mask = source != 0
-            enc_output, enc_state = self.enc_gru(self.enc_embedding(source),
-                                                 mask=source_mask)
-            rnn_output, _ = self.dec_gru(self.dec_embedding(target_in),
-                                         initial_state=enc_state)
+            enc_output, enc_state = self.enc_gru(
+                self.enc_embedding(source), mask=source_mask
+            )
+            rnn_output, _ = self.dec_gru(
+                self.dec_embedding(target_in), initial_state=enc_state
+            )
             w1_query = self.W1(rnn_output)
             w2_key = self.W2(enc_output)
             query_mask = tf.ones(tf.shape(rnn_output)[:-1], dtype=bool)
-            context, _ = self.attention([w1_query, enc_output, w2_key],
-                                        mask=[query_mask, source_mask],
-                                        return_attention_scores=True)
+            context, _ = self.attention(
+                [w1_query, enc_output, w2_key],
+                mask=[query_mask, source_mask],
+                return_attention_scores=True,
+            )
             attention_vector = self.Wc(tf.concat([context, rnn_output], axis=-1))
             return self.fc(attention_vector)
 
-        def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None,
-                         training=True):
+        def compute_loss(
+            self, x=None, y=None, y_pred=None, sample_weight=None, training=True
+        ):
             loss = tf.keras.losses.sparse_categorical_crossentropy(
-                y, y_pred, from_logits=True)
+                y, y_pred, from_logits=True
+            )
             mask = tf.cast(y != 0, loss.dtype)
             return tf.reduce_sum(loss * mask) / tf.reduce_sum(mask)
 
@@ -122,8 +153,12 @@ def matmul_flops(config, batch, source_len, target_len, reference=False):
     Counts the recurrent cells, projections, attention scores and context, the
     output layer; ignores element-wise ops (tanh, softmax, gates).
     """
-    E, H, A, V = (config.embedding_dim, config.hidden_size, config.attention_units,
-                  config.vocab_size)
+    E, H, A, V = (
+        config.embedding_dim,
+        config.hidden_size,
+        config.attention_units,
+        config.vocab_size,
+    )
     S, T = source_len, target_len
     gates = 3 if reference or config.cell == "gru" else 4
     if reference:
@@ -148,7 +183,6 @@ def main(argv=None):
     args = parse_args(argv)
     import common
     import keras
-    import numpy as np
     import tensorflow as tf
 
     from models import data, training
@@ -159,21 +193,27 @@ def main(argv=None):
     rss_start = common.peak_rss_mib()
     split = data.load_split("train", data_dir=args.data_dir, tfds_dir=args.tfds_dir)
     split = split.take(args.examples)
-    config = (SummarizerConfig.load(args.config) if Path(args.config).exists()
-              else SummarizerConfig())
+    config = (
+        SummarizerConfig.load(args.config)
+        if Path(args.config).exists()
+        else SummarizerConfig()
+    )
     if args.max_source_length:
         config.max_source_length = args.max_source_length
     options = training.TrainOptions(batch_size=args.batch_size)
     if Path(args.vocab).exists():
         vocabulary = training.load_vocabulary(args.vocab)
-        features = TextFeatures(vocabulary, config.max_source_length,
-                                config.max_target_length)
+        features = TextFeatures(
+            vocabulary, config.max_source_length, config.max_target_length
+        )
         config.vocab_size = features.vocab_size
     else:
         features = training.build_features(split, config, min_count=options.min_count)
     print(f"# config {json.dumps(config.to_dict())}")
-    print(f"# {args.examples} examples, batch {args.batch_size}, blocks of {args.block} "
-          f"steps x {args.rounds} rounds, warmup {args.warmup}")
+    print(
+        f"# {args.examples} examples, batch {args.batch_size}, blocks of {args.block} "
+        f"steps x {args.rounds} rounds, warmup {args.warmup}"
+    )
     encoded = training.encode_dataset(split, features).cache()
 
     # ---- project pipeline (train.py's)
@@ -189,13 +229,21 @@ def main(argv=None):
 
     def to_reference(inputs, target):
         unk = lambda ids: tf.where(ids >= vocab_size, 1, ids)  # noqa: E731
-        return ({"source_ids": inputs["source_ids"],
-                 "target_in": unk(inputs["target_in"])}, unk(target))
+        return (
+            {"source_ids": inputs["source_ids"], "target_in": unk(inputs["target_in"])},
+            unk(target),
+        )
 
-    reference_ds = (encoded.map(to_reference).shuffle(10_000, seed=0)
-                    .padded_batch(args.batch_size, padded_shapes=(
-                        {"source_ids": [max_s], "target_in": [max_t]}, [max_t]))
-                    .repeat().prefetch(tf.data.AUTOTUNE))
+    reference_ds = (
+        encoded.map(to_reference)
+        .shuffle(10_000, seed=0)
+        .padded_batch(
+            args.batch_size,
+            padded_shapes=({"source_ids": [max_s], "target_in": [max_t]}, [max_t]),
+        )
+        .repeat()
+        .prefetch(tf.data.AUTOTUNE)
+    )
     print(f"# reference pads to the dataset's longest: source {max_s}, target {max_t}")
 
     # ---- models and their train steps
@@ -203,8 +251,9 @@ def main(argv=None):
 
     def project_program(jit, policy):
         keras.mixed_precision.set_global_policy(policy or "float32")
-        opts = training.TrainOptions(batch_size=args.batch_size, jit_compile=jit,
-                                     mixed_precision=policy)
+        opts = training.TrainOptions(
+            batch_size=args.batch_size, jit_compile=jit, mixed_precision=policy
+        )
         model = training.build_model(config, opts)
         keras.mixed_precision.set_global_policy("float32")
         step = tf.function(model.train_step, reduce_retracing=True, jit_compile=jit)
@@ -213,20 +262,28 @@ def main(argv=None):
     if args.only != "reference":
         programs["project"] = project_program(args.jit_compile, args.mixed_precision)
         if "bf16" in args.variants:
-            programs["project+bf16"] = project_program(args.jit_compile, "mixed_bfloat16")
+            programs["project+bf16"] = project_program(
+                args.jit_compile, "mixed_bfloat16"
+            )
         if "xla" in args.variants:
             programs["project+xla"] = project_program(True, args.mixed_precision)
     if args.only != "project":
-        ref = tutorial_model(vocab_size, config.embedding_dim, config.hidden_size,
-                             config.attention_units)
+        ref = tutorial_model(
+            vocab_size, config.embedding_dim, config.hidden_size, config.attention_units
+        )
         ref_in, ref_out = next(iter(reference_ds))
         ref(ref_in)
         ref.compile(optimizer=keras.optimizers.Adam(options.learning_rate))
-        programs["reference"] = (ref, tf.function(ref.train_step, reduce_retracing=True),
-                                 iter(reference_ds))
+        programs["reference"] = (
+            ref,
+            tf.function(ref.train_step, reduce_retracing=True),
+            iter(reference_ds),
+        )
 
-    stats = {name: {"examples": 0, "seconds": 0.0, "flops": 0.0, "eps": []}
-             for name in programs}
+    stats = {
+        name: {"examples": 0, "seconds": 0.0, "flops": 0.0, "eps": []}
+        for name in programs
+    }
 
     def run_block(name, steps, record=True):
         model, step, iterator = programs[name]
@@ -255,8 +312,11 @@ def main(argv=None):
     for name in names:
         start = time.perf_counter()
         run_block(name, args.warmup, record=False)
-        print(f"# warmup {name}: {args.warmup} steps in {time.perf_counter() - start:.1f} s",
-              flush=True)
+        print(
+            f"# warmup {name}: {args.warmup} steps "
+            f"in {time.perf_counter() - start:.1f} s",
+            flush=True,
+        )
     for r in range(args.rounds):
         order = names if r % 2 == 0 else names[::-1]
         line = []
@@ -270,16 +330,41 @@ def main(argv=None):
         st = stats[name]
         eps = common.median(st["eps"])
         achieved = st["flops"] / st["seconds"]
-        ratio = (common.median(a / b for a, b in zip(st["eps"], stats["reference"]["eps"]))
-                 if "reference" in stats else float("nan"))
-        rows.append([name, eps, ratio, achieved / 1e9, 100 * achieved / peak,
-                     st["examples"] // (args.block * args.rounds) if st["eps"] else 0])
+        ratio = (
+            common.median(
+                a / b for a, b in zip(st["eps"], stats["reference"]["eps"], strict=True)
+            )
+            if "reference" in stats
+            else float("nan")
+        )
+        rows.append(
+            [
+                name,
+                eps,
+                ratio,
+                achieved / 1e9,
+                100 * achieved / peak,
+                st["examples"] // (args.block * args.rounds) if st["eps"] else 0,
+            ]
+        )
     print()
-    print(common.markdown_table(
-        ["program", "examples/s (median)", "ratio vs reference", "matmul GFLOP/s",
-         "% of fp32 peak", "mean batch"], rows))
-    print(f"\n# peak fp32 assumed: 2 cores x {args.cpu_ghz} GHz x "
-          f"{FLOP_PER_CYCLE_PER_CORE} FLOP/cycle = {peak / 1e9:.0f} GFLOP/s")
+    print(
+        common.markdown_table(
+            [
+                "program",
+                "examples/s (median)",
+                "ratio vs reference",
+                "matmul GFLOP/s",
+                "% of fp32 peak",
+                "mean batch",
+            ],
+            rows,
+        )
+    )
+    print(
+        f"\n# peak fp32 assumed: 2 cores x {args.cpu_ghz} GHz x "
+        f"{FLOP_PER_CYCLE_PER_CORE} FLOP/cycle = {peak / 1e9:.0f} GFLOP/s"
+    )
     print(f"# peak RSS {common.peak_rss_mib():.0f} MiB (at start {rss_start:.0f} MiB)")
     return 0
 

@@ -61,7 +61,7 @@ def interleaved(
 
 def median_ratio(times: dict[str, list[float]], a: str, b: str) -> float:
     """Median over rounds of `time[a] / time[b]` (same round, same load)."""
-    return statistics.median(x / y for x, y in zip(times[a], times[b]))
+    return statistics.median(x / y for x, y in zip(times[a], times[b], strict=True))
 
 
 def median(values) -> float:
@@ -92,15 +92,24 @@ def machine_info() -> dict[str, str]:
         lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
         for line in lscpu.splitlines():
             key, _, value = line.partition(":")
-            if key.strip() in ("Model name", "CPU(s)", "Thread(s) per core", "L3 cache"):
+            if key.strip() in (
+                "Model name",
+                "CPU(s)",
+                "Thread(s) per core",
+                "L3 cache",
+            ):
                 info[key.strip()] = value.strip()
         flags = next(
-            (v for k, _, v in (ln.partition(":") for ln in lscpu.splitlines())
-             if k.strip() == "Flags"),
+            (
+                v
+                for k, _, v in (ln.partition(":") for ln in lscpu.splitlines())
+                if k.strip() == "Flags"
+            ),
             "",
         ).split()
-        info["simd"] = ",".join(f for f in ("avx2", "fma", "avx512f", "avx512_bf16")
-                                if f in flags)
+        info["simd"] = ",".join(
+            f for f in ("avx2", "fma", "avx512f", "avx512_bf16") if f in flags
+        )
     except OSError:
         pass
     for module in ("tensorflow", "keras", "jax"):

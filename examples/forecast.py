@@ -456,8 +456,7 @@ def plot_attention(path, data, attention, window, horizon):
     fig = plt.figure(figsize=(fig_w, 0.2 * len(labels) + 2.5))
     ncols = len(panels) + ("enc_dec_bahdanau" in attention)
     grid = fig.add_gridspec(2, ncols, height_ratios=[1, 1])
-    cmap = plt.get_cmap("viridis").copy()
-    cmap.set_bad("0.85")
+    cmap = plt.get_cmap("viridis").with_extremes(bad="0.85")
     tick = max(1, len(labels) // 14)
     for k, (title, weights) in enumerate(panels):
         ax = fig.add_subplot(grid[:, k])

@@ -153,6 +153,15 @@ def test_resume_after_kill(tmp_path):
     assert (tmp_path / "export" / "1" / "saved_model.pb").exists()
 
 
+def train_main(capsys, argv):
+    """train.py's main in this process: error paths fail before training."""
+    sys.path.insert(0, str(ROOT))
+    import train
+
+    code = train.main(argv)
+    return code, capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "mutate, message",
     [
@@ -166,24 +175,24 @@ def test_resume_after_kill(tmp_path):
     ],
     ids=["missing-file", "count-mismatch", "empty-line", "not-utf8"],
 )
-def test_bad_data_one_line_error(tmp_path, mutate, message):
+def test_bad_data_one_line_error(tmp_path, capsys, mutate, message):
     write_org_data(tmp_path / "data")
     mutate(tmp_path / "data")
-    result = run(train_command(tmp_path, "--epochs", "1", "--steps-per-epoch", "1"))
-    assert result.returncode == 2
-    errors = [line for line in result.stderr.splitlines() if line.startswith("train.py: error")]
-    assert len(errors) == 1 and message in errors[0], result.stderr[-2000:]
-    assert "Traceback" not in result.stderr
+    argv = train_command(tmp_path, "--epochs", "1", "--steps-per-epoch", "1")[2:]
+    code, err = train_main(capsys, argv)
+    assert code == 2
+    errors = [line for line in err.splitlines() if line.startswith("train.py: error")]
+    assert len(errors) == 1 and message in errors[0], err[-2000:]
+    assert "Traceback" not in err
 
 
-def test_unknown_dataset_and_missing_dir(tmp_path):
-    result = run(train_command(tmp_path, "--epochs", "1"))  # data dir never written
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "train.py: error" in result.stderr
-    result = run([sys.executable, str(ROOT / "train.py"), "--dataset", "no_such_dataset_xyz",
-                  "--tfds-dir", str(tmp_path / "tfds")])
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "no_such_dataset_xyz" in result.stderr
+def test_unknown_dataset_and_missing_dir(tmp_path, capsys):
+    # The data dir is never written.
+    code, err = train_main(capsys, train_command(tmp_path, "--epochs", "1")[2:])
+    assert code == 2 and "train.py: error" in err
+    argv = ["--dataset", "no_such_dataset_xyz", "--tfds-dir", str(tmp_path / "tfds")]
+    code, err = train_main(capsys, argv)
+    assert code == 2 and "no_such_dataset_xyz" in err
 
 
 def test_help_documents_every_flag():
