@@ -105,6 +105,9 @@ def run(args):
                 log_dir=run_dir / "logs" / "rouge",
             )
         )
+    if strategy is not None:
+        print(f"Training with {type(strategy).__name__} on "
+              f"{strategy.num_replicas_in_sync} replicas", file=sys.stderr)
     model = build_model(config, options, strategy)
     fit(model, train_batches, validation_batches, run_dir, options, callbacks)
 

@@ -201,3 +201,14 @@ def test_help_documents_every_flag():
     for flag in ("--data-dir", "--attention", "--copy", "--coverage", "--beam-size",
                  "--max-train-minutes", "--strategy", "--checkpoint-every"):
         assert flag in result.stdout
+
+
+def test_mirrored_strategy_on_two_logical_cpus(tmp_path):
+    write_org_data(tmp_path / "data")
+    result = run(train_command(
+        tmp_path, "--strategy", "mirrored", "--cpu-devices", "2", "--epochs", "1",
+        "--steps-per-epoch", "2", "--skip-eval",
+    ))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "2 replicas" in result.stderr
+    assert (tmp_path / "export" / "1" / "saved_model.pb").exists()
