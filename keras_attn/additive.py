@@ -20,7 +20,8 @@ def additive_scores(query, keys, v, bias=None, extra=None):
         `(batch, Tq, Tv)`.
     """
     # The bias joins the (batch, Tq, units) query, not the 4-D sum, and v is
-    # contracted with einsum (one GEMV): half the time of the elementwise form (BENCHMARKS.md).
+    # contracted with einsum: half the time of the elementwise form
+    # (BENCHMARKS.md).
     if bias is not None:
         query = query + bias
     hidden = ops.expand_dims(query, 2) + ops.expand_dims(keys, 1)
@@ -100,9 +101,7 @@ class BahdanauAttention(BaseAttention):
             self.score_gain = self.add_weight(
                 name="score_gain",
                 shape=(),
-                initializer=keras.initializers.Constant(
-                    (1.0 / self.units) ** 0.5
-                ),
+                initializer=keras.initializers.Constant((1.0 / self.units) ** 0.5),
             )
 
     def _project_keys(self, key):
@@ -127,9 +126,7 @@ class BahdanauAttention(BaseAttention):
             "units": self.units,
             "normalize": self.normalize,
             "use_bias": self.use_bias,
-            "kernel_initializer": keras.initializers.serialize(
-                self.kernel_initializer
-            ),
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
         }
 
 

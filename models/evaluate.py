@@ -344,7 +344,9 @@ def evaluate(
     if max_examples is not None and max_examples < 1:
         raise ValueError(f"Expected `max_examples` >= 1; received {max_examples}.")
     version_dir = resolve_version_dir(model_dir)
-    documents, references = _read_split(split, data_dir, dataset, max_examples, tfds_dir)
+    documents, references = _read_split(
+        split, data_dir, dataset, max_examples, tfds_dir
+    )
 
     model = _load(version_dir)
     _signature(model, "serving_default")

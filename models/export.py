@@ -56,7 +56,9 @@ class HeadlineModule(tf.Module):
         """Headlines for `documents` (eager or in a `tf.function`)."""
         options = self.options
         source = self.features.encode_source(documents)
-        state, memory = self.model.initial_decoder_state(source["ids"], source["ext_ids"])
+        state, memory = self.model.initial_decoder_state(
+            source["ids"], source["ext_ids"]
+        )
         batch = tf.shape(documents)[0]
         start_ids = tf.fill([batch], START_ID)
         banned = [PAD_ID, START_ID] + ([UNK_ID] if options.suppress_unk else [])
@@ -116,7 +118,9 @@ def next_version(export_dir):
     return max(versions, default=0) + 1
 
 
-def export(model, features, export_dir, *, options=None, version=None, extra_files=None):
+def export(
+    model, features, export_dir, *, options=None, version=None, extra_files=None
+):
     """Writes `<export_dir>/<version>/` atomically and returns its path.
 
     Args:
@@ -146,7 +150,9 @@ def export(model, features, export_dir, *, options=None, version=None, extra_fil
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-export-", dir=export_dir))
     try:
         tf.saved_model.save(module, str(tmp), signatures=signatures)
-        files = {"search_options.json": json.dumps(dataclasses.asdict(options), indent=2)}
+        files = {
+            "search_options.json": json.dumps(dataclasses.asdict(options), indent=2)
+        }
         files.update(extra_files or {})
         for name, content in files.items():
             if isinstance(content, Path):

@@ -144,7 +144,5 @@ class TextFeatures(tf.Module):
             tf.sequence_mask(lengths, tf.shape(ids)[1]), ids >= len(RESERVED)
         )
         tokens = tf.where(valid, tokens, "")
-        headlines = tf.strings.reduce_join(
-            tf.where(valid, tokens + " ", ""), axis=1
-        )
+        headlines = tf.strings.reduce_join(tf.where(valid, tokens + " ", ""), axis=1)
         return tokens, tf.strings.strip(headlines)

@@ -88,13 +88,19 @@ def run(args):
     )
 
     train_batches = batched(
-        encode_dataset(train_split, features), options.batch_size, training=True,
+        encode_dataset(train_split, features),
+        options.batch_size,
+        training=True,
         seed=options.seed,
     )
     validation_batches = batched(
-        encode_dataset(splits["validation"], features), options.batch_size, training=False
+        encode_dataset(splits["validation"], features),
+        options.batch_size,
+        training=False,
     )
-    sample = list(splits["validation"].take(options.validation_rouge_examples).as_numpy_iterator())
+    sample = list(
+        splits["validation"].take(options.validation_rouge_examples).as_numpy_iterator()
+    )
     callbacks = []
     if sample:
         callbacks.append(
@@ -106,8 +112,11 @@ def run(args):
             )
         )
     if strategy is not None:
-        print(f"Training with {type(strategy).__name__} on "
-              f"{strategy.num_replicas_in_sync} replicas", file=sys.stderr)
+        print(
+            f"Training with {type(strategy).__name__} on "
+            f"{strategy.num_replicas_in_sync} replicas",
+            file=sys.stderr,
+        )
     model = build_model(config, options, strategy)
     fit(model, train_batches, validation_batches, run_dir, options, callbacks)
 

@@ -20,7 +20,11 @@ from keras import ops
 
 import keras_attn
 from keras_attn.coverage import CoverageAttention, coverage_loss
-from keras_attn.pointer import PointerGenerator, pointer_distribution, target_probabilities
+from keras_attn.pointer import (
+    PointerGenerator,
+    pointer_distribution,
+    target_probabilities,
+)
 from models.config import SummarizerConfig
 from models.features import UNK_ID
 
@@ -45,7 +49,9 @@ def make_attention(config):
             units, normalize=True, name="attention"
         ),
         "luong-dot": lambda: keras_attn.DotAttention(name="attention"),
-        "luong-scale": lambda: keras_attn.DotAttention(use_scale=True, name="attention"),
+        "luong-scale": lambda: keras_attn.DotAttention(
+            use_scale=True, name="attention"
+        ),
         "luong-general": lambda: keras_attn.GeneralAttention(name="attention"),
         "luong-concat": lambda: keras_attn.ConcatAttention(units, name="attention"),
         "scaled-dot": lambda: keras_attn.ScaledDotAttention(name="attention"),
@@ -84,7 +90,9 @@ class HeadlineSummarizer(keras.Model):
             rnn(c.hidden_size // 2, return_sequences=True, return_state=True),
             name="encoder",
         )
-        self.bridge = keras.layers.Dense(c.hidden_size, activation="tanh", name="bridge")
+        self.bridge = keras.layers.Dense(
+            c.hidden_size, activation="tanh", name="bridge"
+        )
         self.decoder_rnn = rnn(
             c.hidden_size, return_sequences=True, return_state=True, name="decoder_rnn"
         )
@@ -94,7 +102,9 @@ class HeadlineSummarizer(keras.Model):
         )
         self.output_dropout = keras.layers.Dropout(c.dropout)
         if c.tie_embeddings:
-            self.output_projection = keras.layers.Dense(c.embedding_dim, name="to_embedding")
+            self.output_projection = keras.layers.Dense(
+                c.embedding_dim, name="to_embedding"
+            )
         else:
             self.output_projection = keras.layers.Dense(c.vocab_size, name="output")
         self.pointer = PointerGenerator(name="pointer") if c.copy else None
@@ -122,7 +132,7 @@ class HeadlineSummarizer(keras.Model):
             self.bridge(ops.concatenate([f, b], axis=-1))
             if i == 0
             else ops.concatenate([f, b], axis=-1)
-            for i, (f, b) in enumerate(zip(forward, backward))
+            for i, (f, b) in enumerate(zip(forward, backward, strict=True))
         ]
         return memory, mask, initial_state
 
@@ -137,7 +147,9 @@ class HeadlineSummarizer(keras.Model):
     def _output(self, context, states, embedded, training):
         """Vocabulary distribution (and copy gate) from one or all steps."""
         attentional = self.attentional(ops.concatenate([context, states], axis=-1))
-        hidden = self.output_projection(self.output_dropout(attentional, training=training))
+        hidden = self.output_projection(
+            self.output_dropout(attentional, training=training)
+        )
         if self.config.tie_embeddings:
             logits = ops.matmul(hidden, ops.transpose(self.embedding.embeddings))
         else:
@@ -151,20 +163,29 @@ class HeadlineSummarizer(keras.Model):
     # ------------------------------------------------------------- forward
 
     def call(self, inputs, training=None):
-        memory, mask, initial_state = self.encode(inputs["source_ids"], training=training)
+        memory, mask, initial_state = self.encode(
+            inputs["source_ids"], training=training
+        )
         embedded = self._embed_target(inputs["target_in"], training=training)
-        outputs = self.decoder_rnn(embedded, initial_state=initial_state, training=training)
+        outputs = self.decoder_rnn(
+            embedded, initial_state=initial_state, training=training
+        )
         states = outputs[0]
         result = {}
         if self.config.coverage:
             context, weights, coverage = self.attention(
-                [states, memory], value_mask=mask, return_attention_scores=True,
-                return_coverage=True, training=training,
+                [states, memory],
+                value_mask=mask,
+                return_attention_scores=True,
+                return_coverage=True,
+                training=training,
             )
             result["coverage_loss"] = coverage_loss(weights, coverage, reduction="none")
         else:
             context, weights = self.attention(
-                [states, memory], value_mask=mask, return_attention_scores=True,
+                [states, memory],
+                value_mask=mask,
+                return_attention_scores=True,
                 training=training,
             )
         probs, p_gen = self._output(context, states, embedded, training)
@@ -176,26 +197,35 @@ class HeadlineSummarizer(keras.Model):
     def target_log_probability(self, outputs, inputs, target_out):
         """log P(target) per token, `(batch, T)`, copy included."""
         if self.pointer is None:
-            in_vocab = ops.where(target_out >= self.config.vocab_size, UNK_ID, target_out)
+            in_vocab = ops.where(
+                target_out >= self.config.vocab_size, UNK_ID, target_out
+            )
             probability = ops.take_along_axis(
                 outputs["probs"], ops.expand_dims(in_vocab, -1), axis=-1
             )[..., 0]
         else:
             probability = target_probabilities(
-                outputs["p_gen"], outputs["probs"], outputs["attention"],
-                inputs["source_ext_ids"], target_out,
+                outputs["p_gen"],
+                outputs["probs"],
+                outputs["attention"],
+                inputs["source_ext_ids"],
+                target_out,
             )
         return ops.log(probability + _EPSILON)
 
-    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+    def compute_loss(
+        self, x=None, y=None, y_pred=None, sample_weight=None, training=True
+    ):
         target_mask = ops.cast(ops.not_equal(y, 0), "float32")
         tokens = ops.maximum(ops.sum(target_mask), 1.0)
         nll = -self.target_log_probability(y_pred, x, y)
         loss = ops.sum(nll * target_mask) / tokens
         if self.config.coverage:
-            loss += self.config.coverage_weight * ops.sum(
-                y_pred["coverage_loss"] * target_mask
-            ) / tokens
+            loss += (
+                self.config.coverage_weight
+                * ops.sum(y_pred["coverage_loss"] * target_mask)
+                / tokens
+            )
         return loss
 
     # ------------------------------------------------------------- decoding step
@@ -239,12 +269,17 @@ class HeadlineSummarizer(keras.Model):
         score_kwargs = {}
         if self.config.coverage:
             score_kwargs["coverage"] = state["coverage"]
-        context, weights = self.attention.step(output, memory["attention"], **score_kwargs)
+        context, weights = self.attention.step(
+            output, memory["attention"], **score_kwargs
+        )
         probs, p_gen = self._output(context, output, embedded, False)
         if self.pointer is not None:
             # Extended ids are vocab_size + a source position.
             probs = pointer_distribution(
-                p_gen, probs, weights, memory["source_ext_ids"],
+                p_gen,
+                probs,
+                weights,
+                memory["source_ext_ids"],
                 num_oov=self.config.max_source_length,
             )
         new_state = {f"rnn_{i}": s for i, s in enumerate(new_rnn_states)}
@@ -262,6 +297,4 @@ class HeadlineSummarizer(keras.Model):
 
 def tile_memory(memory, beam_size):
     """Repeats each row of the fixed memory `beam_size` times."""
-    return tf.nest.map_structure(
-        lambda t: tf.repeat(t, beam_size, axis=0), memory
-    )
+    return tf.nest.map_structure(lambda t: tf.repeat(t, beam_size, axis=0), memory)

@@ -100,7 +100,9 @@ def encode_dataset(dataset, features):
 
 def _trim_padding(inputs, target_out):
     # Rows come out of the batched encoding padded to the longest of 1024.
-    source_length = tf.maximum(1, tf.reduce_sum(tf.cast(inputs["source_ids"] != 0, tf.int32)))
+    source_length = tf.maximum(
+        1, tf.reduce_sum(tf.cast(inputs["source_ids"] != 0, tf.int32))
+    )
     target_length = tf.reduce_sum(tf.cast(target_out != 0, tf.int32))
     inputs = {
         "source_ids": inputs["source_ids"][:source_length],
@@ -134,7 +136,10 @@ class Backup(keras.callbacks.BackupAndRestore):
 
     def __init__(self, backup_dir, save_freq):
         super().__init__(
-            backup_dir, save_freq=save_freq, delete_checkpoint=False, double_checkpoint=True
+            backup_dir,
+            save_freq=save_freq,
+            delete_checkpoint=False,
+            double_checkpoint=True,
         )
 
     def on_epoch_end(self, epoch, logs=None):
@@ -172,7 +177,9 @@ class ValidationRouge(keras.callbacks.Callback):
         self.features = features
         self.documents = tf.constant(documents)
         self.summaries = summaries
-        self.scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
+        self.scorer = rouge_scorer.RougeScorer(
+            ["rouge1", "rouge2", "rougeL"], use_stemmer=True
+        )
         self._module_cls, self._options = HeadlineModule, SearchOptions()
         self._greedy = None
         self.writer = tf.summary.create_file_writer(str(log_dir)) if log_dir else None
@@ -185,7 +192,7 @@ class ValidationRouge(keras.callbacks.Callback):
         for start in range(0, len(self.summaries), 128):
             out = self._greedy(self.documents[start : start + 128])
             headlines += [h.decode("utf-8") for h in out.numpy()]
-        scores = [self.scorer.score(r, h) for r, h in zip(self.summaries, headlines)]
+        scores = [self.scorer.score(r, h) for r, h in zip(self.summaries, headlines, strict=True)]
         for key in ("rouge1", "rouge2", "rougeL"):
             value = 100 * float(np.mean([s[key].fmeasure for s in scores]))
             if logs is not None:
@@ -195,7 +202,9 @@ class ValidationRouge(keras.callbacks.Callback):
                     tf.summary.scalar(f"val_{key}", value, step=epoch)
         print(
             f"\nvalidation ROUGE-1/2/L on {len(headlines)} examples: "
-            + " / ".join(f"{logs[f'val_{k}']:.1f}" for k in ("rouge1", "rouge2", "rougeL"))
+            + " / ".join(
+                f"{logs[f'val_{k}']:.1f}" for k in ("rouge1", "rouge2", "rougeL")
+            )
             + f"  e.g. {headlines[0]!r}"
         )
 
@@ -211,7 +220,9 @@ def prepare_run(run_dir, train_split, config, options):
     if config_path.exists() and vocab_path.exists():
         config = SummarizerConfig.load(config_path)
         vocabulary = load_vocabulary(vocab_path)
-        features = TextFeatures(vocabulary, config.max_source_length, config.max_target_length)
+        features = TextFeatures(
+            vocabulary, config.max_source_length, config.max_target_length
+        )
         return config, features, True
     features = build_features(train_split, config, min_count=options.min_count)
     save_vocabulary(features.words.numpy().astype(str).tolist(), vocab_path)
@@ -234,7 +245,9 @@ def build_model(config, options, strategy=None):
         }
         model(dummy)
         model.compile(
-            optimizer=keras.optimizers.Adam(options.learning_rate, clipnorm=options.clipnorm),
+            optimizer=keras.optimizers.Adam(
+                options.learning_rate, clipnorm=options.clipnorm
+            ),
             jit_compile=options.jit_compile,
         )
     return model
@@ -255,7 +268,10 @@ def fit(model, train_batches, validation_batches, run_dir, options, callbacks=()
     all_callbacks = [
         Backup(str(run_dir / "backup"), save_freq=options.checkpoint_every),
         keras.callbacks.ModelCheckpoint(
-            str(best_path), monitor="val_loss", save_best_only=True, save_weights_only=True
+            str(best_path),
+            monitor="val_loss",
+            save_best_only=True,
+            save_weights_only=True,
         ),
         keras.callbacks.EarlyStopping(monitor="val_loss", patience=options.patience),
         keras.callbacks.TensorBoard(str(run_dir / "logs"), update_freq=50),

@@ -16,10 +16,28 @@ pytestmark = pytest.mark.tf_only
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = [f"w{i}" for i in range(40)] + ["corp.", "'s", ",", "."]
 TINY_MODEL = [
-    "--vocab-size", "60", "--embedding-dim", "16", "--hidden-size", "16",
-    "--attention-units", "8", "--batch-size", "8", "--max-source-length", "16",
-    "--max-target-length", "6", "--validation-rouge-examples", "4",
-    "--beam-size", "2", "--max-length", "5", "--min-length", "1",
+    "--vocab-size",
+    "60",
+    "--embedding-dim",
+    "16",
+    "--hidden-size",
+    "16",
+    "--attention-units",
+    "8",
+    "--batch-size",
+    "8",
+    "--max-source-length",
+    "16",
+    "--max-target-length",
+    "6",
+    "--validation-rouge-examples",
+    "4",
+    "--beam-size",
+    "2",
+    "--max-length",
+    "5",
+    "--min-length",
+    "1",
 ]
 
 
@@ -28,7 +46,7 @@ def write_org_data(root, sizes=(48, 8, 8), seed=0):
     rng = np.random.default_rng(seed)
     folder = root / "org_data"
     folder.mkdir(parents=True)
-    for split, n in zip(("train", "dev", "test"), sizes):
+    for split, n in zip(("train", "dev", "test"), sizes, strict=True):
         docs, heads = [], []
         for _ in range(n):
             doc = list(rng.choice(WORDS, size=rng.integers(6, 14)))
@@ -41,10 +59,18 @@ def write_org_data(root, sizes=(48, 8, 8), seed=0):
 
 def train_command(tmp_path, *extra):
     return [
-        sys.executable, str(ROOT / "train.py"),
-        "--data-dir", str(tmp_path / "data"), "--tfds-dir", str(tmp_path / "tfds"),
-        "--run-dir", str(tmp_path / "run"), "--export-dir", str(tmp_path / "export"),
-        *TINY_MODEL, *extra,
+        sys.executable,
+        str(ROOT / "train.py"),
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--tfds-dir",
+        str(tmp_path / "tfds"),
+        "--run-dir",
+        str(tmp_path / "run"),
+        "--export-dir",
+        str(tmp_path / "export"),
+        *TINY_MODEL,
+        *extra,
     ]
 
 
@@ -60,9 +86,17 @@ def trained(tmp_path_factory):
     """One tiny training run, exported and evaluated."""
     tmp_path = tmp_path_factory.mktemp("e2e")
     write_org_data(tmp_path / "data")
-    result = run(train_command(
-        tmp_path, "--epochs", "2", "--steps-per-epoch", "3", "--max-eval-examples", "8",
-    ))
+    result = run(
+        train_command(
+            tmp_path,
+            "--epochs",
+            "2",
+            "--steps-per-epoch",
+            "3",
+            "--max-eval-examples",
+            "8",
+        )
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return tmp_path, result
 
@@ -70,8 +104,13 @@ def trained(tmp_path_factory):
 def test_export_layout_and_metrics(trained):
     tmp_path, result = trained
     version = tmp_path / "export" / "1"
-    for name in ("saved_model.pb", "config.json", "model.keras", "metrics.json",
-                 "search_options.json"):
+    for name in (
+        "saved_model.pb",
+        "config.json",
+        "model.keras",
+        "metrics.json",
+        "search_options.json",
+    ):
         assert (version / name).exists(), name
     assert not [p for p in (tmp_path / "export").iterdir() if p.name.startswith(".tmp")]
     metrics = json.loads((version / "metrics.json").read_text())
@@ -85,7 +124,8 @@ SERVE_WITHOUT_PROJECT = r"""
 import sys, json
 import tensorflow as tf
 model = tf.saved_model.load(sys.argv[1])
-docs = ["", "w1 w2 w3 w4 corp. said", "Japan's NEC Corp. said on Wednesday it would cut 2,500 jobs.",
+docs = ["", "w1 w2 w3 w4 corp. said",
+        "Japan's NEC Corp. said on Wednesday it would cut 2,500 jobs.",
         "x" * 100000, "ünïcødé 日本語 \u0000\u0007 text\r\n\t", "w5 " * 5000]
 out = model.signatures["serving_default"](documents=tf.constant(docs))
 att = model.signatures["attention"](documents=tf.constant(docs[:3]))
@@ -104,12 +144,16 @@ print(json.dumps({
 
 def test_savedmodel_serves_raw_text_without_project_code(trained):
     tmp_path, _ = trained
-    result = run([sys.executable, "-c", SERVE_WITHOUT_PROJECT, str(tmp_path / "export" / "1")],
-                 cwd=tmp_path)
+    result = run(
+        [sys.executable, "-c", SERVE_WITHOUT_PROJECT, str(tmp_path / "export" / "1")],
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     out = json.loads(result.stdout.strip().splitlines()[-1])
     assert out["project_modules"] == []
-    assert len(out["headlines"]) == 6 and all(isinstance(h, str) for h in out["headlines"])
+    assert len(out["headlines"]) == 6 and all(
+        isinstance(h, str) for h in out["headlines"]
+    )
     assert np.all(np.isfinite(out["scores"]))
     batch, steps, source = out["attention_shape"]
     assert batch == 3 and out["source_shape"][:2] == [3, source] and steps <= 5
@@ -127,10 +171,13 @@ def test_saved_model_cli_lists_signatures(trained):
 
 def test_resume_after_kill(tmp_path):
     write_org_data(tmp_path / "data", sizes=(200, 8, 8))
-    command = train_command(tmp_path, "--epochs", "50", "--checkpoint-every", "5", "--skip-eval")
+    command = train_command(
+        tmp_path, "--epochs", "50", "--checkpoint-every", "5", "--skip-eval"
+    )
     env = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     metadata = tmp_path / "run" / "backup" / "training_metadata.json"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not (
@@ -142,9 +189,16 @@ def test_resume_after_kill(tmp_path):
     saved_epoch = json.loads(metadata.read_text())["epoch"]
     assert saved_epoch >= 1
 
-    result = run(train_command(
-        tmp_path, "--epochs", str(saved_epoch + 1), "--checkpoint-every", "5", "--skip-eval"
-    ))
+    result = run(
+        train_command(
+            tmp_path,
+            "--epochs",
+            str(saved_epoch + 1),
+            "--checkpoint-every",
+            "5",
+            "--skip-eval",
+        )
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Resuming run" in result.stderr
     # Keras counts epochs from the restored one: only the last epoch ran.
@@ -167,11 +221,20 @@ def train_main(capsys, argv):
     [
         (lambda d: (d / "org_data" / "train.src.txt").unlink(), "train.src.txt"),
         (lambda d: (d / "org_data" / "dev.tgt.txt").write_text("a\nb\n"), "dev"),
-        (lambda d: (d / "org_data" / "test.src.txt").write_text("a\n\nb\n" + "c\n" * 5),
-         "empty"),
-        (lambda d: (d / "org_data" / "train.tgt.txt").write_bytes(
-            (d / "org_data" / "train.tgt.txt").read_bytes().replace(b"w1", b"\xff\xfe", 1)),
-         "UTF-8"),
+        (
+            lambda d: (d / "org_data" / "test.src.txt").write_text(
+                "a\n\nb\n" + "c\n" * 5
+            ),
+            "empty",
+        ),
+        (
+            lambda d: (d / "org_data" / "train.tgt.txt").write_bytes(
+                (d / "org_data" / "train.tgt.txt")
+                .read_bytes()
+                .replace(b"w1", b"\xff\xfe", 1)
+            ),
+            "UTF-8",
+        ),
     ],
     ids=["missing-file", "count-mismatch", "empty-line", "not-utf8"],
 )
@@ -198,17 +261,35 @@ def test_unknown_dataset_and_missing_dir(tmp_path, capsys):
 def test_help_documents_every_flag():
     result = run([sys.executable, str(ROOT / "train.py"), "--help"])
     assert result.returncode == 0
-    for flag in ("--data-dir", "--attention", "--copy", "--coverage", "--beam-size",
-                 "--max-train-minutes", "--strategy", "--checkpoint-every"):
+    for flag in (
+        "--data-dir",
+        "--attention",
+        "--copy",
+        "--coverage",
+        "--beam-size",
+        "--max-train-minutes",
+        "--strategy",
+        "--checkpoint-every",
+    ):
         assert flag in result.stdout
 
 
 def test_mirrored_strategy_on_two_logical_cpus(tmp_path):
     write_org_data(tmp_path / "data")
-    result = run(train_command(
-        tmp_path, "--strategy", "mirrored", "--cpu-devices", "2", "--epochs", "1",
-        "--steps-per-epoch", "2", "--skip-eval",
-    ))
+    result = run(
+        train_command(
+            tmp_path,
+            "--strategy",
+            "mirrored",
+            "--cpu-devices",
+            "2",
+            "--epochs",
+            "1",
+            "--steps-per-epoch",
+            "2",
+            "--skip-eval",
+        )
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "2 replicas" in result.stderr
     assert (tmp_path / "export" / "1" / "saved_model.pb").exists()
