@@ -192,7 +192,8 @@ class ValidationRouge(keras.callbacks.Callback):
         for start in range(0, len(self.summaries), 128):
             out = self._greedy(self.documents[start : start + 128])
             headlines += [h.decode("utf-8") for h in out.numpy()]
-        scores = [self.scorer.score(r, h) for r, h in zip(self.summaries, headlines, strict=True)]
+        pairs = zip(self.summaries, headlines, strict=True)
+        scores = [self.scorer.score(r, h) for r, h in pairs]
         for key in ("rouge1", "rouge2", "rougeL"):
             value = 100 * float(np.mean([s[key].fmeasure for s in scores]))
             if logs is not None:
