@@ -1,0 +1,112 @@
+"""Headlines per second: the exported SavedModel against a Python decoding loop.
+
+SavedModel: `greedy` and `serving_default` (beam search) signatures of an
+export, the whole search inside the graph (one call per batch).
+
+Reference: what the TensorFlow "NMT with attention" tutorial does at
+inference: a Python `for` loop over output positions, one eager call of the
+decoder per token, `argmax` in Python, stopping when every row has ended. It
+runs the *same* trained model (the run folder's config, vocabulary and best
+weights) through `HeadlineSummarizer.step`, so the ratio measures the
+decoding loop, not the model.
+
+Each figure is the median over interleaved rounds of (reference time /
+SavedModel time) for the same documents (from the test split).
+
+    python benchmarks/bench_decoding.py --model-dir saved_models/headlines \
+        --run-dir runs/headlines --data-dir ../shared/data/gigaword_sample
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model-dir", required=True, help="saved_models/<name>[/<v>]")
+    p.add_argument("--run-dir", required=True, help="runs/<name> of the same model")
+    p.add_argument("--data-dir", required=True, help="org_data folder (test split)")
+    p.add_argument("--tfds-dir", default=None)
+    p.add_argument("--batches", type=int, nargs="+", default=[1, 64])
+    p.add_argument("--repeats", type=int, default=5)
+    return p.parse_args(argv)
+
+
+def python_loop_greedy(model, features, documents, max_length):
+    """The tutorial's loop: one eager decoder call per token."""
+    import tensorflow as tf
+
+    from models.features import END_ID, START_ID
+
+    source = features.encode_source(documents)
+    state, memory = model.initial_decoder_state(source["ids"], source["ext_ids"])
+    ids = tf.fill([len(documents)], START_ID)
+    finished = tf.zeros([len(documents)], tf.bool)
+    tokens = []
+    for _ in range(max_length):
+        log_probs, state, _ = model.step(ids, state, memory)
+        ids = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
+        tokens.append(ids)
+        finished = finished | (ids == END_ID)
+        if bool(tf.reduce_all(finished)):
+            break
+    return tf.stack(tokens, axis=1)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    import json
+    from pathlib import Path
+
+    import tensorflow as tf
+    from common import interleaved, machine_info, markdown_table, median_ratio
+
+    from models import data
+    from models.evaluate import resolve_version_dir
+    from models.export import SearchOptions
+    from models.training import TrainOptions, build_model, prepare_run
+
+    version = resolve_version_dir(args.model_dir)
+    saved = tf.saved_model.load(str(version))
+    options = SearchOptions(
+        **json.loads((Path(version) / "search_options.json").read_text())
+    )
+    config, features, _ = prepare_run(args.run_dir, None, None, TrainOptions())
+    model = build_model(config, TrainOptions())
+    model.load_weights(str(Path(args.run_dir) / "best.weights.h5"))
+
+    test = data.load_split("test", data_dir=args.data_dir, tfds_dir=args.tfds_dir)
+    documents = [d for d, _ in test.take(max(args.batches)).as_numpy_iterator()]
+    print(machine_info())
+    rows = []
+    for batch in args.batches:
+        docs = tf.constant(documents[:batch])
+        programs = {
+            "python_loop_greedy": lambda d=docs: python_loop_greedy(
+                model, features, d, options.max_length
+            ).numpy(),
+            "savedmodel_greedy": lambda d=docs: saved.signatures["greedy"](documents=d)[
+                "headlines"
+            ].numpy(),
+            "savedmodel_beam": lambda d=docs: saved.signatures["serving_default"](
+                documents=d
+            )["headlines"].numpy(),
+        }
+        times = interleaved(programs, repeats=args.repeats, number=1, warmup=1)
+        for name in programs:
+            seconds = sorted(times[name])[len(times[name]) // 2]
+            ratio = median_ratio(times, "python_loop_greedy", name)
+            rows.append([batch, name, f"{batch / seconds:.1f}", f"{ratio:.2f}x"])
+    print(markdown_table(["batch", "program", "headlines/s", "speed-up vs loop"], rows))
+
+
+if __name__ == "__main__":
+    main()
