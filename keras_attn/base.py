@@ -229,6 +229,27 @@ class BaseAttention(keras.layers.Layer):
 
     # ----------------------------------------------------------- call
 
+    def _unpack_inputs(self, inputs, mask, query_mask, value_mask):
+        """`(query, value, key, query_mask, value_mask)`; explicit masks win."""
+        self._validate_shapes([tuple(x.shape) for x in inputs])
+        query, value = inputs[0], inputs[1]
+        key = inputs[2] if len(inputs) > 2 else value
+        mask = list(mask) if mask is not None else [None, None]
+        query_mask = mask[0] if query_mask is None else query_mask
+        value_mask = mask[1] if value_mask is None else value_mask
+        return query, value, key, query_mask, value_mask
+
+    @staticmethod
+    def _scores_mask(query, value, value_mask, use_causal_mask):
+        """Boolean `(batch|1, 1|Tq, Tv)` mask of the scores, or None."""
+        scores_mask = None
+        if value_mask is not None:
+            scores_mask = ops.expand_dims(ops.cast(value_mask, "bool"), 1)
+        if use_causal_mask:
+            causal = causal_mask(ops.shape(query)[1], ops.shape(value)[1])
+            scores_mask = combine_masks(scores_mask, causal)
+        return scores_mask
+
     def call(
         self,
         inputs,
@@ -240,12 +261,9 @@ class BaseAttention(keras.layers.Layer):
         training=None,
         **score_kwargs,
     ):
-        self._validate_shapes([tuple(x.shape) for x in inputs])
-        query, value = inputs[0], inputs[1]
-        key = inputs[2] if len(inputs) > 2 else value
-        mask = list(mask) if mask is not None else [None, None]
-        query_mask = mask[0] if query_mask is None else query_mask
-        value_mask = mask[1] if value_mask is None else value_mask
+        query, value, key, query_mask, value_mask = self._unpack_inputs(
+            inputs, mask, query_mask, value_mask
+        )
 
         single_step = len(query.shape) == 2
         if single_step:
@@ -254,12 +272,7 @@ class BaseAttention(keras.layers.Layer):
                 query_mask = ops.expand_dims(query_mask, 1)
 
         memory = AttentionMemory(self._project_keys(key), value, None)
-        scores_mask = None
-        if value_mask is not None:
-            scores_mask = ops.expand_dims(ops.cast(value_mask, "bool"), 1)
-        if use_causal_mask:
-            causal = causal_mask(ops.shape(query)[1], ops.shape(value)[1])
-            scores_mask = combine_masks(scores_mask, causal)
+        scores_mask = self._scores_mask(query, value, value_mask, use_causal_mask)
         context, weights = self._attend(
             query, memory, scores_mask, training, **score_kwargs
         )

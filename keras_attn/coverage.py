@@ -17,8 +17,6 @@ from keras import ops
 
 from keras_attn.additive import BahdanauAttention, additive_scores
 from keras_attn.masking import (
-    causal_mask,
-    combine_masks,
     masked_softmax,
     softmax_dtype,
 )
@@ -165,12 +163,9 @@ class CoverageAttention(BahdanauAttention):
         use_causal_mask=False,
         training=None,
     ):
-        self._validate_shapes([tuple(x.shape) for x in inputs])
-        query, value = inputs[0], inputs[1]
-        key = inputs[2] if len(inputs) > 2 else value
-        mask = list(mask) if mask is not None else [None, None]
-        query_mask = mask[0] if query_mask is None else query_mask
-        value_mask = mask[1] if value_mask is None else value_mask
+        query, value, key, query_mask, value_mask = self._unpack_inputs(
+            inputs, mask, query_mask, value_mask
+        )
 
         keys = self._project_keys(key)
         # The dtype of the weights and of the coverage: float32 (float64 in a
@@ -206,12 +201,7 @@ class CoverageAttention(BahdanauAttention):
                 return_coverage,
             )
 
-        scores_mask = None
-        if value_mask is not None:
-            scores_mask = ops.expand_dims(ops.cast(value_mask, "bool"), 1)
-        if use_causal_mask:
-            causal = causal_mask(ops.shape(query)[1], ops.shape(value)[1])
-            scores_mask = combine_masks(scores_mask, causal)
+        scores_mask = self._scores_mask(query, value, value_mask, use_causal_mask)
         # A (batch|1, 1, Tv) mask is the same at every step; one with a Tq
         # axis (causal) is looped over along with the queries.
         mask_per_step = scores_mask is not None and scores_mask.shape[1] != 1
