@@ -483,12 +483,11 @@ def _parser() -> argparse.ArgumentParser:
 def _user_errors() -> tuple:
     """Errors reported by the CLI as one line, without a traceback."""
     errors = [EvaluationError, ValueError, OSError]
-    try:
-        from models.data import DataError
-
-        errors.append(DataError)
-    except ImportError:
-        pass
+    # Only a loaded models.data can have raised its DataError; importing it
+    # here would import TensorFlow just to report a missing folder.
+    data = sys.modules.get("models.data")
+    if data is not None:
+        errors.append(data.DataError)
     return tuple(errors)
 
 

@@ -247,7 +247,11 @@ def test_evaluate_writes_metrics_and_heatmaps(saved_model, data_dir, capsys):
     expected = ev.rouge_with_intervals(
         [" ".join(d.split()[:3]) for d in DOCS], REFS, n_bootstrap=100
     )
-    assert systems["beam"] == expected
+    # TFDS yields its own (fixed) order, so the bootstrap resamples other
+    # indices than in file order: the means agree, the intervals hold them.
+    for metric, score in systems["beam"].items():
+        assert score["f1"] == pytest.approx(expected[metric]["f1"], abs=1e-3)
+        assert score["low"] <= score["f1"] <= score["high"]
     for scores in systems.values():
         assert set(scores) == set(ev.ROUGE_TYPES)
         for value in scores.values():
