@@ -263,20 +263,31 @@ class _null_scope:
 
 
 def fit(model, train_batches, validation_batches, run_dir, options, callbacks=()):
-    """Trains with backups (resume), best-model checkpoint, early stopping."""
+    """Trains with backups (resume), best-model checkpoint, early stopping.
+
+    The best model and early stopping follow validation ROUGE-1 when a
+    `ValidationRouge` callback computes it (the metric the model is for),
+    else the validation loss.
+    """
     run_dir = Path(run_dir)
     best_path = run_dir / "best.weights.h5"
+    by_rouge = any(isinstance(c, ValidationRouge) for c in callbacks)
+    monitor, mode = ("val_rouge1", "max") if by_rouge else ("val_loss", "min")
     all_callbacks = [
+        # First, so that the metrics they add to the logs are seen below.
+        *callbacks,
         Backup(str(run_dir / "backup"), save_freq=options.checkpoint_every),
         keras.callbacks.ModelCheckpoint(
             str(best_path),
-            monitor="val_loss",
+            monitor=monitor,
+            mode=mode,
             save_best_only=True,
             save_weights_only=True,
         ),
-        keras.callbacks.EarlyStopping(monitor="val_loss", patience=options.patience),
+        keras.callbacks.EarlyStopping(
+            monitor=monitor, mode=mode, patience=options.patience
+        ),
         keras.callbacks.TensorBoard(str(run_dir / "logs"), update_freq=50),
-        *callbacks,
     ]
     if options.max_train_minutes:
         all_callbacks.append(TimeBudget(options.max_train_minutes))
