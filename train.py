@@ -149,6 +149,14 @@ def parse_args(argv=None):
         "--no-repeat-ngram-size", type=int, default=search.no_repeat_ngram_size
     )
 
+    g.add_argument(
+        "--suppress-unk",
+        action=argparse.BooleanOptionalAction,
+        default=search.suppress_unk,
+        help="never generate <unk> (default: on; Gigaword's test references "
+        "hold UNK, which --no-suppress-unk lets the model match)",
+    )
+
     g = p.add_argument_group("evaluation")
     g.add_argument("--eval-split", default="test", help="(default: %(default)s)")
     g.add_argument("--max-eval-examples", type=int, help="score only the first N pairs")

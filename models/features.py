@@ -139,9 +139,10 @@ class TextFeatures(tf.Module):
         position = tf.clip_by_value(ids - self.vocab_size, 0, source_len - 1)
         copied = tf.gather(source_tokens, position, batch_dims=1)
         tokens = tf.where(in_vocab, vocab_words, copied)
-        # Reserved ids (an <unk> the search let through, say) print nothing.
+        # Reserved ids print nothing, but for <unk> when the search allows it.
+        printable = (ids >= len(RESERVED)) | tf.equal(ids, UNK_ID)
         valid = tf.logical_and(
-            tf.sequence_mask(lengths, tf.shape(ids)[1]), ids >= len(RESERVED)
+            tf.sequence_mask(lengths, tf.shape(ids)[1]), printable
         )
         tokens = tf.where(valid, tokens, "")
         headlines = tf.strings.reduce_join(tf.where(valid, tokens + " ", ""), axis=1)
