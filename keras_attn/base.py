@@ -122,9 +122,7 @@ class BaseAttention(keras.layers.Layer):
     # ----------------------------------------------------------- build
 
     def build(self, input_shape):
-        query_shape, value_shape, key_shape = self._validate_shapes(
-            input_shape
-        )
+        query_shape, value_shape, key_shape = self._validate_shapes(input_shape)
         self._build_scores(int(query_shape[-1]), int(key_shape[-1]))
         self.built = True
 
@@ -295,9 +293,7 @@ class BaseAttention(keras.layers.Layer):
         query_shape, value_shape, _ = self._validate_shapes(input_shape)
         return (*query_shape[:-1], value_shape[-1])
 
-    def compute_output_spec(
-        self, inputs, return_attention_scores=False, **kwargs
-    ):
+    def compute_output_spec(self, inputs, return_attention_scores=False, **kwargs):
         shapes = [tuple(x.shape) for x in inputs]
         context = keras.KerasTensor(
             self.compute_output_shape(shapes), dtype=self.compute_dtype

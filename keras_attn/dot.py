@@ -45,9 +45,7 @@ class DotAttention(BaseAttention):
         _check_same_dims(self, query_dim, key_dim)
         self.scale = None
         if self.use_scale:
-            self.scale = self.add_weight(
-                name="scale", shape=(), initializer="ones"
-            )
+            self.scale = self.add_weight(name="scale", shape=(), initializer="ones")
 
     def _calculate_scores(self, query, keys):
         scores = _dot_scores(query, keys)

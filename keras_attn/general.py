@@ -43,9 +43,7 @@ class GeneralAttention(BaseAttention):
     def get_config(self):
         return {
             **super().get_config(),
-            "kernel_initializer": keras.initializers.serialize(
-                self.kernel_initializer
-            ),
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
         }
 
 

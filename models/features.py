@@ -141,9 +141,7 @@ class TextFeatures(tf.Module):
         tokens = tf.where(in_vocab, vocab_words, copied)
         # Reserved ids print nothing, but for <unk> when the search allows it.
         printable = (ids >= len(RESERVED)) | tf.equal(ids, UNK_ID)
-        valid = tf.logical_and(
-            tf.sequence_mask(lengths, tf.shape(ids)[1]), printable
-        )
+        valid = tf.logical_and(tf.sequence_mask(lengths, tf.shape(ids)[1]), printable)
         tokens = tf.where(valid, tokens, "")
         headlines = tf.strings.reduce_join(tf.where(valid, tokens + " ", ""), axis=1)
         return tokens, tf.strings.strip(headlines)
