@@ -72,14 +72,14 @@ def main(argv=None):
     from models import data
     from models.evaluate import resolve_version_dir
     from models.export import SearchOptions
-    from models.training import TrainOptions, build_model, prepare_run
+    from models.training import TrainOptions, build_model, load_run
 
     version = resolve_version_dir(args.model_dir)
     saved = tf.saved_model.load(str(version))
     options = SearchOptions(
         **json.loads((Path(version) / "search_options.json").read_text())
     )
-    config, features, _ = prepare_run(args.run_dir, None, None, TrainOptions())
+    config, features = load_run(args.run_dir)
     model = build_model(config, TrainOptions())
     model.load_weights(str(Path(args.run_dir) / "best.weights.h5"))
 

@@ -25,7 +25,6 @@ import tensorflow as tf
 
 from models import decoding
 from models.features import END_ID, PAD_ID, START_ID, UNK_ID
-from models.summarizer import tile_memory
 
 
 @dataclasses.dataclass
@@ -70,7 +69,7 @@ class HeadlineModule(tf.Module):
             no_repeat_ngram_size=options.no_repeat_ngram_size,
         )
         if beam_size > 1:
-            memory = tile_memory(memory, beam_size)
+            memory = decoding.tile_batch(memory, beam_size)
             result = decoding.beam_search(
                 lambda ids, s, step: self.model.step(ids, s, memory),
                 state,

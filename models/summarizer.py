@@ -15,7 +15,6 @@ Architecture (Luong et al. 2015, with See et al. 2017's copy and coverage):
 """
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 import keras_attn
@@ -293,8 +292,3 @@ class HeadlineSummarizer(keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
-
-
-def tile_memory(memory, beam_size):
-    """Repeats each row of the fixed memory `beam_size` times."""
-    return tf.nest.map_structure(lambda t: tf.repeat(t, beam_size, axis=0), memory)

@@ -7,6 +7,7 @@ the same vocabulary, the weights, the optimizer and its step counter.
 """
 
 import collections
+import contextlib
 import dataclasses
 import json
 import time
@@ -15,9 +16,11 @@ from pathlib import Path
 import keras
 import numpy as np
 import tensorflow as tf
+from rouge_score import rouge_scorer
 
 from models import data, text
 from models.config import SummarizerConfig
+from models.export import HeadlineModule, SearchOptions
 from models.features import RESERVED, TextFeatures
 from models.summarizer import HeadlineSummarizer
 
@@ -170,23 +173,18 @@ class ValidationRouge(keras.callbacks.Callback):
 
     def __init__(self, features, documents, summaries, log_dir=None):
         super().__init__()
-        from rouge_score import rouge_scorer
-
-        from models.export import HeadlineModule, SearchOptions
-
         self.features = features
         self.documents = tf.constant(documents)
         self.summaries = summaries
         self.scorer = rouge_scorer.RougeScorer(
             ["rouge1", "rouge2", "rougeL"], use_stemmer=True
         )
-        self._module_cls, self._options = HeadlineModule, SearchOptions()
         self._greedy = None
         self.writer = tf.summary.create_file_writer(str(log_dir)) if log_dir else None
 
     def on_epoch_end(self, epoch, logs=None):
         if self._greedy is None:
-            module = self._module_cls(self.model, self.features, self._options)
+            module = HeadlineModule(self.model, self.features, SearchOptions())
             self._greedy = tf.function(lambda d: module.search(d, 1)["headlines"])
         headlines = []
         for start in range(0, len(self.summaries), 128):
@@ -213,18 +211,24 @@ class ValidationRouge(keras.callbacks.Callback):
 # ---------------------------------------------------------------- the run
 
 
+def load_run(run_dir):
+    """Config and text features of an existing run folder."""
+    run_dir = Path(run_dir)
+    config = SummarizerConfig.load(run_dir / "config.json")
+    vocabulary = load_vocabulary(run_dir / "vocab.txt")
+    features = TextFeatures(
+        vocabulary, config.max_source_length, config.max_target_length
+    )
+    return config, features
+
+
 def prepare_run(run_dir, train_split, config, options):
     """Config and text features of a run: loaded when resuming, else built."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     config_path, vocab_path = run_dir / "config.json", run_dir / "vocab.txt"
     if config_path.exists() and vocab_path.exists():
-        config = SummarizerConfig.load(config_path)
-        vocabulary = load_vocabulary(vocab_path)
-        features = TextFeatures(
-            vocabulary, config.max_source_length, config.max_target_length
-        )
-        return config, features, True
+        return (*load_run(run_dir), True)
     features = build_features(train_split, config, min_count=options.min_count)
     save_vocabulary(features.words.numpy().astype(str).tolist(), vocab_path)
     config.save(config_path)
@@ -236,7 +240,7 @@ def prepare_run(run_dir, train_split, config, options):
 
 def build_model(config, options, strategy=None):
     """A compiled `HeadlineSummarizer` (built on a dummy batch)."""
-    scope = strategy.scope() if strategy is not None else _null_scope()
+    scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
     with scope:
         model = HeadlineSummarizer(config)
         dummy = {
@@ -252,14 +256,6 @@ def build_model(config, options, strategy=None):
             jit_compile=options.jit_compile,
         )
     return model
-
-
-class _null_scope:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def fit(model, train_batches, validation_batches, run_dir, options, callbacks=()):
