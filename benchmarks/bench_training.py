@@ -28,6 +28,7 @@ CPU's peak, and the peak RSS of the process.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -75,13 +76,20 @@ def parse_args(argv=None):
         "--variants",
         nargs="*",
         default=[],
-        choices=("bf16", "xla"),
+        choices=("bf16", "xla", "sampled"),
         help="extra project programs in the same interleaving",
     )
     p.add_argument(
         "--only",
         choices=("project", "reference"),
         help="time one program alone (memory measurements)",
+    )
+    p.add_argument(
+        "--sampled-softmax",
+        type=int,
+        default=1024,
+        metavar="K",
+        help="sampled words per batch of the `sampled` variant",
     )
     p.add_argument("--cpu-ghz", type=float, default=2.45, help="for the peak FLOP/s")
     return p.parse_args(argv)
@@ -160,6 +168,9 @@ def matmul_flops(config, batch, source_len, target_len, reference=False):
         config.vocab_size,
     )
     S, T = source_len, target_len
+    # Training with a sampled softmax scores K sampled words and the target.
+    if not reference and config.sampled_softmax:
+        V = config.sampled_softmax + 1
     gates = 3 if reference or config.cell == "gru" else 4
     if reference:
         encoder = S * 2 * (E + H) * gates * H
@@ -249,12 +260,12 @@ def main(argv=None):
     # ---- models and their train steps
     programs = {}
 
-    def project_program(jit, policy):
+    def project_program(jit, policy, model_config=config):
         keras.mixed_precision.set_global_policy(policy or "float32")
         opts = training.TrainOptions(
             batch_size=args.batch_size, jit_compile=jit, mixed_precision=policy
         )
-        model = training.build_model(config, opts)
+        model = training.build_model(model_config, opts)
         keras.mixed_precision.set_global_policy("float32")
         step = tf.function(model.train_step, reduce_retracing=True, jit_compile=jit)
         return model, step, project_batches()
@@ -267,6 +278,13 @@ def main(argv=None):
             )
         if "xla" in args.variants:
             programs["project+xla"] = project_program(True, args.mixed_precision)
+        if "sampled" in args.variants:
+            sampled_config = dataclasses.replace(
+                config, sampled_softmax=args.sampled_softmax
+            )
+            programs["project+sampled"] = project_program(
+                args.jit_compile, args.mixed_precision, sampled_config
+            )
     if args.only != "project":
         ref = tutorial_model(
             vocab_size, config.embedding_dim, config.hidden_size, config.attention_units
@@ -294,7 +312,9 @@ def main(argv=None):
             b, s = inputs["source_ids"].shape
             t = target.shape[1]
             examples += b
-            flops += 3 * matmul_flops(config, b, s, t, reference=name == "reference")
+            reference = name == "reference"
+            model_config = config if reference else model.config
+            flops += 3 * matmul_flops(model_config, b, s, t, reference=reference)
         start = time.perf_counter()
         for batch in batches:
             logs = step(batch)

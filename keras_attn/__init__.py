@@ -10,6 +10,7 @@ from keras_attn.network import NetworkAttention
 from keras_attn.pointer import (
     PointerGenerator,
     copy_distribution,
+    mix_target_probabilities,
     pointer_distribution,
     pointer_nll,
     target_probabilities,
@@ -36,6 +37,7 @@ __all__ = [
     "copy_distribution",
     "coverage_loss",
     "masked_softmax",
+    "mix_target_probabilities",
     "pointer_distribution",
     "pointer_nll",
     "target_probabilities",

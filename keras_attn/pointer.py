@@ -345,11 +345,45 @@ def target_probabilities(
     if from_logits:
         # exp(z_y - logsumexp(z)): no softmax over the vocabulary kept.
         gathered = ops.exp(gathered - ops.logsumexp(vocab, axis=-1))
-    generated = gathered * in_vocab
-    is_target = ops.cast(ops.equal(source_ids, targets), "float32")
+    return _mix(p_gen[..., 0], gathered * in_vocab, attention, source_ids, target_ids)
+
+
+def _mix(p_gen, generated, attention, source_ids, target_ids):
+    is_target = ops.cast(
+        ops.equal(source_ids, ops.expand_dims(target_ids, -1)), "float32"
+    )
     copied = ops.sum(attention * is_target, axis=-1)
-    p_gen = p_gen[..., 0]
     return p_gen * generated + (1.0 - p_gen) * copied
+
+
+def mix_target_probabilities(
+    p_gen, target_vocab_probs, attention, source_ids, target_ids
+):
+    """`P(target)` of the pointer-generator from `P_vocab(target)` alone.
+
+    For output layers that never build the full vocabulary distribution
+    (a sampled softmax in training): `p_gen P_vocab(y) + (1 - p_gen) sum_i
+    a_i [src_i == y]`.
+
+    Args:
+        p_gen: `(batch, [T,] 1)` (or `(batch, [T])`).
+        target_vocab_probs: `(batch, [T])`: the generator's probability of
+            each target, 0 where the target is out of its vocabulary.
+        attention: `(batch, [T,] Tv)`.
+        source_ids: int `(batch, Tv)` (or the shape of `attention`), in the
+            extended vocabulary.
+        target_ids: int `(batch, [T])`, in the extended vocabulary.
+
+    Returns:
+        float32 `(batch, [T])`.
+    """
+    generated = ops.cast(target_vocab_probs, "float32")
+    # A stand-in of the vocabulary's rank, for the shape checks.
+    p_gen, attention, source_ids = _check_inputs(
+        p_gen, ops.expand_dims(generated, -1), attention, source_ids
+    )
+    target_ids = ops.cast(target_ids, "int32")
+    return _mix(p_gen[..., 0], generated, attention, source_ids, target_ids)
 
 
 def pointer_nll(
@@ -411,6 +445,7 @@ def pointer_nll(
 __all__ = [
     "PointerGenerator",
     "copy_distribution",
+    "mix_target_probabilities",
     "pointer_distribution",
     "pointer_nll",
     "target_probabilities",

@@ -35,6 +35,10 @@ class SummarizerConfig:
         max_source_length: Source tokens kept (the rest is truncated).
         max_target_length: Headline tokens kept in training, and the decoding
             limit.
+        sampled_softmax: Training only: score each target against this many
+            vocabulary words sampled per batch instead of the whole
+            vocabulary (`models.sampled_softmax`); 0 trains on the full
+            softmax. Evaluation and decoding always use the full softmax.
     """
 
     vocab_size: int = 20000
@@ -50,6 +54,7 @@ class SummarizerConfig:
     tie_embeddings: bool = True
     max_source_length: int = 64
     max_target_length: int = 20
+    sampled_softmax: int = 0
 
     def __post_init__(self):
         if self.attention not in ATTENTION_CHOICES:
@@ -59,6 +64,11 @@ class SummarizerConfig:
             )
         if self.cell not in ("lstm", "gru"):
             raise ValueError(f"cell must be 'lstm' or 'gru'. Received: {self.cell!r}")
+        if not 0 <= self.sampled_softmax:
+            raise ValueError(
+                "sampled_softmax must be >= 0 (0: full softmax). Received: "
+                f"sampled_softmax={self.sampled_softmax}"
+            )
         if self.hidden_size % 2:
             raise ValueError(
                 "hidden_size is split between the two encoder directions and "

@@ -304,10 +304,15 @@ def prepare_offline(
     if builder.is_prepared():
         recorded = json.loads(marker.read_text()) if marker.exists() else {}
         if recorded.get("key") != key:
+            previous = recorded.get("source", "another source")
+            why = (
+                " whose files have changed since (sizes or modification times)"
+                if previous == source.describe()
+                else f", not {source.describe()}"
+            )
             raise DataError(
-                f"{root} already holds gigaword prepared from "
-                f"{recorded.get('source', 'another source')}, not {source.describe()};"
-                " pass another tfds_dir"
+                f"{root} already holds gigaword prepared from {previous}{why};"
+                " pass another tfds_dir (or delete that one)"
             )
         return builder
 

@@ -21,11 +21,12 @@ import keras_attn
 from keras_attn.coverage import CoverageAttention, coverage_loss
 from keras_attn.pointer import (
     PointerGenerator,
+    mix_target_probabilities,
     pointer_distribution,
-    target_probabilities,
 )
 from models.config import SummarizerConfig
 from models.features import UNK_ID
+from models.sampled_softmax import log_uniform_candidates, sampled_log_softmax
 
 _EPSILON = 1e-9
 
@@ -69,9 +70,11 @@ class HeadlineSummarizer(keras.Model):
             `(batch, S)`, `target_in` `(batch, T)`.
 
     Returns:
-        dict of `probs` float32 `(batch, T, V)` over the vocabulary (for
-        `loss`), `attention` float32 `(batch, T, S)`, and with copying
-        `p_gen` `(batch, T, 1)`; with coverage, `coverage_loss` `(batch, T)`.
+        dict of `features` `(batch, T, D)`, the output layer's inputs
+        (`vocabulary_logits` turns them into `(batch, T, V)` logits; the
+        loss may sample the vocabulary instead), `attention` float32
+        `(batch, T, S)`, and with copying `p_gen` `(batch, T, 1)`; with
+        coverage, `coverage_loss` `(batch, T)`.
     """
 
     def __init__(self, config, **kwargs):
@@ -107,6 +110,8 @@ class HeadlineSummarizer(keras.Model):
         else:
             self.output_projection = keras.layers.Dense(c.vocab_size, name="output")
         self.pointer = PointerGenerator(name="pointer") if c.copy else None
+        if c.sampled_softmax:
+            self.sampling_seed = keras.random.SeedGenerator(0, name="sampling_seed")
 
     # ------------------------------------------------------------- pieces
 
@@ -143,21 +148,32 @@ class HeadlineSummarizer(keras.Model):
         embedded = ops.take(self.embedding.embeddings, ids, axis=0)
         return self.embedding_dropout(embedded, training=training)
 
-    def _output(self, context, states, embedded, training):
-        """Vocabulary distribution (and copy gate) from one or all steps."""
+    def _features(self, context, states, training):
+        """The output layer's inputs, from one or all steps."""
         attentional = self.attentional(ops.concatenate([context, states], axis=-1))
-        hidden = self.output_projection(
-            self.output_dropout(attentional, training=training)
-        )
+        features = self.output_dropout(attentional, training=training)
         if self.config.tie_embeddings:
-            logits = ops.matmul(hidden, ops.transpose(self.embedding.embeddings))
+            features = self.output_projection(features)
+        return features
+
+    def _output_rows(self, features):
+        """The output layer as `(rows (V, D), bias (V,) or None)`."""
+        if self.config.tie_embeddings:
+            return self.embedding.embeddings, None
+        if not self.output_projection.built:
+            self.output_projection.build(features.shape)
+        return (
+            ops.transpose(self.output_projection.kernel),
+            self.output_projection.bias,
+        )
+
+    def vocabulary_logits(self, features):
+        """float32 `(..., V)` logits from `features` (`call`'s output)."""
+        if self.config.tie_embeddings:
+            logits = ops.matmul(features, ops.transpose(self.embedding.embeddings))
         else:
-            logits = hidden
-        probs = ops.softmax(ops.cast(logits, "float32"), axis=-1)
-        p_gen = None
-        if self.pointer is not None:
-            p_gen = self.pointer([context, states, embedded])
-        return probs, p_gen
+            logits = self.output_projection(features)
+        return ops.cast(logits, "float32")
 
     # ------------------------------------------------------------- forward
 
@@ -187,29 +203,48 @@ class HeadlineSummarizer(keras.Model):
                 return_attention_scores=True,
                 training=training,
             )
-        probs, p_gen = self._output(context, states, embedded, training)
-        result.update({"probs": probs, "attention": weights})
-        if p_gen is not None:
-            result["p_gen"] = p_gen
+        result["features"] = self._features(context, states, training)
+        result["attention"] = weights
+        if self.pointer is not None:
+            result["p_gen"] = self.pointer([context, states, embedded])
         return result
 
-    def target_log_probability(self, outputs, inputs, target_out):
-        """log P(target) per token, `(batch, T)`, copy included."""
-        if self.pointer is None:
-            in_vocab = ops.where(
-                target_out >= self.config.vocab_size, UNK_ID, target_out
+    def target_log_probability(self, outputs, inputs, target_out, sampled=False):
+        """log P(target) per token, `(batch, T)`, copy included.
+
+        `sampled=True` estimates the vocabulary part from
+        `config.sampled_softmax` sampled words (if set).
+        """
+        vocab_size = self.config.vocab_size
+        target_out = ops.cast(target_out, "int32")
+        in_vocab = ops.less(target_out, vocab_size)
+        # Without copying, a word out of the vocabulary is scored as <unk>.
+        fallback = UNK_ID if self.pointer is None else 0
+        ids = ops.where(in_vocab, target_out, fallback)
+        features = outputs["features"]
+        if sampled and self.config.sampled_softmax:
+            rows, bias = self._output_rows(features)
+            sampled_ids, log_q = log_uniform_candidates(
+                self.config.sampled_softmax, vocab_size, seed=self.sampling_seed
             )
-            probability = ops.take_along_axis(
-                outputs["probs"], ops.expand_dims(in_vocab, -1), axis=-1
-            )[..., 0]
+            vocab_log_prob = sampled_log_softmax(
+                features, rows, bias, ids, sampled_ids, log_q
+            )
         else:
-            probability = target_probabilities(
-                outputs["p_gen"],
-                outputs["probs"],
-                outputs["attention"],
-                inputs["source_ext_ids"],
-                target_out,
-            )
+            logits = self.vocabulary_logits(features)
+            target_logits = ops.take_along_axis(
+                logits, ops.expand_dims(ids, -1), axis=-1
+            )[..., 0]
+            vocab_log_prob = target_logits - ops.logsumexp(logits, axis=-1)
+        if self.pointer is None:
+            return vocab_log_prob
+        probability = mix_target_probabilities(
+            outputs["p_gen"],
+            ops.exp(vocab_log_prob) * ops.cast(in_vocab, "float32"),
+            outputs["attention"],
+            inputs["source_ext_ids"],
+            target_out,
+        )
         return ops.log(probability + _EPSILON)
 
     def compute_loss(
@@ -217,7 +252,7 @@ class HeadlineSummarizer(keras.Model):
     ):
         target_mask = ops.cast(ops.not_equal(y, 0), "float32")
         tokens = ops.maximum(ops.sum(target_mask), 1.0)
-        nll = -self.target_log_probability(y_pred, x, y)
+        nll = -self.target_log_probability(y_pred, x, y, sampled=training)
         loss = ops.sum(nll * target_mask) / tokens
         if self.config.coverage:
             loss += (
@@ -271,8 +306,10 @@ class HeadlineSummarizer(keras.Model):
         context, weights = self.attention.step(
             output, memory["attention"], **score_kwargs
         )
-        probs, p_gen = self._output(context, output, embedded, False)
+        features = self._features(context, output, False)
+        probs = ops.softmax(self.vocabulary_logits(features), axis=-1)
         if self.pointer is not None:
+            p_gen = self.pointer([context, output, embedded])
             # Extended ids are vocab_size + a source position.
             probs = pointer_distribution(
                 p_gen,

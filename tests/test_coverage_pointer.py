@@ -13,6 +13,7 @@ from keras_attn.coverage import CoverageAttention, coverage_loss
 from keras_attn.pointer import (
     PointerGenerator,
     copy_distribution,
+    mix_target_probabilities,
     pointer_distribution,
     pointer_nll,
     target_probabilities,
@@ -354,6 +355,28 @@ def test_target_probabilities_equal_gather(rng, from_logits):
     )
     # A target OOV that is not in the source has probability 0.
     assert probs[0, 3] == 0.0
+
+
+def test_mix_target_probabilities_from_the_target_vocab_probability(rng):
+    p_gen, vocab, attention, source_ids = pointer_inputs(rng)
+    full = np_(pointer_distribution(p_gen, vocab, attention, source_ids, NUM_OOV))
+    targets = np.array([[3, VOCAB, 7, VOCAB + 2], [VOCAB + 1, 2, 0, 8]], "int32")
+    in_vocab = targets < VOCAB
+    generated = np.where(
+        in_vocab,
+        np.take_along_axis(vocab, np.minimum(targets, VOCAB - 1)[..., None], -1)[
+            ..., 0
+        ],
+        0.0,
+    )
+    probs = np_(
+        mix_target_probabilities(p_gen, generated, attention, source_ids, targets)
+    )
+    np.testing.assert_allclose(
+        probs, np.take_along_axis(full, targets[..., None], -1)[..., 0], atol=1e-6
+    )
+    with pytest.raises(ValueError, match="attention"):
+        mix_target_probabilities(p_gen, generated, attention[0], source_ids, targets)
 
 
 def test_pointer_nll_reference(rng):

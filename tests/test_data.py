@@ -4,6 +4,7 @@ import pytest
 
 pytestmark = pytest.mark.tf_only
 
+import os  # noqa: E402
 import zipfile  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -90,6 +91,17 @@ def test_tfds_dir_holding_another_source_is_refused(prepared, tmp_path):
     other = write_org_data(tmp_path, {k: v[:1] for k, v in PAIRS.items()})
     with pytest.raises(DataError, match="already holds gigaword prepared from"):
         data.load_split("train", data_dir=other, tfds_dir=tfds_dir)
+
+
+def test_changed_source_files_are_named_in_the_refusal(tmp_path):
+    small = {k: v[:1] for k, v in PAIRS.items()}
+    org = write_org_data(tmp_path / "src", small)
+    tfds_dir = tmp_path / "tfds"
+    data.load_split("test", data_dir=org, tfds_dir=tfds_dir)
+    changed = org / "test.src.txt"
+    os.utime(changed, ns=(0, changed.stat().st_mtime_ns + 10**9))
+    with pytest.raises(DataError, match="whose files have changed since"):
+        data.load_split("test", data_dir=org, tfds_dir=tfds_dir)
 
 
 def test_zip_archive_and_manual_dir(tmp_path):
