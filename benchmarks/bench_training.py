@@ -123,14 +123,18 @@ def tutorial_model(vocab_size, embedding_dim, units, attention_units):
             self.Wc = keras.layers.Dense(units, activation="tanh", use_bias=False)
             self.fc = keras.layers.Dense(vocab_size)
 
-        def call(self, inputs, training=None):
-            source, target_in = inputs["source_ids"], inputs["target_in"]
+        def encode(self, source):
             source_mask = source != 0
             enc_output, enc_state = self.enc_gru(
                 self.enc_embedding(source), mask=source_mask
             )
-            rnn_output, _ = self.dec_gru(
-                self.dec_embedding(target_in), initial_state=enc_state
+            return enc_output, enc_state, source_mask
+
+        def decode(self, target_in, state, enc_output, source_mask):
+            """Logits `(B, T, V)` and the new state; the tutorial's decoder
+            call, which projects the memory (`W2`) at every call."""
+            rnn_output, state = self.dec_gru(
+                self.dec_embedding(target_in), initial_state=state
             )
             w1_query = self.W1(rnn_output)
             w2_key = self.W2(enc_output)
@@ -141,7 +145,14 @@ def tutorial_model(vocab_size, embedding_dim, units, attention_units):
                 return_attention_scores=True,
             )
             attention_vector = self.Wc(tf.concat([context, rnn_output], axis=-1))
-            return self.fc(attention_vector)
+            return self.fc(attention_vector), state
+
+        def call(self, inputs, training=None):
+            enc_output, enc_state, source_mask = self.encode(inputs["source_ids"])
+            logits, _ = self.decode(
+                inputs["target_in"], enc_state, enc_output, source_mask
+            )
+            return logits
 
         def compute_loss(
             self, x=None, y=None, y_pred=None, sample_weight=None, training=True

@@ -15,7 +15,7 @@ The search knows nothing of the model (the design of OpenNMT-tf's
   heatmaps); `S` is the same at every step.
 
 Everything is graph code built from core TensorFlow ops (`tf.while_loop`,
-`tf.TensorArray`, `tf.nn.top_k`, `tf.gather`, `tf.tensor_scatter_nd_add`): the
+`tf.TensorArray`, `tf.nn.top_k`, `tf.gather`, `tf.tensor_scatter_nd_min`): the
 same call runs eagerly, inside a `tf.function` with a dynamic batch, and in a
 SavedModel served by stock TensorFlow Serving (no `py_function`, no addons).
 
@@ -322,23 +322,24 @@ class _Constraints:
         self.ngram_size = ngram_size
 
     def __call__(self, log_probs, t, history, finished):
+        # Three passes over the (N, V) scores: the per-token bans, the
+        # n-gram bans (a scatter), the ended rows.
         log_probs = tf.cast(log_probs, tf.float32)
         vocab_ids = tf.range(tf.shape(log_probs)[1])
         is_end = tf.equal(vocab_ids, self.end_id)
         ban = is_end & (t < self.min_length)
         if self.banned is not None:
             ban |= tf.reduce_any(tf.equal(vocab_ids[None], self.banned[:, None]), 0)
-        ban = tf.broadcast_to(ban[None], tf.shape(log_probs))
+        log_probs = tf.where(ban[None], _NEG_INF, log_probs)
         if self.ngram_size > 0:
-            ban |= _repeated_ngram_ban(history, t, self.ngram_size, tf.shape(log_probs))
-        log_probs = tf.where(ban, _NEG_INF, log_probs)
+            log_probs = _ban_repeated_ngrams(log_probs, history, t, self.ngram_size)
         # An ended hypothesis only continues with the end token, for free.
         frozen = tf.where(is_end, 0.0, _NEG_INF)[None]
         return tf.where(finished[:, None], frozen, log_probs)
 
 
-def _repeated_ngram_ban(history, t, n, shape):
-    """Bool `shape` `(N, V)`: tokens that would repeat an n-gram of the history.
+def _ban_repeated_ngrams(log_probs, history, t, n):
+    """`log_probs` `(N, V)` with `-inf` on tokens that would repeat an n-gram.
 
     `history` is int32 `(N, n - 1 + t)`: `n - 1` left pads (-1) then the `t`
     tokens generated so far. The last `n - 1` tokens are compared with the
@@ -346,18 +347,18 @@ def _repeated_ngram_ban(history, t, n, shape):
     followed is banned. The pads make every slice valid (no special case for
     `t < n`) and never match: a window starting before the current suffix has
     a pad where the suffix has a real token. Cost `O(N * t * n)`, then one
-    scatter into `(N, V)` (no `(N, t, V)` one-hot).
+    scatter-min into the scores: `-inf` where a window matches, `+inf` (no
+    change) elsewhere; no `(N, V)` mask and no `(N, t, V)` one-hot.
     """
-    match = tf.ones(tf.stack([shape[0], t]), tf.bool)
+    rows = tf.shape(log_probs)[0]
+    match = tf.ones(tf.stack([rows, t]), tf.bool)
     for i in range(n - 1):
         match &= tf.equal(history[:, i : i + t], history[:, t + i : t + i + 1])
     followers = history[:, n - 1 : n - 1 + t]  # real tokens, never pads
-    rows = tf.broadcast_to(tf.range(shape[0])[:, None], tf.shape(followers))
-    indices = tf.reshape(tf.stack([rows, followers], axis=-1), [-1, 2])
-    counts = tf.tensor_scatter_nd_add(
-        tf.zeros(shape, tf.int32), indices, tf.reshape(tf.cast(match, tf.int32), [-1])
-    )
-    return counts > 0
+    row_ids = tf.broadcast_to(tf.range(rows)[:, None], tf.shape(followers))
+    indices = tf.reshape(tf.stack([row_ids, followers], axis=-1), [-1, 2])
+    updates = tf.where(tf.reshape(match, [-1]), _NEG_INF, float("inf"))
+    return tf.tensor_scatter_nd_min(log_probs, indices, updates)
 
 
 def _finalize(ids, lengths, scores, log_probs, attention, end_id):
