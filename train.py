@@ -166,6 +166,35 @@ def parse_args(argv=None):
         "hold UNK, which --no-suppress-unk lets the model match)",
     )
 
+    g.add_argument(
+        "--tune-decoding",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="choose --length-penalty and --no-repeat-ngram-size by ROUGE-1 "
+        "on validation examples after training (default: on; "
+        "--no-tune-decoding keeps the values given)",
+    )
+    g.add_argument(
+        "--tune-examples",
+        type=int,
+        default=500,
+        help="validation examples for --tune-decoding (default: %(default)s)",
+    )
+    g.add_argument(
+        "--tune-length-penalties",
+        type=float,
+        nargs="+",
+        default=[0.6, 1.0, 1.5, 2.0],
+        help="(default: %(default)s)",
+    )
+    g.add_argument(
+        "--tune-ngram-sizes",
+        type=int,
+        nargs="+",
+        default=[1, 2, 3],
+        help="(default: %(default)s)",
+    )
+
     g = p.add_argument_group("evaluation")
     g.add_argument("--eval-split", default="test", help="(default: %(default)s)")
     g.add_argument("--max-eval-examples", type=int, help="score only the first N pairs")

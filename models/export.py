@@ -51,9 +51,15 @@ class HeadlineModule(tf.Module):
         self.features = features
         self.options = options
 
-    def search(self, documents, beam_size):
-        """Headlines for `documents` (eager or in a `tf.function`)."""
+    def search(self, documents, beam_size, length_penalty=None):
+        """Headlines for `documents` (eager or in a `tf.function`).
+
+        `length_penalty` (a float or a scalar tensor) overrides the options'
+        one: one traced graph then serves every value.
+        """
         options = self.options
+        if length_penalty is None:
+            length_penalty = options.length_penalty
         source = self.features.encode_source(documents)
         state, memory = self.model.initial_decoder_state(
             source["ids"], source["ext_ids"]
@@ -75,7 +81,7 @@ class HeadlineModule(tf.Module):
                 state,
                 start_ids,
                 beam_size=beam_size,
-                length_penalty=options.length_penalty,
+                length_penalty=length_penalty,
                 **common,
             )
         else:
@@ -109,6 +115,16 @@ class HeadlineModule(tf.Module):
     @tf.function(input_signature=[_DOCUMENTS])
     def attention(self, documents):
         return self.search(documents, self.options.beam_size)
+
+
+def headlines_in_batches(search_fn, documents, batch_size=128):
+    """`search_fn(tf.string [n]) -> tf.string [n]` over `documents`, as str."""
+    documents = tf.convert_to_tensor(documents, tf.string)
+    headlines = []
+    for start in range(0, int(tf.shape(documents)[0]), batch_size):
+        out = search_fn(documents[start : start + batch_size])
+        headlines += [h.decode("utf-8") for h in out.numpy()]
+    return headlines
 
 
 def next_version(export_dir):

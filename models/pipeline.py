@@ -8,7 +8,7 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from models import data
+from models import data, tuning
 from models.config import SummarizerConfig
 from models.export import SearchOptions, export
 from models.training import (
@@ -61,6 +61,33 @@ def load_splits(args):
         return {s: data.load_split(s, **kwargs) for s in ("train", "validation")}
     except data.DataError as error:
         raise UserError(str(error)) from None
+
+
+def _tune_decoding(args, model, features, validation, search, run_dir):
+    """`search` with the validation-best length penalty and n-gram blocking."""
+    pairs = list(validation.take(args.tune_examples).as_numpy_iterator())
+    if not pairs:
+        return search
+    print(
+        f"Tuning the length penalty and n-gram blocking on {len(pairs)} "
+        "validation examples",
+        file=sys.stderr,
+    )
+    chosen, rows = tuning.tune_search_options(
+        model,
+        features,
+        [d for d, _ in pairs],
+        [s.decode("utf-8") for _, s in pairs],
+        search,
+        args.tune_length_penalties,
+        args.tune_ngram_sizes,
+    )
+    print(tuning.format_rows(rows, chosen), file=sys.stderr)
+    (run_dir / "search_tuning.json").write_text(
+        json.dumps({"chosen": dataclasses.asdict(chosen), "grid": rows}, indent=2)
+        + "\n"
+    )
+    return chosen
 
 
 def run(args):
@@ -122,6 +149,10 @@ def run(args):
 
     keras_path = run_dir / "model.keras"
     model.save(keras_path)
+    if args.tune_decoding and args.tune_examples > 0:
+        search = _tune_decoding(
+            args, model, features, splits["validation"], search, run_dir
+        )
     version_dir = export(
         model,
         features,

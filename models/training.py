@@ -20,7 +20,7 @@ from rouge_score import rouge_scorer
 
 from models import data, text
 from models.config import SummarizerConfig
-from models.export import HeadlineModule, SearchOptions
+from models.export import HeadlineModule, SearchOptions, headlines_in_batches
 from models.features import RESERVED, TextFeatures
 from models.summarizer import HeadlineSummarizer
 
@@ -186,10 +186,7 @@ class ValidationRouge(keras.callbacks.Callback):
         if self._greedy is None:
             module = HeadlineModule(self.model, self.features, SearchOptions())
             self._greedy = tf.function(lambda d: module.search(d, 1)["headlines"])
-        headlines = []
-        for start in range(0, len(self.summaries), 128):
-            out = self._greedy(self.documents[start : start + 128])
-            headlines += [h.decode("utf-8") for h in out.numpy()]
+        headlines = headlines_in_batches(self._greedy, self.documents)
         pairs = zip(self.summaries, headlines, strict=True)
         scores = [self.scorer.score(r, h) for r, h in pairs]
         for key in ("rouge1", "rouge2", "rougeL"):

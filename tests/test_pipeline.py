@@ -95,6 +95,16 @@ def trained(tmp_path_factory):
             "3",
             "--max-eval-examples",
             "8",
+            "--sampled-softmax",
+            "16",
+            "--tune-examples",
+            "8",
+            "--tune-length-penalties",
+            "0.5",
+            "3.0",
+            "--tune-ngram-sizes",
+            "0",
+            "2",
         )
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -118,6 +128,24 @@ def test_export_layout_and_metrics(trained):
     assert 0 <= metrics["systems"]["beam"]["rouge1"]["f1"] <= 100
     assert list((version / "heatmaps").glob("*.png"))
     assert "rouge1" in result.stdout
+    assert json.loads((version / "config.json").read_text())["sampled_softmax"] == 16
+
+
+def test_decoding_settings_are_tuned_on_validation(trained):
+    tmp_path, result = trained
+    tuning = json.loads((tmp_path / "run" / "search_tuning.json").read_text())
+    grid = {(r["length_penalty"], r["no_repeat_ngram_size"]) for r in tuning["grid"]}
+    assert grid == {(0.5, 0), (3.0, 0), (0.5, 2), (3.0, 2)}
+    best = max(tuning["grid"], key=lambda r: r["rouge1"])
+    exported = json.loads(
+        (tmp_path / "export" / "1" / "search_options.json").read_text()
+    )
+    assert exported == tuning["chosen"]
+    assert (exported["length_penalty"], exported["no_repeat_ngram_size"]) == (
+        best["length_penalty"],
+        best["no_repeat_ngram_size"],
+    )
+    assert "<- chosen" in result.stderr
 
 
 SERVE_WITHOUT_PROJECT = r"""
