@@ -93,7 +93,7 @@ def parse_args(argv=None):
         default=cfg.sampled_softmax,
         metavar="K",
         help="train the output layer on K vocabulary words sampled per batch "
-        "(about 3x faster steps at K=1024, vocabulary 10000); 0: full softmax "
+        "(faster steps: BENCHMARKS.md section 3); 0: full softmax "
         "(default: %(default)s). Evaluation and decoding use the full softmax.",
     )
 

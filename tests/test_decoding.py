@@ -136,8 +136,10 @@ EXHAUSTIVE_BEAM = 350
     ],
     ids=["plain", "penalty", "min_banned_unigram", "bigram"],
 )
-def test_exhaustive_beam_equals_brute_force(options):
+@pytest.mark.parametrize("penalty_as_tensor", [False, True])
+def test_exhaustive_beam_equals_brute_force(options, penalty_as_tensor):
     tables = make_tables(seed=3)
+    alpha = options.get("alpha", 0.0)
     result = decoding.beam_search(
         make_step_fn(*tables),
         initial_state(STARTS),
@@ -146,7 +148,8 @@ def test_exhaustive_beam_equals_brute_force(options):
         beam_size=EXHAUSTIVE_BEAM,
         max_length=MAX_LEN,
         min_length=options.get("min_length", 0),
-        length_penalty=options.get("alpha", 0.0),
+        # A tensor penalty (one graph for every value) decodes the same.
+        length_penalty=tf.constant(alpha) if penalty_as_tensor else alpha,
         banned_ids=options.get("banned", ()),
         no_repeat_ngram_size=options.get("ngram", 0),
     )
