@@ -38,7 +38,9 @@ class SummarizerConfig:
         sampled_softmax: Training only: score each target against this many
             vocabulary words sampled per batch instead of the whole
             vocabulary (`models.sampled_softmax`); 0 trains on the full
-            softmax. Evaluation and decoding always use the full softmax.
+            softmax. Evaluation and decoding always use the full softmax:
+            the training loss shown is then the sampled estimate, `val_loss`
+            the exact one.
     """
 
     vocab_size: int = 20000

@@ -38,6 +38,8 @@ TINY_MODEL = [
     "5",
     "--min-length",
     "1",
+    # Decoding tuning traces a search per n-gram size: only where tested.
+    "--no-tune-decoding",
 ]
 
 
@@ -97,6 +99,7 @@ def trained(tmp_path_factory):
             "8",
             "--sampled-softmax",
             "16",
+            "--tune-decoding",
             "--tune-examples",
             "8",
             "--tune-length-penalties",
