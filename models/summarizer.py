@@ -109,6 +109,9 @@ class HeadlineSummarizer(keras.Model):
             )
         else:
             self.output_projection = keras.layers.Dense(c.vocab_size, name="output")
+            # `call` stops at the features (the loss may sample the output
+            # layer): build it here so its weights exist from the first call.
+            self.output_projection.build((None, c.hidden_size))
         self.pointer = PointerGenerator(name="pointer") if c.copy else None
         if c.sampled_softmax:
             self.sampling_seed = keras.random.SeedGenerator(0, name="sampling_seed")
@@ -156,12 +159,10 @@ class HeadlineSummarizer(keras.Model):
             features = self.output_projection(features)
         return features
 
-    def _output_rows(self, features):
+    def _output_rows(self):
         """The output layer as `(rows (V, D), bias (V,) or None)`."""
         if self.config.tie_embeddings:
             return self.embedding.embeddings, None
-        if not self.output_projection.built:
-            self.output_projection.build(features.shape)
         return (
             ops.transpose(self.output_projection.kernel),
             self.output_projection.bias,
@@ -223,7 +224,7 @@ class HeadlineSummarizer(keras.Model):
         ids = ops.where(in_vocab, target_out, fallback)
         features = outputs["features"]
         if sampled and self.config.sampled_softmax:
-            rows, bias = self._output_rows(features)
+            rows, bias = self._output_rows()
             sampled_ids, log_q = log_uniform_candidates(
                 self.config.sampled_softmax, vocab_size, seed=self.sampling_seed
             )

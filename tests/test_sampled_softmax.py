@@ -78,13 +78,13 @@ def test_samples_of_the_target_are_not_counted_twice():
 def test_estimate_converges_to_the_full_softmax(with_bias):
     rng = np.random.default_rng(0)
     vocab, dim = 50, 8
-    # Scale 0.5: logits of a few units, as in a trained model (the variance
+    # Scale 0.3: logits of a few units, as in a trained model (the variance
     # of the estimate grows with the spread of the logits).
-    rows = 0.5 * rng.normal(size=(vocab, dim)).astype("float32")
+    rows = 0.3 * rng.normal(size=(vocab, dim)).astype("float32")
     bias = rng.normal(size=vocab).astype("float32") if with_bias else None
     features = rng.normal(size=(3, 4, dim)).astype("float32")
     targets = rng.integers(0, vocab, (3, 4))
-    ids, log_q = log_uniform_candidates(1_000_000, vocab, seed=1)
+    ids, log_q = log_uniform_candidates(200_000, vocab, seed=1)
     got = np_(sampled_log_softmax(features, rows, bias, targets, ids, log_q))
     assert got.shape == (3, 4)
     np.testing.assert_allclose(
