@@ -1,0 +1,111 @@
+"""Where greedy decoding spends its time at batch 64: encoder, step, pieces.
+
+Each piece of `HeadlineSummarizer`'s decoding runs alone in a `tf.function`
+on the same 64 test documents; reported: the median over interleaved rounds
+of each piece's time per call.
+
+    python benchmarks/profile_greedy.py --model-dir saved_models/headlines/1 \
+        --run-dir runs/headlines --data-dir ../shared/data/gigaword_sample
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model-dir", required=True, help="an export's version folder")
+    p.add_argument("--run-dir", required=True, help="runs/<name> of the same model")
+    p.add_argument("--data-dir", required=True, help="folder holding org_data/")
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--repeats", type=int, default=5)
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    import tensorflow as tf
+    from common import interleaved, machine_info, markdown_table
+    from keras import ops
+
+    from keras_attn.pointer import pointer_distribution
+    from models.evaluate import resolve_version_dir
+    from models.export import HeadlineModule, SearchOptions
+    from models.features import START_ID
+    from models.training import TrainOptions, build_model, load_run
+
+    version = Path(resolve_version_dir(args.model_dir))
+    options = SearchOptions(**json.loads((version / "search_options.json").read_text()))
+    config, features = load_run(args.run_dir)
+    model = build_model(config, TrainOptions())
+    model.load_weights(str(Path(args.run_dir) / "best.weights.h5"))
+    source_file = Path(args.data_dir) / "org_data" / "test.src.txt"
+    docs = tf.constant(source_file.read_text().splitlines()[: args.batch])
+
+    module = HeadlineModule(model, features, options)
+    greedy = tf.function(lambda d: module.search(d, 1))
+    source = features.encode_source(docs)
+    state, memory = model.initial_decoder_state(source["ids"], source["ext_ids"])
+    ids = tf.fill([args.batch], START_ID)
+    embedded = model._embed_target(ids)
+    rnn_states = [state[f"rnn_{i}"] for i in range(model._state_count)]
+    output, _ = model.decoder_rnn.cell(embedded, rnn_states)
+    context, weights = model.attention.step(output, memory["attention"])
+    probs = ops.softmax(
+        model.vocabulary_logits(model._features(context, output, False)), -1
+    )
+    p_gen = model.pointer([context, output, embedded]) if model.pointer else None
+
+    pieces = {
+        "greedy search, whole": lambda: greedy(docs)["headlines"],
+        "text to ids": lambda: features.encode_source(docs)["ids"],
+        "encoder (initial_decoder_state)": lambda: model.initial_decoder_state(
+            source["ids"], source["ext_ids"]
+        )[0]["rnn_0"],
+        "one step (step)": lambda: model.step(ids, state, memory)[0],
+        "  decoder cell": lambda: model.decoder_rnn.cell(embedded, rnn_states)[0],
+        "  attention step": lambda: model.attention.step(output, memory["attention"])[
+            0
+        ],
+        "  output layer + softmax": lambda: ops.softmax(
+            model.vocabulary_logits(model._features(context, output, False)), -1
+        ),
+    }
+    if p_gen is not None:
+        pieces["  copy mixture + log"] = lambda: ops.log(
+            pointer_distribution(
+                p_gen,
+                probs,
+                weights,
+                memory["source_ext_ids"],
+                num_oov=config.max_source_length,
+            )
+            + 1e-9
+        )
+    programs = {}
+    for name, fn in pieces.items():
+        compiled = tf.function(fn)
+        programs[name] = lambda f=compiled: f().numpy()
+    steps = int(greedy(docs)["headline_tokens"].shape[1])
+    times = interleaved(programs, repeats=args.repeats, number=5, warmup=1)
+    print(machine_info())
+    print(
+        f"batch {args.batch}, source length {int(source['ids'].shape[1])}, "
+        f"greedy steps {steps}"
+    )
+    rows = [[name, f"{1000 * sorted(t)[len(t) // 2]:.2f}"] for name, t in times.items()]
+    print(markdown_table(["piece", "ms per call (median)"], rows))
+
+
+if __name__ == "__main__":
+    main()
