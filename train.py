@@ -17,9 +17,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def parse_args(argv=None):
-    from models.config import ATTENTION_CHOICES, SummarizerConfig
-    from models.export import SearchOptions
-    from models.training import TrainOptions
+    from models.config import (
+        ATTENTION_CHOICES,
+        SearchOptions,
+        SummarizerConfig,
+        TrainOptions,
+    )
 
     cfg, opt, search = SummarizerConfig(), TrainOptions(), SearchOptions()
     p = argparse.ArgumentParser(

@@ -94,9 +94,9 @@ def main(argv=None):
     from common import interleaved, machine_info, markdown_table, median_ratio
 
     from models import data
+    from models.config import SearchOptions, TrainOptions
     from models.evaluate import resolve_version_dir
-    from models.export import SearchOptions
-    from models.training import TrainOptions, build_model, load_run
+    from models.training import build_model, load_run
 
     version = resolve_version_dir(args.model_dir)
     saved = tf.saved_model.load(str(version))

@@ -208,7 +208,7 @@ def main(argv=None):
     import tensorflow as tf
 
     from models import data, training
-    from models.config import SummarizerConfig
+    from models.config import SummarizerConfig, TrainOptions
     from models.features import TextFeatures
 
     common.print_machine_info()
@@ -222,7 +222,7 @@ def main(argv=None):
     )
     if args.max_source_length:
         config.max_source_length = args.max_source_length
-    options = training.TrainOptions(batch_size=args.batch_size)
+    options = TrainOptions(batch_size=args.batch_size)
     if Path(args.vocab).exists():
         vocabulary = training.load_vocabulary(args.vocab)
         features = TextFeatures(
@@ -273,7 +273,7 @@ def main(argv=None):
 
     def project_program(jit, policy, model_config=config):
         keras.mixed_precision.set_global_policy(policy or "float32")
-        opts = training.TrainOptions(
+        opts = TrainOptions(
             batch_size=args.batch_size, jit_compile=jit, mixed_precision=policy
         )
         model = training.build_model(model_config, opts)

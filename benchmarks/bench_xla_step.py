@@ -39,8 +39,8 @@ def main(argv=None):
     import numpy as np
     from common import interleaved, machine_info, markdown_table, median_ratio
 
-    from models.config import SummarizerConfig
-    from models.training import TrainOptions, build_model
+    from models.config import SummarizerConfig, TrainOptions
+    from models.training import build_model
 
     path = Path(args.config)
     config = (

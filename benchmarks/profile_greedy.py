@@ -38,11 +38,12 @@ def main(argv=None):
     from common import interleaved, machine_info, markdown_table
     from keras import ops
 
-    from keras_attn.pointer import pointer_distribution
+    from keras_attn.pointer import pointer_log_distribution
+    from models.config import SearchOptions, TrainOptions
     from models.evaluate import resolve_version_dir
-    from models.export import HeadlineModule, SearchOptions
+    from models.export import HeadlineModule
     from models.features import START_ID
-    from models.training import TrainOptions, build_model, load_run
+    from models.training import build_model, load_run
 
     version = Path(resolve_version_dir(args.model_dir))
     options = SearchOptions(**json.loads((version / "search_options.json").read_text()))
@@ -61,9 +62,7 @@ def main(argv=None):
     rnn_states = [state[f"rnn_{i}"] for i in range(model._state_count)]
     output, _ = model.decoder_rnn.cell(embedded, rnn_states)
     context, weights = model.attention.step(output, memory["attention"])
-    probs = ops.softmax(
-        model.vocabulary_logits(model._features(context, output, False)), -1
-    )
+    logits = model.vocabulary_logits(model._features(context, output, False))
     p_gen = model.pointer([context, output, embedded]) if model.pointer else None
 
     pieces = {
@@ -77,20 +76,19 @@ def main(argv=None):
         "  attention step": lambda: model.attention.step(output, memory["attention"])[
             0
         ],
-        "  output layer + softmax": lambda: ops.softmax(
-            model.vocabulary_logits(model._features(context, output, False)), -1
+        "  output layer (logits)": lambda: model.vocabulary_logits(
+            model._features(context, output, False)
         ),
     }
-    if p_gen is not None:
-        pieces["  copy mixture + log"] = lambda: ops.log(
-            pointer_distribution(
-                p_gen,
-                probs,
-                weights,
-                memory["source_ext_ids"],
-                num_oov=config.max_source_length,
-            )
-            + 1e-9
+    if p_gen is None:
+        pieces["  log-softmax"] = lambda: ops.log_softmax(logits, -1)
+    else:
+        pieces["  log-softmax + copy mixture"] = lambda: pointer_log_distribution(
+            p_gen,
+            logits,
+            weights,
+            memory["source_ext_ids"],
+            num_oov=config.max_source_length,
         )
     programs = {}
     for name, fn in pieces.items():

@@ -12,6 +12,7 @@ from keras_attn.pointer import (
     copy_distribution,
     mix_target_probabilities,
     pointer_distribution,
+    pointer_log_distribution,
     pointer_nll,
     target_probabilities,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "masked_softmax",
     "mix_target_probabilities",
     "pointer_distribution",
+    "pointer_log_distribution",
     "pointer_nll",
     "target_probabilities",
 ]

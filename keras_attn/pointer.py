@@ -28,6 +28,7 @@ import keras
 from keras import ops
 
 _REDUCTIONS = ("mean", "sum", "none")
+_NEG_INF = float("-inf")
 
 
 @keras.saving.register_keras_serializable(package="keras_attn")
@@ -295,6 +296,75 @@ def pointer_distribution(
     return generated + copied
 
 
+def pointer_log_distribution(p_gen, logits, attention, source_ids, num_oov=0):
+    """`log pointer_distribution(...)` of one decoding step, from logits.
+
+    A word absent from the source has `log P(w) = log p_gen + z_w -
+    logsumexp(z)`: one subtraction over the vocabulary. Only the `Tv` source
+    words need the mixture with the copy distribution (an `O(Tv^2)`
+    comparison per row), which a scatter then writes over. No softmax and no
+    log over the vocabulary (fewer passes over the largest tensor of a
+    decoding step), and no probability underflows to `log 0`.
+
+    Args:
+        p_gen: `(batch, 1)` (or `(batch,)`), from `PointerGenerator`.
+        logits: `(batch, vocab_size)` vocabulary logits; `vocab_size` must
+            be static.
+        attention: `(batch, Tv)` attention weights (zero on padding).
+        source_ids: int `(batch, Tv)`: source words in the extended
+            vocabulary, OOVs as `vocab_size + k`, all below
+            `vocab_size + num_oov`.
+        num_oov: Python int, the number of OOV slots.
+
+    Returns:
+        float32 `(batch, vocab_size + num_oov)` log-probabilities, `-inf`
+        where the probability is 0 (OOV slots no source word holds).
+    """
+    logits = ops.cast(logits, "float32")
+    if len(logits.shape) != 2 or logits.shape[-1] is None:
+        raise ValueError(
+            "`logits` must have shape (batch, vocab_size) with a static "
+            f"vocab_size. Received logits shape: {tuple(logits.shape)}"
+        )
+    if not isinstance(num_oov, int) or num_oov < 0:
+        raise ValueError(
+            f"`num_oov` must be a non-negative Python int. Received: "
+            f"num_oov={num_oov!r}"
+        )
+    vocab_size = logits.shape[-1]
+    p_gen, attention, source_ids = _check_inputs(p_gen, logits, attention, source_ids)
+    # log(p_gen softmax(z)_w) = z_w - (logsumexp(z) - log p_gen)
+    log_norm = ops.logsumexp(logits, axis=-1, keepdims=True) - ops.log(p_gen)
+    generated = logits - log_norm
+    if num_oov:
+        generated = ops.pad(generated, [[0, 0], [0, num_oov]], constant_values=_NEG_INF)
+    in_vocab = ops.less(source_ids, vocab_size)
+    source_generated = ops.where(
+        in_vocab,
+        ops.take_along_axis(logits, ops.minimum(source_ids, vocab_size - 1), axis=-1)
+        - log_norm,
+        _NEG_INF,
+    )
+    # Copy mass of each position's word: its duplicates' attention summed.
+    same_word = ops.equal(
+        ops.expand_dims(source_ids, -1), ops.expand_dims(source_ids, 1)
+    )
+    copied = (1.0 - p_gen) * ops.sum(
+        ops.where(same_word, ops.expand_dims(attention, 1), 0.0), axis=-1
+    )
+    has_copy = copied > 0
+    source_log_probs = ops.logaddexp(
+        source_generated,
+        ops.where(has_copy, ops.log(ops.where(has_copy, copied, 1.0)), _NEG_INF),
+    )
+    rows = ops.zeros_like(source_ids) + ops.expand_dims(
+        ops.arange(ops.shape(source_ids)[0], dtype="int32"), 1
+    )
+    indices = ops.reshape(ops.stack([rows, source_ids], axis=-1), (-1, 2))
+    # Duplicate words write the same value, so their order does not matter.
+    return ops.scatter_update(generated, indices, ops.reshape(source_log_probs, (-1,)))
+
+
 # --------------------------------------------------------------- training
 
 
@@ -447,6 +517,7 @@ __all__ = [
     "copy_distribution",
     "mix_target_probabilities",
     "pointer_distribution",
+    "pointer_log_distribution",
     "pointer_nll",
     "target_probabilities",
 ]

@@ -1,4 +1,8 @@
-"""The summarizer's configuration: one dataclass, saved beside the model."""
+"""Configurations: what the model is, how it trains, how it decodes.
+
+Plain dataclasses with no TensorFlow import, so that `train.py --help` and
+other tools can read the defaults without loading a framework.
+"""
 
 import dataclasses
 import json
@@ -94,3 +98,34 @@ class SummarizerConfig:
     @classmethod
     def load(cls, path):
         return cls.from_dict(json.loads(Path(path).read_text()))
+
+
+@dataclasses.dataclass
+class TrainOptions:
+    """How to train (not what: that is `SummarizerConfig`)."""
+
+    batch_size: int = 64
+    learning_rate: float = 1e-3
+    clipnorm: float = 2.0
+    epochs: int = 30
+    steps_per_epoch: int | None = None
+    max_train_minutes: float | None = None
+    checkpoint_every: int = 200
+    patience: int = 3
+    min_count: int = 2
+    validation_rouge_examples: int = 200
+    jit_compile: bool = False
+    mixed_precision: str | None = None
+    seed: int = 0
+
+
+@dataclasses.dataclass
+class SearchOptions:
+    """Decoding settings baked into the exported graph."""
+
+    beam_size: int = 5
+    length_penalty: float = 1.0
+    min_length: int = 3
+    max_length: int = 20
+    no_repeat_ngram_size: int = 3
+    suppress_unk: bool = True

@@ -130,9 +130,12 @@ def greedy_search(
 
     def body(t, ids, state, cum, finished, lengths, history, attn_ta):
         log_probs, new_state, attention = _call(step_fn, ids, state, t, initial_state)
-        log_probs = constrain(log_probs, t, history, finished)
+        log_probs = constrain(log_probs, t, history)
         word = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
-        cum = cum + tf.gather(log_probs, word[:, None], batch_dims=1)[:, 0]
+        token = tf.gather(log_probs, word[:, None], batch_dims=1)[:, 0]
+        # An ended row only continues with the end token, for free.
+        word = tf.where(finished, end_id, word)
+        cum = cum + tf.where(finished, 0.0, token)
         lengths = lengths + tf.cast(~finished & (word != end_id), tf.int32)
         finished = finished | (word == end_id)
         history = tf.concat([history, word[:, None]], axis=1)
@@ -316,49 +319,57 @@ class _Constraints:
         self.min_length = tf.convert_to_tensor(min_length, tf.int32)
         if not tf.is_tensor(banned_ids):
             banned_ids = np.asarray(banned_ids, np.int32).reshape([-1])
-        banned_ids = tf.reshape(tf.cast(banned_ids, tf.int32), [-1])
-        # A static empty list adds no op to the graph.
-        self.banned = None if banned_ids.shape == (0,) else banned_ids
+        self.banned = tf.reshape(tf.cast(banned_ids, tf.int32), [-1])
         self.ngram_size = ngram_size
 
-    def __call__(self, log_probs, t, history, finished):
-        # Three passes over the (N, V) scores: the per-token bans, the
-        # n-gram bans (a scatter), the ended rows.
+    def __call__(self, log_probs, t, history, finished=None):
+        """`log_probs` with `-inf` on every banned token of every row.
+
+        The bans (fixed ids, the end token before `min_length`, repeated
+        n-grams) are one scatter-min into the scores: `-inf` where banned,
+        `+inf` (no change) elsewhere, no `(N, V)` mask. With `finished`, an
+        ended row only continues with the end token, for free (a second
+        pass; greedy search does without it).
+        """
         log_probs = tf.cast(log_probs, tf.float32)
-        vocab_ids = tf.range(tf.shape(log_probs)[1])
-        is_end = tf.equal(vocab_ids, self.end_id)
-        ban = is_end & (t < self.min_length)
-        if self.banned is not None:
-            ban |= tf.reduce_any(tf.equal(vocab_ids[None], self.banned[:, None]), 0)
-        log_probs = tf.where(ban[None], _NEG_INF, log_probs)
+        rows = tf.shape(log_probs)[0]
+        ids = tf.concat([self.banned, self.end_id[None]], 0)
+        end_ban = tf.where(t < self.min_length, _NEG_INF, float("inf"))
+        values = tf.concat([tf.fill(tf.shape(self.banned), _NEG_INF), end_ban[None]], 0)
+        ids = tf.tile(ids[None], [rows, 1])
+        values = tf.tile(values[None], [rows, 1])
         if self.ngram_size > 0:
-            log_probs = _ban_repeated_ngrams(log_probs, history, t, self.ngram_size)
-        # An ended hypothesis only continues with the end token, for free.
-        frozen = tf.where(is_end, 0.0, _NEG_INF)[None]
-        return tf.where(finished[:, None], frozen, log_probs)
+            followers, banned = _repeated_ngram_bans(history, t, self.ngram_size)
+            ids = tf.concat([ids, followers], 1)
+            values = tf.concat([values, tf.where(banned, _NEG_INF, float("inf"))], 1)
+        row_ids = tf.broadcast_to(tf.range(rows)[:, None], tf.shape(ids))
+        indices = tf.reshape(tf.stack([row_ids, ids], axis=-1), [-1, 2])
+        log_probs = tf.tensor_scatter_nd_min(
+            log_probs, indices, tf.reshape(values, [-1])
+        )
+        if finished is None:
+            return log_probs
+        frozen = tf.where(
+            tf.range(tf.shape(log_probs)[1]) == self.end_id, 0.0, _NEG_INF
+        )
+        return tf.where(finished[:, None], frozen[None], log_probs)
 
 
-def _ban_repeated_ngrams(log_probs, history, t, n):
-    """`log_probs` `(N, V)` with `-inf` on tokens that would repeat an n-gram.
+def _repeated_ngram_bans(history, t, n):
+    """The tokens that would repeat an n-gram: `(followers, banned)` `(N, t)`.
 
     `history` is int32 `(N, n - 1 + t)`: `n - 1` left pads (-1) then the `t`
     tokens generated so far. The last `n - 1` tokens are compared with the
     first `n - 1` of every earlier window; where they match, the token that
-    followed is banned. The pads make every slice valid (no special case for
-    `t < n`) and never match: a window starting before the current suffix has
-    a pad where the suffix has a real token. Cost `O(N * t * n)`, then one
-    scatter-min into the scores: `-inf` where a window matches, `+inf` (no
-    change) elsewhere; no `(N, V)` mask and no `(N, t, V)` one-hot.
+    followed (`followers`) is `banned`. The pads make every slice valid (no
+    special case for `t < n`) and never match: a window starting before the
+    current suffix has a pad where the suffix has a real token. Cost
+    `O(N * t * n)`; no `(N, V)` mask and no `(N, t, V)` one-hot.
     """
-    rows = tf.shape(log_probs)[0]
-    match = tf.ones(tf.stack([rows, t]), tf.bool)
+    match = tf.ones(tf.stack([tf.shape(history)[0], t]), tf.bool)
     for i in range(n - 1):
         match &= tf.equal(history[:, i : i + t], history[:, t + i : t + i + 1])
-    followers = history[:, n - 1 : n - 1 + t]  # real tokens, never pads
-    row_ids = tf.broadcast_to(tf.range(rows)[:, None], tf.shape(followers))
-    indices = tf.reshape(tf.stack([row_ids, followers], axis=-1), [-1, 2])
-    updates = tf.where(tf.reshape(match, [-1]), _NEG_INF, float("inf"))
-    return tf.tensor_scatter_nd_min(log_probs, indices, updates)
+    return history[:, n - 1 : n - 1 + t], match  # followers: real tokens
 
 
 def _finalize(ids, lengths, scores, log_probs, attention, end_id):

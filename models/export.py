@@ -24,20 +24,8 @@ from pathlib import Path
 import tensorflow as tf
 
 from models import decoding
+from models.config import SearchOptions
 from models.features import END_ID, PAD_ID, START_ID, UNK_ID
-
-
-@dataclasses.dataclass
-class SearchOptions:
-    """Decoding settings baked into the exported graph."""
-
-    beam_size: int = 5
-    length_penalty: float = 1.0
-    min_length: int = 3
-    max_length: int = 20
-    no_repeat_ngram_size: int = 3
-    suppress_unk: bool = True
-
 
 _DOCUMENTS = tf.TensorSpec([None], tf.string, name="documents")
 

@@ -9,10 +9,9 @@ import keras
 import tensorflow as tf
 
 from models import data, tuning
-from models.config import SummarizerConfig
-from models.export import SearchOptions, export
+from models.config import SearchOptions, SummarizerConfig, TrainOptions
+from models.export import export
 from models.training import (
-    TrainOptions,
     ValidationRouge,
     batched,
     build_model,

@@ -22,7 +22,7 @@ from keras_attn.coverage import CoverageAttention, coverage_loss
 from keras_attn.pointer import (
     PointerGenerator,
     mix_target_probabilities,
-    pointer_distribution,
+    pointer_log_distribution,
 )
 from models.config import SummarizerConfig
 from models.features import UNK_ID
@@ -307,14 +307,15 @@ class HeadlineSummarizer(keras.Model):
         context, weights = self.attention.step(
             output, memory["attention"], **score_kwargs
         )
-        features = self._features(context, output, False)
-        probs = ops.softmax(self.vocabulary_logits(features), axis=-1)
-        if self.pointer is not None:
+        logits = self.vocabulary_logits(self._features(context, output, False))
+        if self.pointer is None:
+            log_probs = ops.log_softmax(logits, axis=-1)
+        else:
             p_gen = self.pointer([context, output, embedded])
             # Extended ids are vocab_size + a source position.
-            probs = pointer_distribution(
+            log_probs = pointer_log_distribution(
                 p_gen,
-                probs,
+                logits,
                 weights,
                 memory["source_ext_ids"],
                 num_oov=self.config.max_source_length,
@@ -322,7 +323,7 @@ class HeadlineSummarizer(keras.Model):
         new_state = {f"rnn_{i}": s for i, s in enumerate(new_rnn_states)}
         if self.config.coverage:
             new_state["coverage"] = state["coverage"] + weights
-        return ops.log(probs + _EPSILON), new_state, weights
+        return log_probs, new_state, weights
 
     def get_config(self):
         return {**super().get_config(), "config": self.config.to_dict()}

@@ -19,30 +19,10 @@ import tensorflow as tf
 from rouge_score import rouge_scorer
 
 from models import data, text
-from models.config import SummarizerConfig
-from models.export import HeadlineModule, SearchOptions, headlines_in_batches
+from models.config import SearchOptions, SummarizerConfig
+from models.export import HeadlineModule, headlines_in_batches
 from models.features import RESERVED, TextFeatures
 from models.summarizer import HeadlineSummarizer
-
-
-@dataclasses.dataclass
-class TrainOptions:
-    """How to train (not what: that is `SummarizerConfig`)."""
-
-    batch_size: int = 64
-    learning_rate: float = 1e-3
-    clipnorm: float = 2.0
-    epochs: int = 30
-    steps_per_epoch: int | None = None
-    max_train_minutes: float | None = None
-    checkpoint_every: int = 200
-    patience: int = 3
-    min_count: int = 2
-    validation_rouge_examples: int = 200
-    jit_compile: bool = False
-    mixed_precision: str | None = None
-    seed: int = 0
-
 
 # ---------------------------------------------------------------- vocabulary
 

@@ -15,6 +15,7 @@ from keras_attn.pointer import (
     copy_distribution,
     mix_target_probabilities,
     pointer_distribution,
+    pointer_log_distribution,
     pointer_nll,
     target_probabilities,
 )
@@ -328,6 +329,35 @@ def test_copy_distribution_and_from_logits(rng):
         np_(pointer_distribution(p_gen, vocab, attention, source_ids, NUM_OOV)),
         atol=1e-6,
     )
+
+
+def test_pointer_log_distribution_equals_log_of_the_dense_one(rng):
+    p_gen, vocab, attention, source_ids = pointer_inputs(rng, steps=False)
+    logits = (np.log(vocab) + 0.3).astype("float32")
+    log_probs = np_(
+        pointer_log_distribution(p_gen, logits, attention, source_ids, NUM_OOV)
+    )
+    ref = reference_distribution(p_gen, vocab, attention, source_ids, NUM_OOV)
+    assert log_probs.dtype == np.float32 and log_probs.shape == ref.shape
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(log_probs, np.log(ref), rtol=1e-5, atol=1e-6)
+    # Unused OOV slots are impossible, not log(epsilon).
+    assert log_probs[0, VOCAB + 1] == -np.inf and log_probs[1, VOCAB + 2] == -np.inf
+    # The duplicated word 3: log(p_gen P_vocab(3) + (1 - p_gen)(a0 + a2 + a4)).
+    g, a = p_gen[0, 0], attention[0]
+    np.testing.assert_allclose(
+        log_probs[0, 3],
+        np.log(g * vocab[0, 3] + (1 - g) * (a[0] + a[2] + a[4])),
+        rtol=1e-5,
+    )
+    # Where the dense probability underflows in float32, the log stays exact.
+    far = logits.copy()
+    far[:, 7] -= 200.0
+    log_far = np_(pointer_log_distribution(p_gen, far, attention, source_ids, NUM_OOV))
+    expected = far[:, 7] - np.log(np.exp(far.astype("float64")).sum(-1))
+    np.testing.assert_allclose(log_far[:, 7], expected + np.log(p_gen[:, 0]), rtol=1e-5)
+    with pytest.raises(ValueError, match="logits shape"):
+        pointer_log_distribution(p_gen, logits[:, None], attention, source_ids)
 
 
 @pytest.mark.parametrize("from_logits", [False, True])

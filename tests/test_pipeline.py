@@ -85,12 +85,16 @@ def run(command, cwd=ROOT):
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """One tiny training run, exported and evaluated."""
+    """One tiny training run on two replicas, exported and evaluated."""
     tmp_path = tmp_path_factory.mktemp("e2e")
     write_org_data(tmp_path / "data")
     result = run(
         train_command(
             tmp_path,
+            "--strategy",
+            "mirrored",
+            "--cpu-devices",
+            "2",
             "--epochs",
             "2",
             "--steps-per-epoch",
@@ -116,6 +120,7 @@ def trained(tmp_path_factory):
 
 def test_export_layout_and_metrics(trained):
     tmp_path, result = trained
+    assert "2 replicas" in result.stderr
     version = tmp_path / "export" / "1"
     for name in (
         "saved_model.pb",
@@ -211,10 +216,13 @@ def test_resume_after_kill(tmp_path):
     )
     metadata = tmp_path / "run" / "backup" / "training_metadata.json"
     deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and not (
-        metadata.exists() and json.loads(metadata.read_text())["epoch"] >= 1
+    while (
+        time.monotonic() < deadline
+        and process.poll() is None
+        and not (metadata.exists() and json.loads(metadata.read_text())["epoch"] >= 1)
     ):
         time.sleep(0.5)
+    assert process.poll() is None, f"training exited early ({process.returncode})"
     process.send_signal(signal.SIGKILL)
     process.wait()
     saved_epoch = json.loads(metadata.read_text())["epoch"]
@@ -289,9 +297,23 @@ def test_unknown_dataset_and_missing_dir(tmp_path, capsys):
     assert code == 2 and "no_such_dataset_xyz" in err
 
 
+HELP_WITHOUT_FRAMEWORKS = r"""
+import runpy, sys
+sys.argv = ["train.py", "--help"]
+try:
+    runpy.run_path("train.py", run_name="__main__")
+except SystemExit:
+    pass
+heavy = sorted({m.split(".")[0] for m in sys.modules} & {"tensorflow", "keras", "jax"})
+print("imported:", heavy, file=sys.stderr)
+"""
+
+
 def test_help_documents_every_flag():
-    result = run([sys.executable, str(ROOT / "train.py"), "--help"])
-    assert result.returncode == 0
+    result = run([sys.executable, "-c", HELP_WITHOUT_FRAMEWORKS])
+    assert result.returncode == 0, result.stderr[-2000:]
+    # --help answers at once: no framework is imported to print it.
+    assert "imported: []" in result.stderr
     for flag in (
         "--data-dir",
         "--attention",
@@ -303,24 +325,3 @@ def test_help_documents_every_flag():
         "--checkpoint-every",
     ):
         assert flag in result.stdout
-
-
-def test_mirrored_strategy_on_two_logical_cpus(tmp_path):
-    write_org_data(tmp_path / "data")
-    result = run(
-        train_command(
-            tmp_path,
-            "--strategy",
-            "mirrored",
-            "--cpu-devices",
-            "2",
-            "--epochs",
-            "1",
-            "--steps-per-epoch",
-            "2",
-            "--skip-eval",
-        )
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "2 replicas" in result.stderr
-    assert (tmp_path / "export" / "1" / "saved_model.pb").exists()
