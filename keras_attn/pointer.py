@@ -333,16 +333,16 @@ def pointer_log_distribution(p_gen, logits, attention, source_ids, num_oov=0):
         )
     vocab_size = logits.shape[-1]
     p_gen, attention, source_ids = _check_inputs(p_gen, logits, attention, source_ids)
-    # log(p_gen softmax(z)_w) = z_w - (logsumexp(z) - log p_gen)
-    log_norm = ops.logsumexp(logits, axis=-1, keepdims=True) - ops.log(p_gen)
-    generated = logits - log_norm
+    log_p_gen = ops.log(p_gen)
+    log_vocab = ops.log_softmax(logits, axis=-1)  # one fused op on TF
+    generated = log_vocab + log_p_gen
     if num_oov:
         generated = ops.pad(generated, [[0, 0], [0, num_oov]], constant_values=_NEG_INF)
     in_vocab = ops.less(source_ids, vocab_size)
     source_generated = ops.where(
         in_vocab,
-        ops.take_along_axis(logits, ops.minimum(source_ids, vocab_size - 1), axis=-1)
-        - log_norm,
+        ops.take_along_axis(log_vocab, ops.minimum(source_ids, vocab_size - 1), axis=-1)
+        + log_p_gen,
         _NEG_INF,
     )
     # Copy mass of each position's word: its duplicates' attention summed.

@@ -101,6 +101,7 @@ def greedy_search(
     min_length=0,
     banned_ids=(),
     no_repeat_ngram_size=0,
+    drop_finished=False,
 ):
     """Decodes the most probable token at each step.
 
@@ -116,6 +117,12 @@ def greedy_search(
         banned_ids: Ids never generated (sequence or int32 `(K,)` tensor).
         no_repeat_ngram_size: Python int; if > 0, no n-gram of this size
             appears twice in a hypothesis.
+        drop_finished: Whether rows that have ended leave the batch, so that
+            later steps compute only the open ones (headlines end at
+            different lengths: at batch 64 this saves about a quarter of
+            the steps' work). The step function then sees fewer rows than
+            `B` and must read every per-row tensor from `state` (put the
+            encoder memory there), not from its closure.
 
     Returns:
         A `DecodingResult`; `scores == log_probs`.
@@ -124,42 +131,64 @@ def greedy_search(
     start_ids = tf.convert_to_tensor(start_ids, tf.int32)
     end_id = tf.convert_to_tensor(end_id, tf.int32)
     state = _as_state(initial_state)
-    rows = tf.shape(start_ids)[0]
+    batch = tf.shape(start_ids)[0]
     pad = max(no_repeat_ngram_size - 1, 0)
     constrain = _Constraints(end_id, min_length, banned_ids, no_repeat_ngram_size)
 
-    def body(t, ids, state, cum, finished, lengths, history, attn_ta):
+    def body(t, ids, state, rows, cum, finished, lengths, history, attn_ta):
+        # `rows`: the example of each row the step computes, all of them
+        # unless `drop_finished`.
         log_probs, new_state, attention = _call(step_fn, ids, state, t, initial_state)
-        log_probs = constrain(log_probs, t, history)
+        log_probs = constrain(log_probs, t, tf.gather(history, rows))
         word = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
         token = tf.gather(log_probs, word[:, None], batch_dims=1)[:, 0]
         # An ended row only continues with the end token, for free.
-        word = tf.where(finished, end_id, word)
-        cum = cum + tf.where(finished, 0.0, token)
-        lengths = lengths + tf.cast(~finished & (word != end_id), tf.int32)
-        finished = finished | (word == end_id)
-        history = tf.concat([history, word[:, None]], axis=1)
-        attn_ta = attn_ta.write(t, tf.cast(attention, tf.float32))
-        return t + 1, word, new_state, cum, finished, lengths, history, attn_ta
+        open_rows = ~tf.gather(finished, rows)
+        word = tf.where(open_rows, word, end_id)
+        at = rows[:, None]
+        cum = tf.tensor_scatter_nd_add(cum, at, tf.where(open_rows, token, 0.0))
+        lengths = tf.tensor_scatter_nd_add(
+            lengths, at, tf.cast(open_rows & (word != end_id), tf.int32)
+        )
+        ended = word == end_id
+        finished = tf.tensor_scatter_nd_update(finished, at, ended)
+        tokens = tf.tensor_scatter_nd_update(tf.fill([batch], end_id), at, word)
+        history = tf.concat([history, tokens[:, None]], axis=1)
+        attention = tf.cast(attention, tf.float32)
+        attn_ta = attn_ta.write(
+            t, tf.scatter_nd(at, attention, tf.stack([batch, tf.shape(attention)[1]]))
+        )
+        if drop_finished:
+            rows, word, new_state = tf.cond(
+                tf.reduce_any(ended),
+                lambda: _keep_rows(tf.where(~ended)[:, 0], rows, word, new_state),
+                lambda: (rows, word, new_state),
+            )
+        return t + 1, word, new_state, rows, cum, finished, lengths, history, attn_ta
 
-    def cond(t, ids, state, cum, finished, lengths, history, attn_ta):
+    def cond(t, ids, state, rows, cum, finished, lengths, history, attn_ta):
         return _keep_going(t, max_length, finished)
 
     loop_vars = (
         tf.constant(0),
         start_ids,
         state,
-        tf.zeros([rows], tf.float32),
-        tf.zeros([rows], tf.bool),
-        tf.zeros([rows], tf.int32),
-        tf.fill([rows, pad], -1),
+        tf.range(batch),
+        tf.zeros([batch], tf.float32),
+        tf.zeros([batch], tf.bool),
+        tf.zeros([batch], tf.int32),
+        tf.fill([batch, pad], -1),
         tf.TensorArray(tf.float32, size=0, dynamic_size=True),
     )
-    _, _, _, cum, _, lengths, history, attn_ta = tf.while_loop(
-        cond, body, loop_vars, shape_invariants=_invariants(loop_vars, 6)
+    _, _, _, _, cum, _, lengths, history, attn_ta = tf.while_loop(
+        cond, body, loop_vars, shape_invariants=_invariants(loop_vars, 7)
     )
     attention = tf.transpose(attn_ta.stack(), [1, 0, 2])
     return _finalize(history[:, pad:], lengths, cum, cum, attention, end_id)
+
+
+def _keep_rows(keep, *nested):
+    return tf.nest.map_structure(lambda x: tf.gather(x, keep), nested)
 
 
 def beam_search(

@@ -62,10 +62,15 @@ class HeadlineModule(tf.Module):
             banned_ids=banned,
             no_repeat_ngram_size=options.no_repeat_ngram_size,
         )
+        kernel = self.model.output_kernel()  # once, not at every step
         if beam_size > 1:
             memory = decoding.tile_batch(memory, beam_size)
+
+            def step(ids, state, _):
+                return self.model.step(ids, state, memory, output_kernel=kernel)
+
             result = decoding.beam_search(
-                lambda ids, s, step: self.model.step(ids, s, memory),
+                step,
                 state,
                 start_ids,
                 beam_size=beam_size,
@@ -73,10 +78,20 @@ class HeadlineModule(tf.Module):
                 **common,
             )
         else:
+            # The memory rides in the state, so that the rows which have
+            # ended can leave the batch (`drop_finished`).
+            def step(ids, state, _):
+                log_probs, decoder, attention = self.model.step(
+                    ids, state["decoder"], state["memory"], output_kernel=kernel
+                )
+                new_state = {"decoder": decoder, "memory": state["memory"]}
+                return log_probs, new_state, attention
+
             result = decoding.greedy_search(
-                lambda ids, s, step: self.model.step(ids, s, memory),
-                state,
+                step,
+                {"decoder": state, "memory": memory},
                 start_ids,
+                drop_finished=True,
                 **common,
             )
         tokens, headlines = self.features.decode(

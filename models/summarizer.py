@@ -168,12 +168,27 @@ class HeadlineSummarizer(keras.Model):
             self.output_projection.bias,
         )
 
-    def vocabulary_logits(self, features):
-        """float32 `(..., V)` logits from `features` (`call`'s output)."""
+    def output_kernel(self):
+        """The output layer's `(D, V)` kernel.
+
+        Tied, it is the embedding matrix transposed: a decoding loop computes
+        it once and passes it to every `step` (a matmul with a transposed
+        operand is ~1.7x slower on CPU than with a `(D, V)` one).
+        """
         if self.config.tie_embeddings:
-            logits = ops.matmul(features, ops.transpose(self.embedding.embeddings))
-        else:
-            logits = self.output_projection(features)
+            return ops.transpose(self.embedding.embeddings)
+        return self.output_projection.kernel
+
+    def vocabulary_logits(self, features, kernel=None):
+        """float32 `(..., V)` logits from `features` (`call`'s output).
+
+        `kernel`: `output_kernel()`, if already computed.
+        """
+        if kernel is None:
+            kernel = self.output_kernel()
+        logits = ops.matmul(features, kernel)
+        if not self.config.tie_embeddings:
+            logits = logits + self.output_projection.bias
         return ops.cast(logits, "float32")
 
     # ------------------------------------------------------------- forward
@@ -284,13 +299,14 @@ class HeadlineSummarizer(keras.Model):
             state["coverage"] = ops.zeros(ops.shape(source_ids), dtype="float32")
         return state, memory
 
-    def step(self, ids, state, memory):
+    def step(self, ids, state, memory, output_kernel=None):
         """Decodes one token.
 
         Args:
             ids: int32 `(N,)`: the previous tokens (extended ids allowed).
             state: dict from `initial_decoder_state` or the previous step.
             memory: the fixed memory, rows aligned with `ids`.
+            output_kernel: `output_kernel()`, computed once for all steps.
 
         Returns:
             `(log_probs, state, attention)`: float32 `(N, V)`, or
@@ -307,7 +323,8 @@ class HeadlineSummarizer(keras.Model):
         context, weights = self.attention.step(
             output, memory["attention"], **score_kwargs
         )
-        logits = self.vocabulary_logits(self._features(context, output, False))
+        features = self._features(context, output, False)
+        logits = self.vocabulary_logits(features, output_kernel)
         if self.pointer is None:
             log_probs = ops.log_softmax(logits, axis=-1)
         else:

@@ -204,6 +204,39 @@ def test_beam_size_one_equals_greedy(options):
     np.testing.assert_allclose(greedy.scores, greedy.log_probs)
 
 
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"min_length": 2, "banned_ids": [4], "no_repeat_ngram_size": 2}],
+    ids=["plain", "constrained"],
+)
+def test_greedy_dropping_ended_rows_decodes_the_same(options):
+    tables = make_tables(seed=11)
+    starts = [0, 2, 3, 4, 2, 0]
+    kwargs = dict(end_id=END, max_length=8, **options)
+    seen_rows = []
+    step_fn = make_step_fn(*tables)
+
+    def counting_step_fn(ids, state, step):
+        seen_rows.append(int(tf.size(ids)))
+        return step_fn(ids, state, step)
+
+    kept = decoding.greedy_search(step_fn, initial_state(starts), starts, **kwargs)
+    dropped = decoding.greedy_search(
+        counting_step_fn, initial_state(starts), starts, drop_finished=True, **kwargs
+    )
+    lengths = kept.lengths.numpy()
+    assert len(set(lengths)) > 1  # rows end at different steps
+    for field in ("ids", "lengths", "log_probs", "scores", "attention"):
+        np.testing.assert_allclose(
+            getattr(dropped, field), getattr(kept, field), rtol=1e-6, err_msg=field
+        )
+    # Step t computes only the rows still open: those longer than t - 1.
+    expected = [int(np.sum(lengths >= t)) for t in range(len(seen_rows))]
+    assert seen_rows == [len(starts)] + expected[1:]
+    assert seen_rows[-1] < len(starts)
+    check_attention(dropped, starts)
+
+
 def looping_step_fn(vocab=6, boost=8.0, end_logit=-10.0):
     """Strongly prefers the cycle 2 -> 3 -> 2 -> ..., almost never ends."""
     logits = np.zeros((vocab, vocab), "float32")
@@ -307,7 +340,10 @@ def _searches(starts, bigram, by_prefix):
         **common,
     )
     greedy = decoding.greedy_search(step_fn, initial_state(starts), starts, **common)
-    return beam._asdict(), greedy._asdict()
+    dropped = decoding.greedy_search(
+        step_fn, initial_state(starts), starts, drop_finished=True, **common
+    )
+    return beam._asdict(), greedy._asdict(), dropped._asdict()
 
 
 _SIGNATURE = [
@@ -331,6 +367,7 @@ def test_eager_equals_tf_function_with_dynamic_batch_and_vocab():
         graph = graph_search(starts, *tables)
         for e, g in zip(eager, graph, strict=True):
             _assert_same(e, g)
+        _assert_same(eager[1], eager[2])  # dropping ended rows changes nothing
         check_attention(decoding.DecodingResult(**eager[0]), starts.numpy())
     assert len(graph_search._list_all_concrete_functions()) == 1
 
@@ -343,7 +380,7 @@ class _Searcher(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.int32)])
     def __call__(self, starts):
-        beam, greedy = _searches(starts, self.bigram, self.by_prefix)
+        beam, greedy, _ = _searches(starts, self.bigram, self.by_prefix)
         return {
             **{f"beam_{k}": v for k, v in beam.items()},
             "greedy_ids": greedy["ids"],
