@@ -62,7 +62,8 @@ def main(argv=None):
     rnn_states = [state[f"rnn_{i}"] for i in range(model._state_count)]
     output, _ = model.decoder_rnn.cell(embedded, rnn_states)
     context, weights = model.attention.step(output, memory["attention"])
-    logits = model.vocabulary_logits(model._features(context, output, False))
+    kernel = model.output_kernel()  # once per search, as the export does
+    logits = model.vocabulary_logits(model._features(context, output, False), kernel)
     p_gen = model.pointer([context, output, embedded]) if model.pointer else None
 
     pieces = {
@@ -71,13 +72,15 @@ def main(argv=None):
         "encoder (initial_decoder_state)": lambda: model.initial_decoder_state(
             source["ids"], source["ext_ids"]
         )[0]["rnn_0"],
-        "one step (step)": lambda: model.step(ids, state, memory)[0],
+        "one step (step, all 64 rows)": lambda: model.step(
+            ids, state, memory, output_kernel=kernel
+        )[0],
         "  decoder cell": lambda: model.decoder_rnn.cell(embedded, rnn_states)[0],
         "  attention step": lambda: model.attention.step(output, memory["attention"])[
             0
         ],
         "  output layer (logits)": lambda: model.vocabulary_logits(
-            model._features(context, output, False)
+            model._features(context, output, False), kernel
         ),
     }
     if p_gen is None:

@@ -182,3 +182,58 @@ def export(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return final
+
+
+def export_run(run_dir, export_dir, options=None):
+    """Exports the trained model of a run folder again, with today's code.
+
+    What a new version of this package needs to serve a model trained with
+    an older one (a faster search, say), without retraining. The decoding
+    settings are `options`, else those tuned on validation by the run
+    (`search_tuning.json`), else the defaults.
+    """
+    import keras
+
+    from models.training import load_run
+
+    run_dir = Path(run_dir)
+    if options is None:
+        tuning = run_dir / "search_tuning.json"
+        chosen = json.loads(tuning.read_text())["chosen"] if tuning.exists() else {}
+        options = SearchOptions(**chosen)
+    config, features = load_run(run_dir)
+    model = keras.saving.load_model(run_dir / "model.keras", compile=False)
+    return export(
+        model,
+        features,
+        export_dir,
+        options=options,
+        extra_files={
+            "config.json": json.dumps(config.to_dict(), indent=2),
+            "model.keras": run_dir / "model.keras",
+        },
+    )
+
+
+def main(argv=None):
+    import argparse
+
+    p = argparse.ArgumentParser(
+        description="Export a trained run again as the next SavedModel version."
+    )
+    p.add_argument("--run-dir", required=True, help="runs/<name> of a finished run")
+    p.add_argument("--export-dir", required=True, help="saved_models/<name>")
+    p.add_argument(
+        "--search-options",
+        help="a search_options.json (default: the run's tuned settings)",
+    )
+    args = p.parse_args(argv)
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    options = None
+    if args.search_options:
+        options = SearchOptions(**json.loads(Path(args.search_options).read_text()))
+    print(f"Exported {export_run(args.run_dir, args.export_dir, options)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -156,6 +156,29 @@ def test_decoding_settings_are_tuned_on_validation(trained):
     assert "<- chosen" in result.stderr
 
 
+def test_a_finished_run_exports_again_as_the_next_version(trained):
+    tmp_path, _ = trained
+    sys.path.insert(0, str(ROOT))
+    import tensorflow as tf
+
+    from models.export import export_run
+
+    first = tmp_path / "export" / "1"
+    again = export_run(tmp_path / "run", tmp_path / "export")
+    assert again == tmp_path / "export" / "2"
+    # The run's tuned decoding settings, as in the first export.
+    assert json.loads((again / "search_options.json").read_text()) == json.loads(
+        (first / "search_options.json").read_text()
+    )
+    docs = tf.constant(["w1 w2 w3 w4 corp. said", "w5 w6 w7 w8 w9"])
+    models = [tf.saved_model.load(str(v)) for v in (first, again)]
+    for signature in ("greedy", "serving_default"):
+        first_out, again_out = (m.signatures[signature](documents=docs) for m in models)
+        assert first_out["headlines"].numpy().tolist() == (
+            again_out["headlines"].numpy().tolist()
+        )
+
+
 SERVE_WITHOUT_PROJECT = r"""
 import sys, json
 import tensorflow as tf
