@@ -60,23 +60,37 @@ class _Source:
             f"{SPLIT_FILES[s]}.{side}.txt" for s in SPLITS for side in ("src", "tgt")
         ]
 
-    def fingerprint(self) -> str:
-        """Cheap identity of the source: path, sizes and modification times."""
-        h = hashlib.sha256(f"{self.kind}:{self.path.resolve()}:{self.prefix}".encode())
-        paths = (
-            [self.path]
-            if self.kind == "zip"
-            else [self.path / name for name in self.file_names()]
-        )
+    def _paths(self) -> list[Path]:
+        if self.kind == "zip":
+            paths = [self.path]
+        else:
+            paths = [self.path / name for name in self.file_names()]
         for p in paths:
             if not p.is_file():
                 raise DataError(f"missing file (or not a file): {p}")
+        return paths
+
+    def fingerprint(self) -> str:
+        """Cheap identity of the source: path, sizes and modification times."""
+        h = hashlib.sha256(f"{self.kind}:{self.path.resolve()}:{self.prefix}".encode())
+        for p in self._paths():
             st = p.stat()
             h.update(f"{p.name}:{st.st_size}:{st.st_mtime_ns}".encode())
         return h.hexdigest()[:12]
 
+    def content_digest(self) -> str:
+        """What the files hold, wherever they are and whenever written: for
+        when `fingerprint` changed because they were copied or touched."""
+        h = hashlib.sha256(self.prefix.encode())
+        for p in self._paths():
+            h.update(p.name.encode())
+            with open(p, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+        return h.hexdigest()
+
     def describe(self) -> str:
-        return f"{self.path}" + (
+        return f"{self.path.resolve()}" + (
             f" ({self.prefix or '.'} in archive)" if self.prefix else ""
         )
 
@@ -303,18 +317,23 @@ def prepare_offline(
     builder = tfds.builder("gigaword", data_dir=str(root))
     if builder.is_prepared():
         recorded = json.loads(marker.read_text()) if marker.exists() else {}
-        if recorded.get("key") != key:
-            previous = recorded.get("source", "another source")
-            why = (
-                " whose files have changed since (sizes or modification times)"
-                if previous == source.describe()
-                else f", not {source.describe()}"
-            )
-            raise DataError(
-                f"{root} already holds gigaword prepared from {previous}{why};"
-                " pass another tfds_dir (or delete that one)"
-            )
-        return builder
+        if recorded.get("key") == key:
+            return builder
+        # Moved, copied or touched: the same data if the same bytes.
+        digest = source.content_digest()
+        if recorded.get("content") == digest:
+            marker.write_text(json.dumps({**recorded, "key": key}))
+            return builder
+        previous = recorded.get("source", "another source")
+        why = (
+            " whose files have changed since"
+            if previous == source.describe()
+            else f", not {source.describe()}"
+        )
+        raise DataError(
+            f"{root} already holds gigaword prepared from {previous}{why};"
+            " pass another tfds_dir (or delete that one)"
+        )
 
     counts = _validate(source)
     root.mkdir(parents=True, exist_ok=True)
@@ -337,7 +356,14 @@ def prepare_offline(
     # Claim `root` for this source first: an interrupted preparation leaves no
     # prepared data, and the next call (same or other source) starts over.
     marker.write_text(
-        json.dumps({"key": key, "source": source.describe(), "pairs": counts})
+        json.dumps(
+            {
+                "key": key,
+                "content": source.content_digest(),
+                "source": source.describe(),
+                "pairs": counts,
+            }
+        )
     )
     try:
         builder.download_and_prepare(

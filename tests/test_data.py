@@ -93,13 +93,17 @@ def test_tfds_dir_holding_another_source_is_refused(prepared, tmp_path):
         data.load_split("train", data_dir=other, tfds_dir=tfds_dir)
 
 
-def test_changed_source_files_are_named_in_the_refusal(tmp_path):
+def test_touched_source_is_reused_and_changed_source_refused(tmp_path):
     small = {k: v[:1] for k, v in PAIRS.items()}
     org = write_org_data(tmp_path / "src", small)
     tfds_dir = tmp_path / "tfds"
     data.load_split("test", data_dir=org, tfds_dir=tfds_dir)
     changed = org / "test.src.txt"
+    # New modification time, same bytes (a re-copied dataset): reused.
     os.utime(changed, ns=(0, changed.stat().st_mtime_ns + 10**9))
+    ds = data.load_split("test", data_dir=org, tfds_dir=tfds_dir)
+    assert as_set(ds) == set(small["test"])
+    changed.write_text("a different document\n")
     with pytest.raises(DataError, match="whose files have changed since"):
         data.load_split("test", data_dir=org, tfds_dir=tfds_dir)
 
