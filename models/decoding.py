@@ -118,9 +118,8 @@ def greedy_search(
         no_repeat_ngram_size: Python int; if > 0, no n-gram of this size
             appears twice in a hypothesis.
         drop_finished: Whether rows that have ended leave the batch, so that
-            later steps compute only the open ones (headlines end at
-            different lengths: at batch 64 this saves about a quarter of
-            the steps' work). The step function then sees fewer rows than
+            later steps compute only the open ones (hypotheses end at
+            different lengths). The step function then sees fewer rows than
             `B` and must read every per-row tensor from `state` (put the
             encoder memory there), not from its closure.
 

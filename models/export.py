@@ -201,18 +201,10 @@ def export_run(run_dir, export_dir, options=None):
         tuning = run_dir / "search_tuning.json"
         chosen = json.loads(tuning.read_text())["chosen"] if tuning.exists() else {}
         options = SearchOptions(**chosen)
-    config, features = load_run(run_dir)
+    _, features = load_run(run_dir)
     model = keras.saving.load_model(run_dir / "model.keras", compile=False)
-    return export(
-        model,
-        features,
-        export_dir,
-        options=options,
-        extra_files={
-            "config.json": json.dumps(config.to_dict(), indent=2),
-            "model.keras": run_dir / "model.keras",
-        },
-    )
+    files = {name: run_dir / name for name in ("config.json", "model.keras")}
+    return export(model, features, export_dir, options=options, extra_files=files)
 
 
 def main(argv=None):

@@ -173,7 +173,7 @@ class HeadlineSummarizer(keras.Model):
 
         Tied, it is the embedding matrix transposed: a decoding loop computes
         it once and passes it to every `step` (a matmul with a transposed
-        operand is ~1.7x slower on CPU than with a `(D, V)` one).
+        operand was 1.3-1.7x slower on CPU than with a `(D, V)` one).
         """
         if self.config.tie_embeddings:
             return ops.transpose(self.embedding.embeddings)
