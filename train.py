@@ -130,7 +130,11 @@ def parse_args(argv=None):
     )
     g.add_argument("--learning-rate", type=float, default=opt.learning_rate)
     g.add_argument(
-        "--max-train-minutes", type=float, help="stop training after this long"
+        "--max-train-minutes",
+        type=float,
+        default=opt.max_train_minutes,
+        help="stop training after this many minutes; 0: no limit "
+        "(default: %(default)s)",
     )
     g.add_argument(
         "--max-train-examples", type=int, help="use only the first N training pairs"
@@ -165,8 +169,9 @@ def parse_args(argv=None):
         "--suppress-unk",
         action=argparse.BooleanOptionalAction,
         default=search.suppress_unk,
-        help="never generate <unk> (default: on; Gigaword's test references "
-        "hold UNK, which --no-suppress-unk lets the model match)",
+        help="never generate <unk> (default: off: Gigaword's test references "
+        "hold UNK, which the model may then match; readable headlines leave it "
+        "out)",
     )
 
     g.add_argument(

@@ -47,20 +47,20 @@ class SummarizerConfig:
             the exact one.
     """
 
-    vocab_size: int = 20000
+    vocab_size: int = 10000
     embedding_dim: int = 128
     hidden_size: int = 256
     cell: str = "lstm"
     attention: str = "bahdanau"
-    attention_units: int = 256
+    attention_units: int = 128
     copy: bool = True
     coverage: bool = False
     coverage_weight: float = 1.0
-    dropout: float = 0.2
+    dropout: float = 0.3
     tie_embeddings: bool = True
     max_source_length: int = 64
     max_target_length: int = 20
-    sampled_softmax: int = 0
+    sampled_softmax: int = 1024
 
     def __post_init__(self):
         if self.attention not in ATTENTION_CHOICES:
@@ -107,11 +107,11 @@ class TrainOptions:
     batch_size: int = 64
     learning_rate: float = 1e-3
     clipnorm: float = 2.0
-    epochs: int = 30
+    epochs: int = 60
     steps_per_epoch: int | None = None
-    max_train_minutes: float | None = None
+    max_train_minutes: float | None = 55
     checkpoint_every: int = 200
-    patience: int = 3
+    patience: int = 5
     min_count: int = 2
     validation_rouge_examples: int = 200
     jit_compile: bool = False
@@ -132,7 +132,7 @@ class SearchOptions:
     min_length: int = 3
     max_length: int = 20
     no_repeat_ngram_size: int = 3
-    suppress_unk: bool = True
+    suppress_unk: bool = False
 
     @classmethod
     def tuned(cls, run_dir):

@@ -94,6 +94,18 @@ def _tune_decoding(args, model, features, validation, search, run_dir):
     return chosen
 
 
+def _with_known_length(batches):
+    """`batches` with its number of batches known to Keras.
+
+    One pass (which fills the encoding cache that the first epoch would fill)
+    gives the progress bar a step count and an ETA from the first epoch on,
+    and Keras no longer warns that the data "ran out". Bucketing by length
+    makes the count the same every epoch, whatever the shuffle.
+    """
+    count = int(batches.reduce(0, lambda count, _: count + 1))
+    return batches.apply(tf.data.experimental.assert_cardinality(count))
+
+
 def run(args):
     """Trains, exports and evaluates as `train.py`'s flags say."""
     try:
@@ -124,10 +136,14 @@ def run(args):
         training=True,
         seed=options.seed,
     )
-    validation_batches = batched(
-        encode_dataset(splits["validation"], features),
-        options.batch_size,
-        training=False,
+    if options.steps_per_epoch is None:
+        train_batches = _with_known_length(train_batches)
+    validation_batches = _with_known_length(
+        batched(
+            encode_dataset(splits["validation"], features),
+            options.batch_size,
+            training=False,
+        )
     )
     sample = list(
         splits["validation"].take(options.validation_rouge_examples).as_numpy_iterator()

@@ -113,7 +113,10 @@ class HeadlineSummarizer(keras.Model):
             # layer): build it here so its weights exist from the first call.
             self.output_projection.build((None, c.hidden_size))
         self.pointer = PointerGenerator(name="pointer") if c.copy else None
-        if c.sampled_softmax:
+        # Sampling as many words as the vocabulary holds (or more) only adds
+        # noise: a small vocabulary trains on the full softmax.
+        self.samples_output = 0 < c.sampled_softmax < c.vocab_size
+        if self.samples_output:
             self.sampling_seed = keras.random.SeedGenerator(0, name="sampling_seed")
 
     # ------------------------------------------------------------- pieces
@@ -238,7 +241,7 @@ class HeadlineSummarizer(keras.Model):
         fallback = UNK_ID if self.pointer is None else 0
         ids = ops.where(in_vocab, target_out, fallback)
         features = outputs["features"]
-        if sampled and self.config.sampled_softmax:
+        if sampled and self.samples_output:
             rows, bias = self._output_rows()
             sampled_ids, log_q = log_uniform_candidates(
                 self.config.sampled_softmax, vocab_size, seed=self.sampling_seed
