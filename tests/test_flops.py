@@ -1,0 +1,55 @@
+"""The exact FLOP count behind the benchmarks' GFLOP/s, checked by hand."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import flops  # noqa: E402
+
+from models.config import SummarizerConfig  # noqa: E402
+
+
+def config(**overrides):
+    values = dict(
+        vocab_size=10,
+        embedding_dim=2,
+        hidden_size=4,
+        attention_units=3,
+        sampled_softmax=0,
+    )
+    return SummarizerConfig(**{**values, **overrides})
+
+
+def test_encoder_by_hand():
+    # u = 2: per token 2 directions * 2 FLOPs * 4 gates * 2 * (2 + 2) = 128;
+    # 5 tokens: 640. Bridge 2 * 4 * 4 = 32. Keys W1 k: 2 * 5 * 4 * 3 = 120.
+    assert flops.encoder_flops(config(), 5) == 640 + 32 + 120
+
+
+def test_step_by_hand():
+    # cell 2*4*4*(2+4) = 192; W2 q 2*4*3 = 24, v.tanh 2*5*3 = 30; context
+    # 2*5*4 = 40; attentional 2*8*4 = 64; output tied 2*(4*2 + 2*10) = 56;
+    # p_gen 2*(8+2) = 20.
+    assert flops.step_flops(config(), 5) == 192 + 24 + 30 + 40 + 64 + 56 + 20
+
+
+def test_gru_untied_no_copy_dot():
+    c = config(cell="gru", tie_embeddings=False, copy=False, attention="luong-dot")
+    # cell 2*3*4*6 = 144; dot scores 2*5*4 = 40; context 40; attentional
+    # 64; output 2*4*10 = 80.
+    assert flops.step_flops(c, 5) == 144 + 40 + 40 + 64 + 80
+    # GRU encoder: 2 * 2 * 3 * 2 * 4 = 96 a token; no key projection.
+    assert flops.encoder_flops(c, 5) == 5 * 96 + 32
+
+
+def test_search_sums_rows_and_beams():
+    c = config()
+    out = flops.search_flops(c, [5, 3], [2, 4], beam_size=3)
+    encoder = flops.encoder_flops(c, 5) + flops.encoder_flops(c, 3)
+    decoder = 3 * (2 * flops.step_flops(c, 5) + 4 * flops.step_flops(c, 3))
+    assert out == {"encoder": encoder, "decoder": decoder, "total": encoder + decoder}
+    with pytest.raises(ValueError, match="Received: len"):
+        flops.search_flops(c, [5], [1, 2])
