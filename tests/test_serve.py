@@ -16,6 +16,8 @@ import json  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
 import socket  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
@@ -163,6 +165,34 @@ def _uvicorn(app):
         server.should_exit = True
         thread.join(timeout=20)
         sock.close()
+
+
+# ------------------------------------------------------------------- isolation
+
+
+def test_server_imports_no_model_code():
+    # A fresh interpreter (this one has imported everything). TensorFlow itself
+    # loads parts of keras, so what counts is what `models.serve` adds to it.
+    probe = (
+        "import sys, tensorflow, starlette.applications, starlette.staticfiles\n"
+        "before = set(sys.modules)\n"
+        "import models.serve\n"
+        "print(' '.join(sorted(set(sys.modules) - before)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parents[1],
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    added = set(result.stdout.split())
+    assert {"models.serve.app", "models.serve.codec"} <= added
+    model_code = {m for m in added if m.startswith(("keras", "models."))}
+    allowed = {"models.errors", "models.layout"}
+    assert {m for m in model_code if not m.startswith("models.serve")} <= allowed
 
 
 # ---------------------------------------------------------------------- REST API
