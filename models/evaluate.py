@@ -27,6 +27,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from models.layout import resolve_version_dir
+
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 SPLITS = ("train", "validation", "test")
 # System name -> signature name, in the order they are reported.
@@ -122,34 +124,6 @@ def lead_baseline(documents: Sequence[str], n_words: int = LEAD_WORDS) -> list[s
 
 # ---------------------------------------------------------------------------
 # SavedModel access.
-
-
-def resolve_version_dir(model_dir: str | os.PathLike) -> str:
-    """Returns the SavedModel folder for `saved_models/<name>[/<version>]`.
-
-    A folder holding `saved_model.pb` is returned as is; otherwise the newest
-    integer-named sub-folder holding one (TF Serving layout).
-
-    Raises:
-        EvaluationError: when neither is found.
-    """
-    model_dir = os.fspath(model_dir)
-    if not os.path.isdir(model_dir):
-        raise EvaluationError(f"Model directory not found: '{model_dir}'.")
-    if os.path.isfile(os.path.join(model_dir, "saved_model.pb")):
-        return model_dir
-    versions = [
-        int(name)
-        for name in os.listdir(model_dir)
-        if name.isdigit()
-        and os.path.isfile(os.path.join(model_dir, name, "saved_model.pb"))
-    ]
-    if not versions:
-        raise EvaluationError(
-            f"No SavedModel in '{model_dir}': expected 'saved_model.pb' there or in "
-            "an integer version folder ('<name>/<version>/')."
-        )
-    return os.path.join(model_dir, str(max(versions)))
 
 
 def _load(saved_model):

@@ -26,6 +26,7 @@ import tensorflow as tf
 from models import decoding
 from models.config import SearchOptions
 from models.features import END_ID, PAD_ID, START_ID, UNK_ID
+from models.layout import next_version
 
 _DOCUMENTS = tf.TensorSpec([None], tf.string, name="documents")
 
@@ -128,12 +129,6 @@ def headlines_in_batches(search_fn, documents, batch_size=128):
         out = search_fn(documents[start : start + batch_size])
         headlines += [h.decode("utf-8") for h in out.numpy()]
     return headlines
-
-
-def next_version(export_dir):
-    """1 + the largest integer version folder in `export_dir` (1 if none)."""
-    versions = [int(p.name) for p in Path(export_dir).glob("*") if p.name.isdigit()]
-    return max(versions, default=0) + 1
 
 
 def export(

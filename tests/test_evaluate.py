@@ -16,6 +16,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import tensorflow as tf  # noqa: E402
 
 from models import evaluate as ev  # noqa: E402
+from models import layout  # noqa: E402
+from models.errors import UserError  # noqa: E402
 from models.heatmap import attention_png_bytes, plot_attention  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -213,13 +215,13 @@ def test_resolve_version_dir_picks_newest_integer(tmp_path):
     for name in ("2", "10", "latest"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "saved_model.pb").write_bytes(b"")
-    assert ev.resolve_version_dir(tmp_path) == str(tmp_path / "10")
-    assert ev.resolve_version_dir(tmp_path / "2") == str(tmp_path / "2")
-    with pytest.raises(ev.EvaluationError, match="not found"):
-        ev.resolve_version_dir(tmp_path / "missing")
+    assert layout.resolve_version_dir(tmp_path) == str(tmp_path / "10")
+    assert layout.resolve_version_dir(tmp_path / "2") == str(tmp_path / "2")
+    with pytest.raises(UserError, match="not found"):
+        layout.resolve_version_dir(tmp_path / "missing")
     (tmp_path / "empty" / "3").mkdir(parents=True)  # a version without a model
-    with pytest.raises(ev.EvaluationError, match="No SavedModel"):
-        ev.resolve_version_dir(tmp_path / "empty")
+    with pytest.raises(UserError, match="No SavedModel"):
+        layout.resolve_version_dir(tmp_path / "empty")
 
 
 def test_evaluate_writes_metrics_and_heatmaps(saved_model, data_dir, capsys):
@@ -300,7 +302,7 @@ def test_cli_errors_are_one_line(tmp_path):
     result = _cli("--model-dir", str(tmp_path / "missing"))
     assert result.returncode == 1
     assert result.stderr.strip() == (
-        f"error: Model directory not found: '{tmp_path / 'missing'}'."
+        f"error: Model folder not found. Received: model_dir={tmp_path / 'missing'}"
     )
     assert "Traceback" not in result.stderr
     result = _cli("--model-dir", str(tmp_path), "--split", "bogus")

@@ -17,26 +17,15 @@ import tensorflow as tf  # noqa: E402
 from google.protobuf import json_format  # noqa: E402
 from tensorflow.core.protobuf import saved_model_pb2  # noqa: E402
 
+from models.layout import SAVED_MODEL_FILE, version_dirs  # noqa: E402
+
 logger = logging.getLogger("models.serve")
-
-
-def _version_dirs(model_dir: Path) -> list[tuple[int, Path]]:
-    """Complete integer version folders of `model_dir`, oldest first."""
-    found = []
-    if not model_dir.is_dir():
-        return found
-    for child in model_dir.iterdir():
-        # The exporter writes into a temporary folder and renames it, so an
-        # integer-named folder holding saved_model.pb is complete.
-        if child.name.isdigit() and (child / "saved_model.pb").is_file():
-            found.append((int(child.name), child))
-    return sorted(found)
 
 
 def _signature_defs(path: Path) -> dict[str, Any]:
     """`SignatureDef`s of a SavedModel rendered as TF Serving renders them."""
     proto = saved_model_pb2.SavedModel()
-    proto.ParseFromString((path / "saved_model.pb").read_bytes())
+    proto.ParseFromString((path / SAVED_MODEL_FILE).read_bytes())
     meta_graph = proto.meta_graphs[0]
     defs = {}
     for name, sig in meta_graph.signature_def.items():
@@ -116,7 +105,7 @@ class ModelManager:
     def __init__(self, model_dir: str | os.PathLike, poll_seconds: float = 2.0):
         self.model_dir = Path(model_dir)
         self.poll_seconds = poll_seconds
-        versions = _version_dirs(self.model_dir)
+        versions = version_dirs(self.model_dir)
         if not versions:
             raise FileNotFoundError(
                 f"No version folder with a saved_model.pb in {self.model_dir} "
@@ -151,7 +140,7 @@ class ModelManager:
         """
         versions = [
             (v, p)
-            for v, p in _version_dirs(self.model_dir)
+            for v, p in version_dirs(self.model_dir)
             if v > self.current.version and v not in self._failed
         ]
         if not versions:
