@@ -28,8 +28,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from models.layout import resolve_version_dir
+from models.metrics import ROUGE_TYPES, rouge_with_intervals
 
-ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 SPLITS = ("train", "validation", "test")
 # System name -> signature name, in the order they are reported.
 DECODING_SIGNATURES = {"beam": "serving_default", "greedy": "greedy"}
@@ -41,78 +41,7 @@ class EvaluationError(Exception):
 
 
 # ---------------------------------------------------------------------------
-# Scoring.
-
-
-def _score_matrix(predictions: Sequence[str], references: Sequence[str]):
-    """Per-example ROUGE F1, shape `[N, len(ROUGE_TYPES)]`, in `[0, 1]`."""
-    from rouge_score import rouge_scorer
-
-    scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=True)
-    scores = np.empty((len(predictions), len(ROUGE_TYPES)), dtype=np.float64)
-    for i, (prediction, reference) in enumerate(
-        zip(predictions, references, strict=True)
-    ):
-        # rougeLsum splits sentences on "\n"; a headline is a single sentence.
-        result = scorer.score(reference.strip(), prediction.strip())
-        scores[i] = [result[name].fmeasure for name in ROUGE_TYPES]
-    return scores
-
-
-def rouge_with_intervals(
-    predictions: Sequence[str],
-    references: Sequence[str],
-    *,
-    n_bootstrap: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> dict:
-    """Mean ROUGE F1 with percentile-bootstrap confidence intervals.
-
-    Each example is scored with rouge-score's `RougeScorer` (rouge1, rouge2,
-    rougeL, rougeLsum; Porter stemmer). The same `n_bootstrap` resamples of
-    the examples are used for all metrics.
-
-    Args:
-        predictions: `N` predicted headlines.
-        references: `N` reference headlines.
-        n_bootstrap: number of bootstrap resamples.
-        seed: seed of the resampling, for reproducible intervals.
-        confidence: coverage of the interval (0.95 gives the 2.5 and 97.5
-            percentiles).
-
-    Returns:
-        `{metric: {"f1": mean, "low": low, "high": high}}`, all times 100.
-    """
-    predictions, references = list(predictions), list(references)
-    if len(predictions) != len(references):
-        raise ValueError(
-            "Expected as many predictions as references; received "
-            f"{len(predictions)} predictions and {len(references)} references."
-        )
-    if not predictions:
-        raise ValueError("Expected at least one prediction; received none.")
-    if n_bootstrap < 1:
-        raise ValueError(f"Expected `n_bootstrap` >= 1; received {n_bootstrap}.")
-    scores = _score_matrix(predictions, references)  # [N, M]
-    n = scores.shape[0]
-    rng = np.random.default_rng(seed)
-    index = rng.integers(0, n, size=(n_bootstrap, n))  # [B, N], shared by metrics
-    # Column by column to keep memory at `[B, N]` rather than `[B, N, M]`.
-    boot = np.stack(
-        [scores[:, j][index].mean(axis=1) for j in range(scores.shape[1])], axis=1
-    )  # [B, M]
-    alpha = (1.0 - confidence) / 2.0
-    low, high = np.percentile(boot, [100 * alpha, 100 * (1 - alpha)], axis=0)
-    mean = scores.mean(axis=0)
-    return {
-        name: {
-            "f1": round(100 * float(mean[j]), 4),
-            "low": round(100 * float(low[j]), 4),
-            "high": round(100 * float(high[j]), 4),
-        }
-        for j, name in enumerate(ROUGE_TYPES)
-    }
+# Baseline.
 
 
 def lead_baseline(documents: Sequence[str], n_words: int = LEAD_WORDS) -> list[str]:

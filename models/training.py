@@ -14,14 +14,13 @@ import time
 from pathlib import Path
 
 import keras
-import numpy as np
 import tensorflow as tf
-from rouge_score import rouge_scorer
 
 from models import data, text
 from models.config import SearchOptions, SummarizerConfig
 from models.export import HeadlineModule, headlines_in_batches
 from models.features import RESERVED, TextFeatures
+from models.metrics import mean_rouge
 from models.summarizer import HeadlineSummarizer
 
 # ---------------------------------------------------------------- vocabulary
@@ -156,9 +155,6 @@ class ValidationRouge(keras.callbacks.Callback):
         self.features = features
         self.documents = tf.constant(documents)
         self.summaries = summaries
-        self.scorer = rouge_scorer.RougeScorer(
-            ["rouge1", "rouge2", "rougeL"], use_stemmer=True
-        )
         self._greedy = None
         self.writer = tf.summary.create_file_writer(str(log_dir)) if log_dir else None
 
@@ -167,10 +163,8 @@ class ValidationRouge(keras.callbacks.Callback):
             module = HeadlineModule(self.model, self.features, SearchOptions())
             self._greedy = tf.function(lambda d: module.search(d, 1)["headlines"])
         headlines = headlines_in_batches(self._greedy, self.documents)
-        pairs = zip(self.summaries, headlines, strict=True)
-        scores = [self.scorer.score(r, h) for r, h in pairs]
-        for key in ("rouge1", "rouge2", "rougeL"):
-            value = 100 * float(np.mean([s[key].fmeasure for s in scores]))
+        scores = mean_rouge(headlines, self.summaries, ("rouge1", "rouge2", "rougeL"))
+        for key, value in scores.items():
             if logs is not None:
                 logs[f"val_{key}"] = value
             if self.writer:
@@ -178,9 +172,7 @@ class ValidationRouge(keras.callbacks.Callback):
                     tf.summary.scalar(f"val_{key}", value, step=epoch)
         print(
             f"\nvalidation ROUGE-1/2/L on {len(headlines)} examples: "
-            + " / ".join(
-                f"{logs[f'val_{k}']:.1f}" for k in ("rouge1", "rouge2", "rougeL")
-            )
+            + " / ".join(f"{value:.1f}" for value in scores.values())
             + f"  e.g. {headlines[0]!r}"
         )
 

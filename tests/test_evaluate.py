@@ -16,7 +16,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import tensorflow as tf  # noqa: E402
 
 from models import evaluate as ev  # noqa: E402
-from models import layout  # noqa: E402
+from models import layout, metrics  # noqa: E402
 from models.errors import UserError  # noqa: E402
 from models.heatmap import attention_png_bytes, plot_attention  # noqa: E402
 
@@ -46,7 +46,7 @@ REFS = [
 
 
 def test_rouge_identical_is_100():
-    out = ev.rouge_with_intervals(REFS, REFS, n_bootstrap=200)
+    out = metrics.rouge_with_intervals(REFS, REFS, n_bootstrap=200)
     assert set(out) == {"rouge1", "rouge2", "rougeL", "rougeLsum"}
     for value in out.values():
         assert value == {"f1": 100.0, "low": 100.0, "high": 100.0}
@@ -55,7 +55,7 @@ def test_rouge_identical_is_100():
 def test_rouge_disjoint_is_0():
     preds = ["alpha beta gamma", "delta epsilon", "zeta eta theta"]
     refs = ["one two three", "four five", "six seven eight"]
-    out = ev.rouge_with_intervals(preds, refs, n_bootstrap=200)
+    out = metrics.rouge_with_intervals(preds, refs, n_bootstrap=200)
     for value in out.values():
         assert value == {"f1": 0.0, "low": 0.0, "high": 0.0}
 
@@ -63,9 +63,9 @@ def test_rouge_disjoint_is_0():
 def test_rouge_intervals_contain_mean_and_are_seeded():
     preds = [" ".join(d.split()[:4]) for d in DOCS] * 4
     refs = REFS * 4
-    a = ev.rouge_with_intervals(preds, refs, n_bootstrap=500, seed=3)
-    b = ev.rouge_with_intervals(preds, refs, n_bootstrap=500, seed=3)
-    c = ev.rouge_with_intervals(preds, refs, n_bootstrap=500, seed=4)
+    a = metrics.rouge_with_intervals(preds, refs, n_bootstrap=500, seed=3)
+    b = metrics.rouge_with_intervals(preds, refs, n_bootstrap=500, seed=3)
+    c = metrics.rouge_with_intervals(preds, refs, n_bootstrap=500, seed=4)
     assert a == b
     assert a != c
     for value in a.values():
@@ -75,11 +75,23 @@ def test_rouge_intervals_contain_mean_and_are_seeded():
     assert a["rouge1"]["f1"] > a["rouge2"]["f1"] > 0
 
 
+def test_mean_rouge_by_hand():
+    # 2 of 4 unigrams shared (F1 1/2), 1 of 3 bigrams (F1 1/3), LCS "a b" (1/2).
+    scores = metrics.mean_rouge(
+        ["a b c d", "stocks rising"], ["a b x y", "stock rises"], ("rouge1", "rouge2")
+    )
+    # Second pair: the stemmer makes both words match (F1 1 and 1).
+    assert scores["rouge1"] == pytest.approx(100 * (0.5 + 1.0) / 2)
+    assert scores["rouge2"] == pytest.approx(100 * (1 / 3 + 1.0) / 2)
+    per_example = metrics.rouge_scores(["a b c d"], ["a b x y"], ["rougeL"])
+    assert per_example.shape == (1, 1) and per_example[0, 0] == pytest.approx(0.5)
+
+
 def test_rouge_rejects_mismatched_lengths():
     with pytest.raises(ValueError, match="2 predictions and 1 references"):
-        ev.rouge_with_intervals(["a", "b"], ["a"])
+        metrics.rouge_with_intervals(["a", "b"], ["a"])
     with pytest.raises(ValueError, match="at least one"):
-        ev.rouge_with_intervals([], [])
+        metrics.rouge_with_intervals([], [])
 
 
 def test_lead_baseline():
