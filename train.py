@@ -208,10 +208,11 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     from models import pipeline
+    from models.errors import UserError
 
     try:
         pipeline.run(args)
-    except pipeline.UserError as error:
+    except UserError as error:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -8,6 +8,8 @@ import dataclasses
 import json
 from pathlib import Path
 
+from models.errors import UserError
+
 ATTENTION_CHOICES = (
     "bahdanau",
     "bahdanau-normalized",
@@ -64,20 +66,22 @@ class SummarizerConfig:
 
     def __post_init__(self):
         if self.attention not in ATTENTION_CHOICES:
-            raise ValueError(
-                f"attention must be one of {', '.join(ATTENTION_CHOICES)}. "
+            raise UserError(
+                f"`attention` must be one of {', '.join(ATTENTION_CHOICES)}. "
                 f"Received: attention={self.attention!r}"
             )
         if self.cell not in ("lstm", "gru"):
-            raise ValueError(f"cell must be 'lstm' or 'gru'. Received: {self.cell!r}")
+            raise UserError(
+                f"`cell` must be 'lstm' or 'gru'. Received: cell={self.cell!r}"
+            )
         if not 0 <= self.sampled_softmax:
-            raise ValueError(
-                "sampled_softmax must be >= 0 (0: full softmax). Received: "
+            raise UserError(
+                "`sampled_softmax` must be >= 0 (0: full softmax). Received: "
                 f"sampled_softmax={self.sampled_softmax}"
             )
         if self.hidden_size % 2:
-            raise ValueError(
-                "hidden_size is split between the two encoder directions and "
+            raise UserError(
+                "`hidden_size` is split between the two encoder directions and "
                 f"must be even. Received: hidden_size={self.hidden_size}"
             )
 
@@ -89,7 +93,10 @@ class SummarizerConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(values) - known
         if unknown:
-            raise ValueError(f"Unknown config keys: {sorted(unknown)}")
+            raise UserError(
+                f"Config keys must be fields of {cls.__name__}. "
+                f"Received: unknown keys {sorted(unknown)}"
+            )
         return cls(**values)
 
     def save(self, path):

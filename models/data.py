@@ -30,6 +30,8 @@ from pathlib import Path
 
 import tensorflow as tf
 
+from models.errors import UserError
+
 SPLITS = ("train", "validation", "test")
 # TFDS split name -> file prefix in org_data/ (the builder's own mapping).
 SPLIT_FILES = {"train": "train", "validation": "dev", "test": "test"}
@@ -37,10 +39,6 @@ _SPLIT_ALIASES = {"dev": "validation", "valid": "validation", "val": "validation
 ARCHIVE_NAME = "ggw_data.zip"  # file name in TFDS's url_checksums/gigaword.txt
 ORG_DATA = "org_data"
 _MARKER = "gigaword_offline_source.json"
-
-
-class DataError(Exception):
-    """Invalid or missing input data; the message is one line."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +65,7 @@ class _Source:
             paths = [self.path / name for name in self.file_names()]
         for p in paths:
             if not p.is_file():
-                raise DataError(f"missing file (or not a file): {p}")
+                raise UserError(f"missing file (or not a file): {p}")
         return paths
 
     def fingerprint(self) -> str:
@@ -119,14 +117,14 @@ def _zip_source(path: Path) -> _Source:
         with zipfile.ZipFile(path) as zf:
             names = set(zf.namelist())
     except (OSError, zipfile.BadZipFile) as e:
-        raise DataError(f"cannot read zip archive {path}: {e}") from None
+        raise UserError(f"cannot read zip archive {path}: {e}") from None
     # The TFDS builder reads `<extracted>/org_data/*.txt`; accept the folder at
     # any depth (e.g. `ggw_data/org_data/`) and hand the builder its parent.
     for name in sorted(names, key=len):
         if name.endswith(f"{ORG_DATA}/train.src.txt"):
             return _Source("zip", path, name[: -len("train.src.txt")])
-    raise DataError(
-        f"zip archive {path} has no {ORG_DATA}/train.src.txt "
+    raise UserError(
+        f"A zip archive must hold {ORG_DATA}/train.src.txt. Received: {path} "
         f"(members: {', '.join(sorted(names)[:8])}{', ...' if len(names) > 8 else ''})"
     )
 
@@ -135,13 +133,16 @@ def _find_source(data_dir: str | os.PathLike) -> _Source:
     """Resolves `data_dir` to the local copy of the gigaword download."""
     path = Path(data_dir).expanduser()
     if not path.exists():
-        raise DataError(f"data_dir does not exist: {path}")
+        raise UserError(f"`data_dir` must exist. Received: data_dir={path}")
     if path.is_file():
         if zipfile.is_zipfile(path):
             return _zip_source(path)
-        raise DataError(f"data_dir is a file but not a zip archive: {path}")
+        raise UserError(
+            "`data_dir` must be a folder or a zip archive. Received: "
+            f"data_dir={path}, a file but not a zip archive"
+        )
     if not os.access(path, os.R_OK | os.X_OK):
-        raise DataError(f"data_dir is not readable: {path}")
+        raise UserError(f"`data_dir` must be readable. Received: data_dir={path}")
     if _is_org_data_dir(path):
         return _Source("dir", path)
     if _is_org_data_dir(path / ORG_DATA):
@@ -151,10 +152,11 @@ def _find_source(data_dir: str | os.PathLike) -> _Source:
     for archive in (path / ARCHIVE_NAME, path / "downloads" / "manual" / ARCHIVE_NAME):
         if archive.is_file():
             return _zip_source(archive)
-    raise DataError(
-        f"no Gigaword data in {path}: expected {ORG_DATA}/"
+    raise UserError(
+        f"`data_dir` must hold Gigaword data: {ORG_DATA}/"
         "{train,dev,test}.{src,tgt}.txt, the files themselves, "
-        f"{ARCHIVE_NAME}, downloads/manual/{ARCHIVE_NAME}, or a prepared TFDS dir"
+        f"{ARCHIVE_NAME}, downloads/manual/{ARCHIVE_NAME}, or a prepared TFDS dir. "
+        f"Received: data_dir={path}"
     )
 
 
@@ -165,14 +167,14 @@ def _check_lines(name: str, lines) -> int:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise DataError(
+            raise UserError(
                 f"{name} line {count}: not UTF-8 (byte {raw[e.start : e.start + 1]!r} "
                 f"at column {e.start + 1})"
             ) from None
         if not text.strip():
-            raise DataError(f"{name} line {count}: empty line")
+            raise UserError(f"{name} line {count}: empty line")
     if count == 0:
-        raise DataError(f"{name} is empty")
+        raise UserError(f"{name} is empty")
     return count
 
 
@@ -197,23 +199,23 @@ def _validate(source: _Source, splits: Sequence[str] = SPLITS) -> dict[str, int]
                     try:
                         f = zf.open(member)
                     except KeyError:
-                        raise DataError(f"missing file: {shown[side]}") from None
+                        raise UserError(f"missing file: {shown[side]}") from None
                 else:
                     fpath = source.path / fname
                     shown[side] = str(fpath)
                     if not fpath.is_file():
-                        raise DataError(f"missing file (or not a file): {fpath}")
+                        raise UserError(f"missing file (or not a file): {fpath}")
                     try:
                         f = open(fpath, "rb")  # noqa: SIM115 - closed below
                     except OSError as e:
-                        raise DataError(f"cannot read {fpath}: {e.strerror}") from None
+                        raise UserError(f"cannot read {fpath}: {e.strerror}") from None
                 with f:
                     try:
                         n[side] = _check_lines(shown[side], f)
                     except (OSError, zipfile.BadZipFile) as e:
-                        raise DataError(f"cannot read {shown[side]}: {e}") from None
+                        raise UserError(f"cannot read {shown[side]}: {e}") from None
             if n["src"] != n["tgt"]:
-                raise DataError(
+                raise UserError(
                     f"line counts differ for split {split!r}: {shown['src']} has "
                     f"{n['src']} lines, {shown['tgt']} has {n['tgt']}"
                 )
@@ -302,7 +304,7 @@ def prepare_offline(
         The prepared `tfds.core.DatasetBuilder` (call `as_dataset` on it).
 
     Raises:
-        DataError: the source is missing or invalid, or `tfds_dir` already
+        UserError: the source is missing or invalid, or `tfds_dir` already
             holds `gigaword` prepared from another source.
     """
     import tensorflow_datasets as tfds
@@ -330,7 +332,7 @@ def prepare_offline(
             if previous == source.describe()
             else f", not {source.describe()}"
         )
-        raise DataError(
+        raise UserError(
             f"{root} already holds gigaword prepared from {previous}{why};"
             " pass another tfds_dir (or delete that one)"
         )
@@ -381,12 +383,14 @@ def prepare_offline(
 def _canonical_split(split: str, strict: bool) -> str:
     """Maps `dev` -> `validation`; checks the base name for Gigaword splits."""
     if not isinstance(split, str):
-        raise DataError(f"split must be a string, received: {split!r}")
+        raise UserError(f"`split` must be a string. Received: split={split!r}")
     match = re.match(r"^\s*(\w+)", split)
     base = match.group(1) if match else ""
     canonical = _SPLIT_ALIASES.get(base, base)
     if strict and canonical not in SPLITS:
-        raise DataError(f"unknown split {split!r}; available: {', '.join(SPLITS)}")
+        raise UserError(
+            f"`split` must be one of {', '.join(SPLITS)}. Received: split={split!r}"
+        )
     return canonical + split[match.end() :] if match else split
 
 
@@ -398,23 +402,21 @@ def _tfds_builder(dataset: str, data_dir):
     except tfds.core.registered.DatasetNotFoundError:
         names = tfds.list_builders(with_community_datasets=False)
         close = difflib.get_close_matches(dataset, names, n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise DataError(f"unknown TFDS dataset {dataset!r}{hint}") from None
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise UserError(
+            f"`dataset` must be a TFDS dataset{hint}. Received: dataset={dataset!r}"
+        ) from None
 
 
-def _check_keys(builder, keys: Sequence[str]) -> None:
+def _check_keys(builder, document_key: str, summary_key: str) -> None:
     features = builder.info.features
-    available = ", ".join(sorted(features.keys()))
-    for key in keys:
-        if key not in features:
-            raise DataError(
-                f"TFDS dataset {builder.name!r} has no feature {key!r}; "
-                f"available keys: {available}"
-            )
-        if features[key].dtype != tf.string:
-            raise DataError(
-                f"feature {key!r} of TFDS dataset {builder.name!r} is "
-                f"{features[key].dtype.name}, not text; available keys: {available}"
+    text_keys = sorted(k for k in features.keys() if features[k].dtype == tf.string)
+    for name, key in (("document_key", document_key), ("summary_key", summary_key)):
+        if key not in text_keys:
+            raise UserError(
+                f"`{name}` must name a text feature of TFDS dataset "
+                f"{builder.name!r} (available keys: {', '.join(text_keys)}). "
+                f"Received: {name}={key!r}"
             )
 
 
@@ -422,9 +424,9 @@ def _as_pairs(builder, split: str, document_key: str, summary_key: str):
     available = list(builder.info.splits.keys())
     base = re.match(r"^\s*(\w+)", split)
     if available and base and base.group(1) not in available:
-        raise DataError(
-            f"TFDS dataset {builder.name!r} has no split {split!r}; "
-            f"available: {', '.join(available)}"
+        raise UserError(
+            f"`split` must be a split of TFDS dataset {builder.name!r}: "
+            f"{', '.join(available)}. Received: split={split!r}"
         )
     ds = builder.as_dataset(split=split, shuffle_files=False)
     return ds.map(
@@ -436,12 +438,14 @@ def _as_pairs(builder, split: str, document_key: str, summary_key: str):
 def _text_pairs(source: _Source, split: str) -> tf.data.Dataset:
     """Pairs read straight from org_data files (no TFDS, no `<unk>` rewrite)."""
     if source.kind != "dir":
-        raise DataError(
-            "a zip archive is only read through the TFDS gigaword builder: "
-            f"{source.path}"
+        raise UserError(
+            "A zip archive is only read through the TFDS gigaword builder: "
+            f"`dataset` must be 'gigaword'. Received: data_dir={source.path}"
         )
     if split not in SPLITS:
-        raise DataError(f"unknown split {split!r}; available: {', '.join(SPLITS)}")
+        raise UserError(
+            f"`split` must be one of {', '.join(SPLITS)}. Received: split={split!r}"
+        )
     _validate(source, [split])
     prefix = str(source.path / SPLIT_FILES[split])
     return tf.data.Dataset.zip(
@@ -489,7 +493,7 @@ def load_split(
         file order when read from plain text files.
 
     Raises:
-        DataError: missing or invalid data, unknown dataset, split or key.
+        UserError: missing or invalid data, unknown dataset, split or key.
     """
     gigaword = dataset == "gigaword"
     split = _canonical_split(split, strict=gigaword)
@@ -497,7 +501,7 @@ def load_split(
         builder = _tfds_builder(
             dataset, None if tfds_dir is None else os.fspath(tfds_dir)
         )
-        _check_keys(builder, (document_key, summary_key))
+        _check_keys(builder, document_key, summary_key)
         try:
             builder.download_and_prepare()
         except ModuleNotFoundError as e:
@@ -505,7 +509,7 @@ def load_split(
                 raise
             # tensorflow-datasets 4.9.x imports it for downloads on any Python
             # but declares it only for Python < 3.9.
-            raise DataError(
+            raise UserError(
                 "tensorflow_datasets needs the importlib_resources package to "
                 "download (pip install importlib_resources), or pass data_dir"
             ) from None
@@ -514,14 +518,14 @@ def load_split(
     path = Path(data_dir).expanduser()
     if _prepared_tfds_dir(path, dataset):
         builder = _tfds_builder(dataset, os.fspath(path))
-        _check_keys(builder, (document_key, summary_key))
+        _check_keys(builder, document_key, summary_key)
         if not builder.is_prepared():
-            raise DataError(f"{path} holds {dataset} but not version {builder.version}")
+            raise UserError(f"{path} holds {dataset} but not version {builder.version}")
         return _as_pairs(builder, split, document_key, summary_key)
     if not gigaword:
         return _text_pairs(_find_source(path), split)
     # Check the keys against the builder's features before any preparation.
-    _check_keys(_tfds_builder(dataset, None), (document_key, summary_key))
+    _check_keys(_tfds_builder(dataset, None), document_key, summary_key)
     builder = prepare_offline(path, tfds_dir=tfds_dir)
     return _as_pairs(builder, split, document_key, summary_key)
 

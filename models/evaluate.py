@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from models.errors import UserError
 from models.layout import resolve_version_dir
 from models.metrics import ROUGE_TYPES, rouge_with_intervals
 
@@ -36,10 +37,6 @@ DECODING_SIGNATURES = {"beam": "serving_default", "greedy": "greedy"}
 LEAD_WORDS = 8
 
 
-class EvaluationError(Exception):
-    """Bad input to the evaluation (missing model, bad split); one-line message."""
-
-
 # ---------------------------------------------------------------------------
 # Baseline.
 
@@ -47,7 +44,7 @@ class EvaluationError(Exception):
 def lead_baseline(documents: Sequence[str], n_words: int = LEAD_WORDS) -> list[str]:
     """Lead baseline: the first `n_words` whitespace-separated words."""
     if n_words < 1:
-        raise ValueError(f"Expected `n_words` >= 1; received {n_words}.")
+        raise ValueError(f"`n_words` must be >= 1. Received: n_words={n_words}")
     return [" ".join(document.split()[:n_words]) for document in documents]
 
 
@@ -67,8 +64,9 @@ def _load(saved_model):
 def _signature(model, name: str):
     signatures = model.signatures
     if name not in signatures:
-        raise EvaluationError(
-            f"SavedModel has no '{name}' signature; it has {sorted(signatures)}."
+        raise UserError(
+            f"SavedModel has no '{name}' signature: it must be one of "
+            f"{sorted(signatures)}. Received: signature='{name}'"
         )
     return signatures[name]
 
@@ -115,7 +113,7 @@ def decode_documents(
     from tqdm.auto import tqdm
 
     if batch_size < 1:
-        raise ValueError(f"Expected `batch_size` >= 1; received {batch_size}.")
+        raise UserError(f"`batch_size` must be >= 1. Received: batch_size={batch_size}")
     function = _signature(_load(saved_model_dir), signature)
     documents = list(documents)
     headlines: list[str] = []
@@ -145,7 +143,10 @@ def _read_split(split, data_dir, dataset, max_examples, tfds_dir=None):
         documents.append(document.decode("utf-8"))
         references.append(summary.decode("utf-8"))
     if not documents:
-        raise EvaluationError(f"Split '{split}' of '{dataset}' has no examples.")
+        raise UserError(
+            f"`split` must hold at least one example of '{dataset}'. "
+            f"Received: split='{split}', which has none"
+        )
     return documents, references
 
 
@@ -238,14 +239,17 @@ def evaluate(
         each system to `{metric: {"f1", "low", "high"}}` (F1 x 100).
 
     Raises:
-        EvaluationError: for a missing model or a SavedModel without
-            `serving_default`.
-        ValueError: for an unknown split or a bad `max_examples`.
+        UserError: for a missing model, a SavedModel without
+            `serving_default`, an unknown split or a bad `max_examples`.
     """
     if split not in SPLITS:
-        raise ValueError(f"Expected `split` in {list(SPLITS)}; received '{split}'.")
+        raise UserError(
+            f"`split` must be one of {list(SPLITS)}. Received: split='{split}'"
+        )
     if max_examples is not None and max_examples < 1:
-        raise ValueError(f"Expected `max_examples` >= 1; received {max_examples}.")
+        raise UserError(
+            f"`max_examples` must be >= 1. Received: max_examples={max_examples}"
+        )
     version_dir = resolve_version_dir(model_dir)
     documents, references = _read_split(
         split, data_dir, dataset, max_examples, tfds_dir
@@ -383,17 +387,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _user_errors() -> tuple:
-    """Errors reported by the CLI as one line, without a traceback."""
-    errors = [EvaluationError, ValueError, OSError]
-    # Only a loaded models.data can have raised its DataError; importing it
-    # here would import TensorFlow just to report a missing folder.
-    data = sys.modules.get("models.data")
-    if data is not None:
-        errors.append(data.DataError)
-    return tuple(errors)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -414,9 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             seed=args.seed,
             progress=True,
         )
-    except Exception as error:
-        if not isinstance(error, _user_errors()):
-            raise
+    except (UserError, OSError) as error:
         lines = str(error).strip().splitlines()
         print(f"error: {lines[0] if lines else type(error).__name__}", file=sys.stderr)
         return 1

@@ -151,7 +151,10 @@ def export(
     version = version or next_version(export_dir)
     final = export_dir / str(version)
     if final.exists():
-        raise FileExistsError(f"Version folder already exists: {final}")
+        raise FileExistsError(
+            f"`version` must be a new version folder. Received: version={version} "
+            f"({final} exists)"
+        )
     module = HeadlineModule(model, features, options)
     signatures = {
         "serving_default": module.beam.get_concrete_function(),

@@ -35,8 +35,8 @@ class TextFeatures(tf.Module):
         vocabulary = list(vocabulary)
         if tuple(vocabulary[: len(RESERVED)]) != RESERVED:
             raise ValueError(
-                f"The vocabulary must start with {RESERVED}. "
-                f"Received: {vocabulary[: len(RESERVED)]}"
+                f"`vocabulary` must start with {RESERVED}. "
+                f"Received: vocabulary[:{len(RESERVED)}]={vocabulary[: len(RESERVED)]}"
             )
         self.vocab_size = len(vocabulary)
         self.max_source_length = max_source_length

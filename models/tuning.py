@@ -35,7 +35,7 @@ def tune_search_options(
         `length_penalty`, `no_repeat_ngram_size`, `rouge1` and `mean_length`.
     """
     if not documents:
-        raise ValueError("tune_search_options needs at least one document")
+        raise ValueError("`documents` must not be empty. Received: documents=[]")
     rows = []
     for ngram_size in ngram_sizes:
         options = dataclasses.replace(base, no_repeat_ngram_size=int(ngram_size))

@@ -219,7 +219,7 @@ def test_decode_documents_each_signature(saved_model):
         saved_model / "1", DOCS[:3], signature="greedy", progress=False
     )
     assert greedy == [" ".join(d.split()[:2]) for d in DOCS[:3]]
-    with pytest.raises(ev.EvaluationError, match="no 'nope' signature"):
+    with pytest.raises(UserError, match="no 'nope' signature"):
         ev.decode_documents(saved_model, DOCS, signature="nope")
 
 
@@ -294,7 +294,7 @@ def test_evaluate_writes_metrics_and_heatmaps(saved_model, data_dir, capsys):
 
 
 def test_evaluate_rejects_bad_split(saved_model):
-    with pytest.raises(ValueError, match="received 'dev'"):
+    with pytest.raises(UserError, match="Received: split='dev'"):
         ev.evaluate(saved_model, "dev")
 
 

@@ -298,11 +298,11 @@ def test_attention_signature_and_page_api(client):
 @pytest.mark.parametrize(
     "path, body, status, fragment",
     [
-        ("/v1/models/headlines:predict", b"{not json", 400, "Malformed JSON"),
-        ("/v1/models/headlines:predict", b"", 400, "Empty request body"),
+        ("/v1/models/headlines:predict", b"{not json", 400, "must be valid JSON"),
+        ("/v1/models/headlines:predict", b"", 400, "an empty body"),
         ("/v1/models/headlines:predict", b"\xff\xfe", 400, "UTF-8"),
-        ("/v1/models/headlines:predict", [DOC], 400, "got list"),
-        ("/v1/models/headlines:predict", {"instance": [DOC]}, 400, "Unknown field"),
+        ("/v1/models/headlines:predict", [DOC], 400, "Received: list"),
+        ("/v1/models/headlines:predict", {"instance": [DOC]}, 400, "unknown field"),
         ("/v1/models/headlines:predict", {}, 400, "Missing 'inputs' or 'instances'"),
         (
             "/v1/models/headlines:predict",
@@ -323,7 +323,7 @@ def test_attention_signature_and_page_api(client):
             "/v1/models/headlines:predict",
             {"instances": [{"documents": ["nested"]}]},
             400,
-            "expected a string",
+            "must be a string or",
         ),
         (
             "/v1/models/headlines:predict",
@@ -350,7 +350,7 @@ def test_attention_signature_and_page_api(client):
             "/v1/models/headlines:predict",
             {"instances": [DOC] * 5},
             400,
-            "Too many instances: got 5",
+            "Received: 5 instances",
         ),
         (
             "/v1/models/headlines:predict",

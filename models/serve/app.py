@@ -22,13 +22,14 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from models.errors import HttpError
 from models.serve.batcher import Batcher, Job
 from models.serve.codec import (
     DEFAULT_SIGNATURE,
-    ApiError,
     crop_batch_padding,
     parse_columnar,
     parse_row,
+    preview,
     to_json,
 )
 from models.serve.servable import ModelManager, Servable
@@ -93,7 +94,7 @@ class HeadlineServer:
                 Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
             ],
             middleware=[Middleware(_AccessLog)],
-            exception_handlers={ApiError: self._api_error},
+            exception_handlers={HttpError: self._api_error},
             lifespan=self._lifespan,
         )
 
@@ -109,8 +110,8 @@ class HeadlineServer:
             self.manager.stop()
             await asyncio.to_thread(self.batcher.stop)
 
-    async def _api_error(self, request: Request, exc: ApiError) -> Response:
-        """Answers every `ApiError` a route raises as `{"error": message}`."""
+    async def _api_error(self, request: Request, exc: HttpError) -> Response:
+        """Answers every `HttpError` a route raises as `{"error": message}`."""
         self.errors[exc.status] += 1
         return _error(exc.status, exc.message)
 
@@ -142,28 +143,43 @@ class HeadlineServer:
     async def models(self, request: Request) -> Response:
         match = _MODEL_PATH.match(request.path_params["rest"])
         if not match:
-            raise ApiError(404, f"Unknown path: {request.url.path}")
+            raise HttpError(
+                404,
+                f"Unknown path: not a TF Serving route. Received: {request.url.path}",
+            )
         name, version, label, tail = match.group("name", "version", "label", "tail")
         if label is not None:
-            raise ApiError(
-                404, f"Labels are not supported by this server (got label '{label}')."
+            raise HttpError(
+                404,
+                "Labels are not supported: name a version or none. "
+                f"Received: label='{label}'",
             )
         is_post = request.method == "POST"
         if tail in (None, "/metadata"):
             if is_post:
-                raise ApiError(405, f"Use GET for {request.url.path}.")
+                raise HttpError(
+                    405, f"{request.url.path} must be read with GET. Received: POST"
+                )
             servable = self._servable(name, version)
             if tail is None:
                 return _json_response(self._status(servable))
             return _json_response(self._metadata(servable))
         if tail in (":classify", ":regress"):
-            raise ApiError(
-                400, f"'{tail[1:]}' is not supported: this model only serves predict."
+            raise HttpError(
+                400,
+                "The method must be predict (classify and regress are not "
+                f"supported). Received: {tail[1:]}",
             )
         if tail != ":predict":
-            raise ApiError(404, f"Unknown method '{tail[1:]}' in {request.url.path}.")
+            raise HttpError(
+                404, f"Unknown method: it must be predict. Received: {tail[1:]}"
+            )
         if not is_post:
-            raise ApiError(405, f"Use POST for {request.url.path}.")
+            raise HttpError(
+                405,
+                f"{request.url.path} must be sent with POST. "
+                f"Received: {request.method}",
+            )
         servable = self._servable(name, version)
         payload = await self._read_json(request)
         return await self._predict(servable, payload)
@@ -172,17 +188,28 @@ class HeadlineServer:
         """Endpoint for the web page: one document -> tokens + attention matrix."""
         payload = await self._read_json(request)
         if not isinstance(payload, dict) or set(payload) != {"document"}:
-            raise ApiError(400, 'Expected a JSON object {"document": "..."}.')
+            raise HttpError(
+                400,
+                'The body must be a JSON object {"document": "..."}. '
+                f"Received: {preview(payload)}",
+            )
         document = payload["document"]
         if not isinstance(document, str) or not document.strip():
-            raise ApiError(400, "'document' must be a non-empty string.")
+            raise HttpError(
+                400,
+                f"`document` must be a non-empty string. Received: {preview(document)}",
+            )
         servable = self.manager.current
         signature = "attention"
         if signature not in servable.signatures:
             signature = DEFAULT_SIGNATURE
         dtypes = servable.input_dtypes[signature]
         if len(dtypes) != 1:
-            raise ApiError(400, f"Signature '{signature}' needs several inputs.")
+            raise HttpError(
+                400,
+                f"Signature '{signature}' must take a single input. "
+                f"Received: inputs {sorted(dtypes)}",
+            )
         inputs = {next(iter(dtypes)): [document.encode("utf-8")]}
         outputs, batch_requests, batch_size = await self._call(
             servable, signature, inputs, 1
@@ -208,9 +235,9 @@ class HeadlineServer:
         servable = self.manager.current  # Read once: stable for this request.
         if name != self.config.model_name:
             spec = f"Specific({name}, {version})" if version else f"Latest({name})"
-            raise ApiError(404, f"Servable not found for request: {spec}")
+            raise HttpError(404, f"Servable not found for request: {spec}")
         if version is not None and version != str(servable.version):
-            raise ApiError(
+            raise HttpError(
                 404,
                 f"Servable not found for request: Specific({name}, {version}) "
                 f"(serving version {servable.version})",
@@ -242,53 +269,70 @@ class HeadlineServer:
         limit = self.config.max_body_bytes
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise ApiError(
-                413, f"Request body of {declared} bytes exceeds the limit of {limit}."
+            raise HttpError(
+                413,
+                f"The request body exceeds the limit of {limit} bytes. "
+                f"Received: {declared} bytes",
             )
         chunks, size = [], 0
         async for chunk in request.stream():  # Also bounds chunked uploads.
             size += len(chunk)
             if size > limit:
-                raise ApiError(413, f"Request body exceeds the limit of {limit} bytes.")
+                raise HttpError(
+                    413,
+                    f"The request body exceeds the limit of {limit} bytes. "
+                    f"Received: more than {limit} bytes",
+                )
             chunks.append(chunk)
         body = b"".join(chunks)
         if not body.strip():
-            raise ApiError(400, "Empty request body: expected a JSON object.")
+            raise HttpError(
+                400, "The request body must be a JSON object. Received: an empty body"
+            )
         try:  # Decode first: json.loads(bytes) would guess UTF-16/32 too.
             return json.loads(body.decode("utf-8"))
         except UnicodeDecodeError as exc:
-            raise ApiError(400, f"Request body is not valid UTF-8: {exc}") from None
+            raise HttpError(
+                400, f"The request body must be UTF-8 text. Received: {exc}"
+            ) from None
         except json.JSONDecodeError as exc:
-            raise ApiError(400, f"Malformed JSON body: {exc}") from None
+            raise HttpError(
+                400, f"The request body must be valid JSON. Received: {exc}"
+            ) from None
 
     async def _predict(self, servable: Servable, payload: Any) -> Response:
         if not isinstance(payload, dict):
-            raise ApiError(
+            raise HttpError(
                 400,
-                f"Expected a JSON object with 'instances' or 'inputs', got "
-                f"{type(payload).__name__}.",
+                "A predict request must be a JSON object with 'instances' or "
+                f"'inputs'. Received: {type(payload).__name__}",
             )
         unknown = sorted(set(payload) - {"signature_name", "instances", "inputs"})
         if unknown:
-            raise ApiError(
+            raise HttpError(
                 400,
-                f"Unknown field(s) {unknown}: a predict request has 'instances' "
-                "(row format) or 'inputs' (columnar format), and optionally "
-                "'signature_name'.",
+                "A predict request has 'instances' (row format) or 'inputs' "
+                "(columnar format), and optionally 'signature_name'. "
+                f"Received: unknown field(s) {unknown}",
             )
         if ("instances" in payload) == ("inputs" in payload):
-            raise ApiError(
+            raise HttpError(
                 400,
                 "Missing 'inputs' or 'instances' key"
                 if "instances" not in payload
-                else "Send either 'instances' or 'inputs', not both.",
+                else "A predict request must have 'instances' or 'inputs', not "
+                "both. Received: both",
             )
         signature = payload.get("signature_name", DEFAULT_SIGNATURE)
         if not isinstance(signature, str):
-            raise ApiError(400, "'signature_name' must be a string.")
+            raise HttpError(
+                400,
+                "`signature_name` must be a string. "
+                f"Received: signature_name={preview(signature)}",
+            )
         signature = signature or DEFAULT_SIGNATURE
         if signature not in servable.signatures:
-            raise ApiError(
+            raise HttpError(
                 400,
                 f'Serving signature name: "{signature}" not found in signature def '
                 f"(available: {sorted(servable.signatures)})",
@@ -300,10 +344,10 @@ class HeadlineServer:
         else:
             inputs, size = parse_columnar(payload["inputs"], dtypes)
         if size > self.config.max_instances:
-            raise ApiError(
+            raise HttpError(
                 400,
-                f"Too many instances: got {size}, the limit is "
-                f"{self.config.max_instances} per request.",
+                f"A request must hold at most {self.config.max_instances} "
+                f"instances. Received: {size} instances",
             )
         outputs, batch_requests, batch_size = await self._call(
             servable, signature, inputs, size
@@ -332,7 +376,7 @@ class HeadlineServer:
         try:
             self.batcher.submit(job)
         except queue.Full:
-            raise ApiError(
+            raise HttpError(
                 503,
                 f"Server overloaded: {self.config.max_queue} requests already "
                 "queued; retry later.",
@@ -343,15 +387,15 @@ class HeadlineServer:
             )
         except asyncio.TimeoutError:
             job.future.cancel()  # The worker skips it if it has not started yet.
-            raise ApiError(
+            raise HttpError(
                 504,
                 f"Request timed out after {self.config.request_timeout_s:g} s.",
             ) from None
         except (tf.errors.InvalidArgumentError, ValueError, TypeError) as exc:
-            raise ApiError(400, _tf_message(exc)) from None
+            raise HttpError(400, _tf_message(exc)) from None
         except Exception as exc:
             logger.exception("Model call failed")
-            raise ApiError(500, f"Model call failed: {_tf_message(exc)}") from None
+            raise HttpError(500, f"Model call failed: {_tf_message(exc)}") from None
 
 
 def _tf_message(exc: Exception) -> str:

@@ -11,7 +11,7 @@ def _positive(kind):
     def parse(text):
         value = kind(text)
         if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+            raise argparse.ArgumentTypeError(f"must be > 0. Received: {text}")
         return value
 
     return parse

@@ -10,19 +10,12 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from models.errors import HttpError
+
 DEFAULT_SIGNATURE = "serving_default"
 # Outputs of the `attention` signature padded to the longest row of the *batch*;
 # they are trimmed per request so a response never depends on its batch-mates.
 _PADDED_TOKEN_OUTPUTS = ("source_tokens", "headline_tokens")
-
-
-class ApiError(Exception):
-    """An error answered as `{"error": message}` with an HTTP status code."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 def _decode_string(value: Any, where: str) -> bytes:
@@ -32,15 +25,17 @@ def _decode_string(value: Any, where: str) -> bytes:
         try:
             return base64.b64decode(value["b64"], validate=True)
         except (ValueError, TypeError) as exc:
-            raise ApiError(400, f"{where}: invalid base64 in 'b64': {exc}") from None
-    raise ApiError(
+            raise HttpError(
+                400, f"`{where}.b64` must be valid base64. Received: {exc}"
+            ) from None
+    raise HttpError(
         400,
-        f'{where}: expected a string (or {{"b64": ...}}), got '
-        f"{type(value).__name__} {_preview(value)}.",
+        f'`{where}` must be a string or {{"b64": ...}}. Received: '
+        f"{where}={preview(value)} ({type(value).__name__})",
     )
 
 
-def _preview(value: Any, limit: int = 60) -> str:
+def preview(value: Any, limit: int = 60) -> str:
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -50,22 +45,26 @@ def _convert(value: Any, dtype: tf.DType, where: str) -> Any:
         return _decode_string(value, where)
     if isinstance(value, (bool, int, float)) or value is None:
         if value is None or (isinstance(value, bool) and dtype != tf.bool):
-            raise ApiError(400, f"{where}: expected a number, got {_preview(value)}.")
+            raise HttpError(
+                400, f"`{where}` must be a number. Received: {where}={preview(value)}"
+            )
         return value
     if isinstance(value, list):
         return [_convert(v, dtype, f"{where}[{i}]") for i, v in enumerate(value)]
-    raise ApiError(400, f"{where}: expected a number, got {_preview(value)}.")
+    raise HttpError(
+        400, f"`{where}` must be a number. Received: {where}={preview(value)}"
+    )
 
 
 def parse_row(
     instances: Any, dtypes: dict[str, tf.DType]
 ) -> tuple[dict[str, list], int]:
     if not isinstance(instances, list):
-        raise ApiError(
-            400, f"'instances' must be a list, got {type(instances).__name__}."
+        raise HttpError(
+            400, f"`instances` must be a list. Received: instances={preview(instances)}"
         )
     if not instances:
-        raise ApiError(400, "'instances' is an empty list: send at least one.")
+        raise HttpError(400, "`instances` must be a non-empty list. Received: []")
     names = sorted(dtypes)
     inputs: dict[str, list] = {name: [] for name in names}
     for i, instance in enumerate(instances):
@@ -75,14 +74,7 @@ def parse_row(
             unknown = sorted(set(instance) - set(names))
             missing = sorted(set(names) - set(instance))
             if unknown or missing:
-                raise ApiError(
-                    400,
-                    f"{where}: keys {sorted(instance)} do not match the signature "
-                    f"inputs {names}"
-                    + (f" (unknown: {unknown})" if unknown else "")
-                    + (f" (missing: {missing})" if missing else "")
-                    + ".",
-                )
+                raise HttpError(400, _key_mismatch(where, instance, names))
             for name in names:
                 inputs[name].append(
                     _convert(instance[name], dtypes[name], f"{where}.{name}")
@@ -90,10 +82,10 @@ def parse_row(
         elif len(names) == 1:
             inputs[names[0]].append(_convert(instance, dtypes[names[0]], where))
         else:
-            raise ApiError(
+            raise HttpError(
                 400,
-                f"{where}: the signature has several inputs {names}, so each "
-                "instance must be an object naming them.",
+                f"`{where}` must be an object naming the signature's inputs "
+                f"{names}. Received: {where}={preview(instance)}",
             )
     return inputs, len(instances)
 
@@ -105,39 +97,34 @@ def parse_columnar(
     named = isinstance(columns, dict) and set(columns) != {"b64"}
     if not named:
         if len(names) != 1:
-            raise ApiError(
+            raise HttpError(
                 400,
-                f"'inputs': the signature has several inputs {names}, so 'inputs' "
-                "must be an object naming them.",
+                f"`inputs` must be an object naming the signature's inputs {names}. "
+                f"Received: inputs={preview(columns)}",
             )
         columns = {names[0]: columns}
     unknown = sorted(set(columns) - set(names))
     missing = sorted(set(names) - set(columns))
     if unknown or missing:
-        raise ApiError(
-            400,
-            f"'inputs': keys {sorted(columns)} do not match the signature inputs "
-            f"{names}"
-            + (f" (unknown: {unknown})" if unknown else "")
-            + (f" (missing: {missing})" if missing else "")
-            + ".",
-        )
+        raise HttpError(400, _key_mismatch("inputs", columns, names))
     inputs, size = {}, None
     for name in names:
         column = columns[name]
         if not isinstance(column, list):
-            raise ApiError(
+            raise HttpError(
                 400,
-                f"'inputs.{name}' must be a list (one entry per example), got "
-                f"{type(column).__name__}.",
+                f"`inputs.{name}` must be a list, one entry per example. "
+                f"Received: inputs.{name}={preview(column)}",
             )
         if not column:
-            raise ApiError(400, f"'inputs.{name}' is an empty list.")
+            raise HttpError(
+                400, f"`inputs.{name}` must be a non-empty list. Received: []"
+            )
         if size is not None and len(column) != size:
-            raise ApiError(
+            raise HttpError(
                 400,
-                f"'inputs' columns have different lengths: {size} and "
-                f"{len(column)} ({name}).",
+                "`inputs` columns must all have the same length. Received: "
+                f"lengths {size} and {len(column)} ({name})",
             )
         size = len(column)
         inputs[name] = [
@@ -145,6 +132,17 @@ def parse_columnar(
             for i, v in enumerate(column)
         ]
     return inputs, size
+
+
+def _key_mismatch(where: str, given: dict, names: list[str]) -> str:
+    unknown = sorted(set(given) - set(names))
+    missing = sorted(set(names) - set(given))
+    return (
+        f"The keys of `{where}` must be the signature's inputs {names}. "
+        f"Received: keys {sorted(given)}"
+        + (f" (unknown: {unknown})" if unknown else "")
+        + (f" (missing: {missing})" if missing else "")
+    )
 
 
 def to_json(value: np.ndarray | Any) -> Any:

@@ -17,6 +17,7 @@ import tensorflow as tf  # noqa: E402
 from google.protobuf import json_format  # noqa: E402
 from tensorflow.core.protobuf import saved_model_pb2  # noqa: E402
 
+from models.errors import UserError  # noqa: E402
 from models.layout import SAVED_MODEL_FILE, version_dirs  # noqa: E402
 
 logger = logging.getLogger("models.serve")
@@ -65,7 +66,9 @@ class Servable:
         loaded = tf.saved_model.load(str(path))
         signatures = dict(loaded.signatures)
         if not signatures:
-            raise ValueError(f"SavedModel at {path} has no signatures.")
+            raise UserError(
+                f"A SavedModel must have signatures. Received: none in {path}"
+            )
         input_dtypes, output_names = {}, {}
         for name, fn in signatures.items():
             _, kwargs = fn.structured_input_signature
@@ -108,8 +111,8 @@ class ModelManager:
         versions = version_dirs(self.model_dir)
         if not versions:
             raise FileNotFoundError(
-                f"No version folder with a saved_model.pb in {self.model_dir} "
-                "(expected <model-dir>/<integer version>/saved_model.pb)."
+                "No version folder in `model_dir`: it must hold <integer version>/"
+                f"{SAVED_MODEL_FILE}. Received: model_dir={self.model_dir}"
             )
         version, path = versions[-1]
         servable = Servable.load(version, path)
