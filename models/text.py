@@ -19,11 +19,13 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import tensorflow as tf
 
+# The reserved tokens, defined here only: the vocabulary starts with them in
+# this order, so their ids are their positions (`models.features`).
 PAD = "<pad>"
 UNK = "<unk>"
-BOS = "<s>"
-EOS = "</s>"
-RESERVED = (PAD, UNK, BOS, EOS)
+START = "<s>"
+END = "</s>"
+RESERVED = (PAD, UNK, START, END)
 
 # Gigaword writes rare words as `<unk>` (harvardnlp files) or `UNK` (TFDS, which
 # rewrites train/validation); both mean the vocabulary's unknown entry.

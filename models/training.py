@@ -19,7 +19,7 @@ import tensorflow as tf
 from models import data, text
 from models.config import SearchOptions, SummarizerConfig
 from models.export import HeadlineModule, headlines_in_batches
-from models.features import RESERVED, TextFeatures
+from models.features import TextFeatures
 from models.metrics import mean_rouge
 from models.summarizer import HeadlineSummarizer
 
@@ -40,7 +40,7 @@ def build_features(train_dataset, config, min_count=2):
     """Builds the vocabulary from the training split; sets `config.vocab_size`."""
     counts = count_words(train_dataset)
     vocabulary = text.build_vocabulary(
-        counts, max_size=config.vocab_size, min_count=min_count, reserved=RESERVED
+        counts, max_size=config.vocab_size, min_count=min_count
     )
     config.vocab_size = len(vocabulary)
     return TextFeatures(vocabulary, config.max_source_length, config.max_target_length)
@@ -76,12 +76,13 @@ def encode_dataset(dataset, features):
         dataset.batch(1024)
         .map(encode, num_parallel_calls=tf.data.AUTOTUNE)
         .unbatch()
-        .map(_trim_padding)
+        .map(_unpad_example)
     )
 
 
-def _trim_padding(inputs, target_out):
-    # Rows come out of the batched encoding padded to the longest of 1024.
+def _unpad_example(inputs, target_out):
+    # Rows come out of the batched encoding padded to the longest of 1024:
+    # cut each back to its own length, so that batches pad only to theirs.
     source_length = tf.maximum(
         1, tf.reduce_sum(tf.cast(inputs["source_ids"] != 0, tf.int32))
     )
