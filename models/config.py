@@ -19,6 +19,13 @@ ATTENTION_CHOICES = (
     "luong-concat",
     "scaled-dot",
 )
+CELL_CHOICES = ("lstm", "gru")
+MIXED_PRECISION_CHOICES = ("mixed_float16", "mixed_bfloat16")
+
+
+def _choices(values):
+    """Field metadata: the command line offers exactly `values`."""
+    return {"choices": values}
 
 
 @dataclasses.dataclass
@@ -30,7 +37,7 @@ class SummarizerConfig:
         embedding_dim: Word embedding size (shared by encoder and decoder).
         hidden_size: Encoder output size (both directions together) and
             decoder state size.
-        cell: `"lstm"` or `"gru"`.
+        cell: Recurrent cell, one of `CELL_CHOICES`.
         attention: Score function, one of `ATTENTION_CHOICES`.
         attention_units: Hidden size of the additive and concat scores.
         copy: Pointer-generator copying from the source.
@@ -43,17 +50,19 @@ class SummarizerConfig:
             limit.
         sampled_softmax: Training only: score each target against this many
             vocabulary words sampled per batch instead of the whole
-            vocabulary (`models.sampled_softmax`); 0 trains on the full
-            softmax. Evaluation and decoding always use the full softmax:
-            the training loss shown is then the sampled estimate, `val_loss`
-            the exact one.
+            vocabulary (`models.sampled_softmax`, faster steps: BENCHMARKS.md
+            section 3); 0 trains on the full softmax. Evaluation and decoding
+            always use the full softmax: the training loss shown is then the
+            sampled estimate, `val_loss` the exact one.
     """
 
     vocab_size: int = 20000
     embedding_dim: int = 128
     hidden_size: int = 256
-    cell: str = "lstm"
-    attention: str = "bahdanau"
+    cell: str = dataclasses.field(default="lstm", metadata=_choices(CELL_CHOICES))
+    attention: str = dataclasses.field(
+        default="bahdanau", metadata=_choices(ATTENTION_CHOICES)
+    )
     attention_units: int = 256
     copy: bool = True
     coverage: bool = False
@@ -62,7 +71,7 @@ class SummarizerConfig:
     tie_embeddings: bool = True
     max_source_length: int = 64
     max_target_length: int = 20
-    sampled_softmax: int = 0
+    sampled_softmax: int = dataclasses.field(default=0, metadata={"metavar": "K"})
 
     def __post_init__(self):
         if self.attention not in ATTENTION_CHOICES:
@@ -70,9 +79,10 @@ class SummarizerConfig:
                 f"`attention` must be one of {', '.join(ATTENTION_CHOICES)}. "
                 f"Received: attention={self.attention!r}"
             )
-        if self.cell not in ("lstm", "gru"):
+        if self.cell not in CELL_CHOICES:
             raise UserError(
-                f"`cell` must be 'lstm' or 'gru'. Received: cell={self.cell!r}"
+                f"`cell` must be one of {', '.join(CELL_CHOICES)}. "
+                f"Received: cell={self.cell!r}"
             )
         if not 0 <= self.sampled_softmax:
             raise UserError(
@@ -109,7 +119,25 @@ class SummarizerConfig:
 
 @dataclasses.dataclass
 class TrainOptions:
-    """How to train (not what: that is `SummarizerConfig`)."""
+    """How to train (not what: that is `SummarizerConfig`).
+
+    Attributes:
+        batch_size: Examples per batch.
+        learning_rate: Adam's learning rate.
+        clipnorm: Gradients are clipped to this global norm.
+        epochs: Most epochs (early stopping may end sooner).
+        steps_per_epoch: Batches per epoch (None: the whole training split).
+        max_train_minutes: Stop training after this long (None: no limit).
+        checkpoint_every: Steps between backups, which a rerun resumes from.
+        patience: Epochs without a better validation score before stopping.
+        min_count: Words seen fewer times stay out of the vocabulary.
+        validation_rouge_examples: Validation examples decoded for ROUGE
+            after each epoch (0: follow the validation loss instead).
+        jit_compile: XLA-compile the train step.
+        mixed_precision: Keras mixed-precision policy, one of
+            `MIXED_PRECISION_CHOICES` (None: float32).
+        seed: Seed of the weights and of the data's order.
+    """
 
     batch_size: int = 64
     learning_rate: float = 1e-3
@@ -122,7 +150,9 @@ class TrainOptions:
     min_count: int = 2
     validation_rouge_examples: int = 200
     jit_compile: bool = False
-    mixed_precision: str | None = None
+    mixed_precision: str | None = dataclasses.field(
+        default=None, metadata=_choices(MIXED_PRECISION_CHOICES)
+    )
     seed: int = 0
 
 
@@ -132,7 +162,18 @@ SEARCH_TUNING_FILE = "search_tuning.json"
 
 @dataclasses.dataclass
 class SearchOptions:
-    """Decoding settings baked into the exported graph."""
+    """Decoding settings baked into the exported graph.
+
+    Attributes:
+        beam_size: Beams of the `serving_default` and `attention` signatures.
+        length_penalty: GNMT's alpha: beams are ranked by log-probability
+            over `((5 + n) / 6) ** length_penalty` (0: no normalisation).
+        min_length: `</s>` is banned for the first `min_length` tokens.
+        max_length: Most headline tokens.
+        no_repeat_ngram_size: Never repeat an n-gram of this size (0: off).
+        suppress_unk: Never generate <unk> (Gigaword's test references hold
+            UNK, which --no-suppress-unk lets the model match).
+    """
 
     beam_size: int = 5
     length_penalty: float = 1.0
