@@ -254,37 +254,16 @@ def evaluate(
     documents, references = _read_split(
         split, data_dir, dataset, max_examples, tfds_dir
     )
-
     model = _load(version_dir)
-    _signature(model, "serving_default")
-    signatures = {
-        system: name
-        for system, name in DECODING_SIGNATURES.items()
-        if name in model.signatures
-    }
-    systems = {}
-    for system, name in signatures.items():
-        predictions = decode_documents(
-            model,
-            documents,
-            signature=name,
-            batch_size=batch_size,
-            progress=progress,
-        )
-        systems[system] = rouge_with_intervals(
-            predictions, references, n_bootstrap=n_bootstrap, seed=seed
-        )
-    # The documents are already in the data's normalized form, like the
-    # references, so the baseline needs no further processing.
-    baseline = f"lead_{LEAD_WORDS}"
-    systems[baseline] = rouge_with_intervals(
-        lead_baseline(documents, LEAD_WORDS),
+    signatures, systems = score_systems(
+        model,
+        documents,
         references,
+        batch_size=batch_size,
         n_bootstrap=n_bootstrap,
         seed=seed,
+        progress=progress,
     )
-    signatures[baseline] = None
-
     heatmaps = _write_heatmaps(model, documents, references, version_dir, n_heatmaps)
     metrics = {
         "model_dir": os.path.abspath(version_dir),
@@ -304,19 +283,64 @@ def evaluate(
         ),
     }
     output = os.fspath(output) if output else os.path.join(version_dir, "metrics.json")
-    with open(output, "w") as f:
+    _write_json(metrics, output)
+    _print_report(metrics, output, os.path.join(version_dir, "heatmaps"))
+    return metrics
+
+
+def score_systems(
+    model, documents, references, *, batch_size, n_bootstrap, seed, progress
+):
+    """Decodes with each decoding signature and scores it and the baseline.
+
+    Returns:
+        `(signatures, systems)`: system name -> signature name (None for the
+        baseline), and system name -> `rouge_with_intervals` result.
+
+    Raises:
+        UserError: if the SavedModel has no `serving_default` signature.
+    """
+    _signature(model, "serving_default")
+    signatures = {
+        system: name
+        for system, name in DECODING_SIGNATURES.items()
+        if name in model.signatures
+    }
+    outputs = {
+        system: decode_documents(
+            model, documents, signature=name, batch_size=batch_size, progress=progress
+        )
+        for system, name in signatures.items()
+    }
+    # The documents are already in the data's normalized form, like the
+    # references, so the baseline needs no further processing.
+    baseline = f"lead_{LEAD_WORDS}"
+    outputs[baseline] = lead_baseline(documents, LEAD_WORDS)
+    signatures[baseline] = None
+    systems = {
+        system: rouge_with_intervals(
+            predictions, references, n_bootstrap=n_bootstrap, seed=seed
+        )
+        for system, predictions in outputs.items()
+    }
+    return signatures, systems
+
+
+def _write_json(metrics: dict, path) -> None:
+    with open(path, "w") as f:
         json.dump(metrics, f, indent=2)
         f.write("\n")
 
+
+def _print_report(metrics: dict, output, heatmap_dir) -> None:
     print(
         f"ROUGE F1 x100 [{int(metrics['confidence'] * 100)}% bootstrap interval] on "
-        f"{dataset}/{split}, {len(documents)} examples"
+        f"{metrics['dataset']}/{metrics['split']}, {metrics['num_examples']} examples"
     )
-    print(format_table(systems))
+    print(format_table(metrics["systems"]))
     print(f"metrics: {output}")
-    if heatmaps:
-        print(f"heatmaps: {os.path.join(version_dir, 'heatmaps')}")
-    return metrics
+    if metrics["heatmaps"]:
+        print(f"heatmaps: {heatmap_dir}")
 
 
 # ---------------------------------------------------------------------------
