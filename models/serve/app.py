@@ -94,7 +94,7 @@ class HeadlineServer:
                 Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
             ],
             middleware=[Middleware(_AccessLog)],
-            exception_handlers={HttpError: self._api_error},
+            exception_handlers={HttpError: self._http_error},
             lifespan=self._lifespan,
         )
 
@@ -110,7 +110,7 @@ class HeadlineServer:
             self.manager.stop()
             await asyncio.to_thread(self.batcher.stop)
 
-    async def _api_error(self, request: Request, exc: HttpError) -> Response:
+    async def _http_error(self, request: Request, exc: HttpError) -> Response:
         """Answers every `HttpError` a route raises as `{"error": message}`."""
         self.errors[exc.status] += 1
         return _error(exc.status, exc.message)
