@@ -9,36 +9,73 @@ and writes `metrics.json` and attention heatmaps beside it.
 """
 
 import argparse
+import dataclasses
+import inspect
 import os
+import re
 import sys
+import typing
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
-def parse_args(argv=None):
-    from models.config import (
-        ATTENTION_CHOICES,
-        SearchOptions,
-        SummarizerConfig,
-        TrainOptions,
-    )
+class _HelpFormatter(
+    argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter
+):
+    """The module docstring as written; every flag's default after its help."""
 
-    cfg, opt, search = SummarizerConfig(), TrainOptions(), SearchOptions()
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+
+def _field_help(cls):
+    """`{field: help}` from the `Attributes:` section of `cls`'s docstring."""
+    helps, name, in_section = {}, None, False
+    for line in inspect.cleandoc(cls.__doc__ or "").splitlines():
+        entry = re.match(r"    (\w+): (.*)", line)
+        if line == "Attributes:":
+            in_section = True
+        elif in_section and entry:
+            name = entry[1]
+            helps[name] = entry[2]
+        elif in_section and name and line.startswith(" " * 8):
+            helps[name] += " " + line.strip()
+        elif in_section and line.strip():
+            break  # the next section
+    return helps
+
+
+def add_config_flags(group, cls):
+    """Adds `--<field-name>` for each field of the dataclass `cls`.
+
+    The help is the field's line in the docstring's `Attributes:`; booleans
+    get `--x/--no-x`; a field's metadata may add `choices` and `metavar`.
+    """
+    helps, hints = _field_help(cls), typing.get_type_hints(cls)
+    for field in dataclasses.fields(cls):
+        kind = hints[field.name]
+        if type(None) in typing.get_args(kind):  # `int | None`: an int or unset
+            (kind,) = [t for t in typing.get_args(kind) if t is not type(None)]
+        kwargs = {"default": field.default, "help": helps.get(field.name)}
+        if kind is bool:
+            kwargs["action"] = argparse.BooleanOptionalAction
+        else:
+            kwargs["type"] = kind
+        kwargs.update(field.metadata)
+        group.add_argument("--" + field.name.replace("_", "-"), **kwargs)
+
+
+def parse_args(argv=None):
+    from models.config import SearchOptions, SummarizerConfig, TrainOptions
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=_HelpFormatter)
     g = p.add_argument_group("data")
-    g.add_argument(
-        "--dataset", default="gigaword", help="TFDS dataset name (default: %(default)s)"
-    )
+    g.add_argument("--dataset", default="gigaword", help="TFDS dataset name")
     g.add_argument(
         "--data-dir",
         help="local copy of the dataset's source: an org_data folder, "
         "its parent, or ggw_data.zip (offline preparation)",
     )
     g.add_argument(
-        "--tfds-dir", help="where TFDS keeps prepared datasets (default: TFDS's own)"
+        "--tfds-dir", help="where TFDS keeps prepared datasets (None: TFDS's own)"
     )
     g.add_argument(
         "--document-key", default="document", help="feature holding the text"
@@ -47,102 +84,20 @@ def parse_args(argv=None):
         "--summary-key", default="summary", help="feature holding the headline"
     )
 
-    g = p.add_argument_group("model")
-    g.add_argument(
-        "--attention",
-        default=cfg.attention,
-        choices=ATTENTION_CHOICES,
-        help="score function of the decoder's attention (default: %(default)s)",
-    )
-    g.add_argument("--cell", default=cfg.cell, choices=("lstm", "gru"))
-    g.add_argument(
-        "--copy",
-        action=argparse.BooleanOptionalAction,
-        default=cfg.copy,
-        help="pointer-generator copying (default: on)",
-    )
-    g.add_argument(
-        "--coverage",
-        action=argparse.BooleanOptionalAction,
-        default=cfg.coverage,
-        help="coverage attention and loss (default: off)",
-    )
-    for name in (
-        "vocab_size",
-        "embedding_dim",
-        "hidden_size",
-        "attention_units",
-        "max_source_length",
-        "max_target_length",
-    ):
-        g.add_argument(
-            "--" + name.replace("_", "-"),
-            type=int,
-            default=getattr(cfg, name),
-            help="(default: %(default)s)",
-        )
-    g.add_argument(
-        "--dropout", type=float, default=cfg.dropout, help="(default: %(default)s)"
-    )
-    g.add_argument(
-        "--tie-embeddings",
-        action=argparse.BooleanOptionalAction,
-        default=cfg.tie_embeddings,
-        help="output layer shares the embeddings",
-    )
-    g.add_argument(
-        "--sampled-softmax",
-        type=int,
-        default=cfg.sampled_softmax,
-        metavar="K",
-        help="train the output layer on K vocabulary words sampled per batch "
-        "(faster steps: BENCHMARKS.md section 3); 0: full softmax "
-        "(default: %(default)s). Evaluation and decoding use the full softmax.",
-    )
+    add_config_flags(p.add_argument_group("model"), SummarizerConfig)
 
     g = p.add_argument_group("training")
+    add_config_flags(g, TrainOptions)
+    g.add_argument("--name", default="headlines", help="model name")
     g.add_argument(
-        "--name", default="headlines", help="model name (default: %(default)s)"
+        "--run-dir", help="checkpoints, logs, vocabulary (None: runs/<name>)"
     )
     g.add_argument(
-        "--run-dir", help="checkpoints, logs, vocabulary (default: runs/<name>)"
-    )
-    g.add_argument(
-        "--export-dir", help="SavedModel versions (default: saved_models/<name>)"
-    )
-    for name in (
-        "batch_size",
-        "epochs",
-        "checkpoint_every",
-        "patience",
-        "min_count",
-        "validation_rouge_examples",
-        "seed",
-    ):
-        g.add_argument(
-            "--" + name.replace("_", "-"),
-            type=int,
-            default=getattr(opt, name),
-            help="(default: %(default)s)",
-        )
-    g.add_argument(
-        "--steps-per-epoch", type=int, help="(default: the whole training split)"
-    )
-    g.add_argument("--learning-rate", type=float, default=opt.learning_rate)
-    g.add_argument(
-        "--max-train-minutes",
-        type=float,
-        default=opt.max_train_minutes,
-        help="stop training after this many minutes; 0: no limit "
-        "(default: %(default)s)",
+        "--export-dir", help="SavedModel versions (None: saved_models/<name>)"
     )
     g.add_argument(
         "--max-train-examples", type=int, help="use only the first N training pairs"
     )
-    g.add_argument(
-        "--jit-compile", action="store_true", help="XLA-compile the train step"
-    )
-    g.add_argument("--mixed-precision", choices=("mixed_float16", "mixed_bfloat16"))
     g.add_argument(
         "--strategy",
         choices=("default", "mirrored", "multi_worker"),
@@ -157,54 +112,38 @@ def parse_args(argv=None):
     )
 
     g = p.add_argument_group("decoding (baked into the export)")
-    g.add_argument("--beam-size", type=int, default=search.beam_size)
-    g.add_argument("--length-penalty", type=float, default=search.length_penalty)
-    g.add_argument("--min-length", type=int, default=search.min_length)
-    g.add_argument("--max-length", type=int, default=search.max_length)
-    g.add_argument(
-        "--no-repeat-ngram-size", type=int, default=search.no_repeat_ngram_size
-    )
-
-    g.add_argument(
-        "--suppress-unk",
-        action=argparse.BooleanOptionalAction,
-        default=search.suppress_unk,
-        help="never generate <unk> (default: off: Gigaword's test references "
-        "hold UNK, which the model may then match; readable headlines leave it "
-        "out)",
-    )
-
+    add_config_flags(g, SearchOptions)
     g.add_argument(
         "--tune-decoding",
         action=argparse.BooleanOptionalAction,
         default=True,
         help="choose --length-penalty and --no-repeat-ngram-size by ROUGE-1 "
-        "on validation examples after training (default: on; "
-        "--no-tune-decoding keeps the values given)",
+        "on validation examples after training (--no-tune-decoding keeps the "
+        "values given)",
     )
     g.add_argument(
         "--tune-examples",
         type=int,
         default=500,
-        help="validation examples for --tune-decoding (default: %(default)s)",
+        help="validation examples for --tune-decoding",
     )
     g.add_argument(
         "--tune-length-penalties",
         type=float,
         nargs="+",
         default=[0.6, 1.0, 1.5, 2.0],
-        help="(default: %(default)s)",
+        help="length penalties tried",
     )
     g.add_argument(
         "--tune-ngram-sizes",
         type=int,
         nargs="+",
         default=[1, 2, 3],
-        help="(default: %(default)s)",
+        help="n-gram blocking sizes tried",
     )
 
     g = p.add_argument_group("evaluation")
-    g.add_argument("--eval-split", default="test", help="(default: %(default)s)")
+    g.add_argument("--eval-split", default="test", help="split to score")
     g.add_argument("--max-eval-examples", type=int, help="score only the first N pairs")
     g.add_argument("--skip-eval", action="store_true", help="export without evaluating")
     return p.parse_args(argv)
@@ -213,10 +152,11 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     from models import pipeline
+    from models.errors import UserError
 
     try:
         pipeline.run(args)
-    except pipeline.UserError as error:
+    except UserError as error:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -40,9 +40,9 @@ def main(argv=None):
 
     from keras_attn.pointer import pointer_log_distribution
     from models.config import SearchOptions
-    from models.evaluate import resolve_version_dir
     from models.export import HeadlineModule
     from models.features import START_ID
+    from models.layout import resolve_version_dir
     from models.training import load_run, load_trained_model
 
     version = Path(resolve_version_dir(args.model_dir))

@@ -8,6 +8,8 @@ import dataclasses
 import json
 from pathlib import Path
 
+from models.errors import UserError
+
 ATTENTION_CHOICES = (
     "bahdanau",
     "bahdanau-normalized",
@@ -17,6 +19,13 @@ ATTENTION_CHOICES = (
     "luong-concat",
     "scaled-dot",
 )
+CELL_CHOICES = ("lstm", "gru")
+MIXED_PRECISION_CHOICES = ("mixed_float16", "mixed_bfloat16")
+
+
+def _choices(values):
+    """Field metadata: the command line offers exactly `values`."""
+    return {"choices": values}
 
 
 @dataclasses.dataclass
@@ -28,7 +37,7 @@ class SummarizerConfig:
         embedding_dim: Word embedding size (shared by encoder and decoder).
         hidden_size: Encoder output size (both directions together) and
             decoder state size.
-        cell: `"lstm"` or `"gru"`.
+        cell: Recurrent cell, one of `CELL_CHOICES`.
         attention: Score function, one of `ATTENTION_CHOICES`.
         attention_units: Hidden size of the additive and concat scores.
         copy: Pointer-generator copying from the source.
@@ -41,17 +50,19 @@ class SummarizerConfig:
             limit.
         sampled_softmax: Training only: score each target against this many
             vocabulary words sampled per batch instead of the whole
-            vocabulary (`models.sampled_softmax`); 0 trains on the full
-            softmax. Evaluation and decoding always use the full softmax:
-            the training loss shown is then the sampled estimate, `val_loss`
-            the exact one.
+            vocabulary (`models.sampled_softmax`, faster steps: BENCHMARKS.md
+            section 3); 0 trains on the full softmax. Evaluation and decoding
+            always use the full softmax: the training loss shown is then the
+            sampled estimate, `val_loss` the exact one.
     """
 
     vocab_size: int = 10000
     embedding_dim: int = 128
     hidden_size: int = 256
-    cell: str = "lstm"
-    attention: str = "bahdanau"
+    cell: str = dataclasses.field(default="lstm", metadata=_choices(CELL_CHOICES))
+    attention: str = dataclasses.field(
+        default="bahdanau", metadata=_choices(ATTENTION_CHOICES)
+    )
     attention_units: int = 128
     copy: bool = True
     coverage: bool = False
@@ -60,24 +71,27 @@ class SummarizerConfig:
     tie_embeddings: bool = True
     max_source_length: int = 64
     max_target_length: int = 20
-    sampled_softmax: int = 1024
+    sampled_softmax: int = dataclasses.field(default=1024, metadata={"metavar": "K"})
 
     def __post_init__(self):
         if self.attention not in ATTENTION_CHOICES:
-            raise ValueError(
-                f"attention must be one of {', '.join(ATTENTION_CHOICES)}. "
+            raise UserError(
+                f"`attention` must be one of {', '.join(ATTENTION_CHOICES)}. "
                 f"Received: attention={self.attention!r}"
             )
-        if self.cell not in ("lstm", "gru"):
-            raise ValueError(f"cell must be 'lstm' or 'gru'. Received: {self.cell!r}")
+        if self.cell not in CELL_CHOICES:
+            raise UserError(
+                f"`cell` must be one of {', '.join(CELL_CHOICES)}. "
+                f"Received: cell={self.cell!r}"
+            )
         if not 0 <= self.sampled_softmax:
-            raise ValueError(
-                "sampled_softmax must be >= 0 (0: full softmax). Received: "
+            raise UserError(
+                "`sampled_softmax` must be >= 0 (0: full softmax). Received: "
                 f"sampled_softmax={self.sampled_softmax}"
             )
         if self.hidden_size % 2:
-            raise ValueError(
-                "hidden_size is split between the two encoder directions and "
+            raise UserError(
+                "`hidden_size` is split between the two encoder directions and "
                 f"must be even. Received: hidden_size={self.hidden_size}"
             )
 
@@ -89,7 +103,10 @@ class SummarizerConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(values) - known
         if unknown:
-            raise ValueError(f"Unknown config keys: {sorted(unknown)}")
+            raise UserError(
+                f"Config keys must be fields of {cls.__name__}. "
+                f"Received: unknown keys {sorted(unknown)}"
+            )
         return cls(**values)
 
     def save(self, path):
@@ -102,7 +119,26 @@ class SummarizerConfig:
 
 @dataclasses.dataclass
 class TrainOptions:
-    """How to train (not what: that is `SummarizerConfig`)."""
+    """How to train (not what: that is `SummarizerConfig`).
+
+    Attributes:
+        batch_size: Examples per batch.
+        learning_rate: Adam's learning rate.
+        clipnorm: Gradients are clipped to this global norm.
+        epochs: Most epochs (early stopping may end sooner).
+        steps_per_epoch: Batches per epoch (None: the whole training split).
+        max_train_minutes: Stop training after this many minutes (0: no
+            limit).
+        checkpoint_every: Steps between backups, which a rerun resumes from.
+        patience: Epochs without a better validation score before stopping.
+        min_count: Words seen fewer times stay out of the vocabulary.
+        validation_rouge_examples: Validation examples decoded for ROUGE
+            after each epoch (0: follow the validation loss instead).
+        jit_compile: XLA-compile the train step.
+        mixed_precision: Keras mixed-precision policy, one of
+            `MIXED_PRECISION_CHOICES` (None: float32).
+        seed: Seed of the weights and of the data's order.
+    """
 
     batch_size: int = 64
     learning_rate: float = 1e-3
@@ -115,7 +151,9 @@ class TrainOptions:
     min_count: int = 2
     validation_rouge_examples: int = 200
     jit_compile: bool = False
-    mixed_precision: str | None = None
+    mixed_precision: str | None = dataclasses.field(
+        default=None, metadata=_choices(MIXED_PRECISION_CHOICES)
+    )
     seed: int = 0
 
 
@@ -125,7 +163,19 @@ SEARCH_TUNING_FILE = "search_tuning.json"
 
 @dataclasses.dataclass
 class SearchOptions:
-    """Decoding settings baked into the exported graph."""
+    """Decoding settings baked into the exported graph.
+
+    Attributes:
+        beam_size: Beams of the `serving_default` and `attention` signatures.
+        length_penalty: GNMT's alpha: beams are ranked by log-probability
+            over `((5 + n) / 6) ** length_penalty` (0: no normalisation).
+        min_length: `</s>` is banned for the first `min_length` tokens.
+        max_length: Most headline tokens.
+        no_repeat_ngram_size: Never repeat an n-gram of this size (0: off).
+        suppress_unk: Never generate <unk> (off: Gigaword's test references
+            hold UNK, which the model may then match; readable headlines
+            leave it out).
+    """
 
     beam_size: int = 5
     length_penalty: float = 1.0

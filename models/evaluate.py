@@ -27,129 +27,29 @@ from collections.abc import Sequence
 
 import numpy as np
 
-ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+from models.errors import UserError
+from models.layout import resolve_version_dir
+from models.metrics import ROUGE_TYPES, rouge_with_intervals
+
 SPLITS = ("train", "validation", "test")
 # System name -> signature name, in the order they are reported.
 DECODING_SIGNATURES = {"beam": "serving_default", "greedy": "greedy"}
 LEAD_WORDS = 8
 
 
-class EvaluationError(Exception):
-    """Bad input to the evaluation (missing model, bad split); one-line message."""
-
-
 # ---------------------------------------------------------------------------
-# Scoring.
-
-
-def _score_matrix(predictions: Sequence[str], references: Sequence[str]):
-    """Per-example ROUGE F1, shape `[N, len(ROUGE_TYPES)]`, in `[0, 1]`."""
-    from rouge_score import rouge_scorer
-
-    scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=True)
-    scores = np.empty((len(predictions), len(ROUGE_TYPES)), dtype=np.float64)
-    for i, (prediction, reference) in enumerate(
-        zip(predictions, references, strict=True)
-    ):
-        # rougeLsum splits sentences on "\n"; a headline is a single sentence.
-        result = scorer.score(reference.strip(), prediction.strip())
-        scores[i] = [result[name].fmeasure for name in ROUGE_TYPES]
-    return scores
-
-
-def rouge_with_intervals(
-    predictions: Sequence[str],
-    references: Sequence[str],
-    *,
-    n_bootstrap: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> dict:
-    """Mean ROUGE F1 with percentile-bootstrap confidence intervals.
-
-    Each example is scored with rouge-score's `RougeScorer` (rouge1, rouge2,
-    rougeL, rougeLsum; Porter stemmer). The same `n_bootstrap` resamples of
-    the examples are used for all metrics.
-
-    Args:
-        predictions: `N` predicted headlines.
-        references: `N` reference headlines.
-        n_bootstrap: number of bootstrap resamples.
-        seed: seed of the resampling, for reproducible intervals.
-        confidence: coverage of the interval (0.95 gives the 2.5 and 97.5
-            percentiles).
-
-    Returns:
-        `{metric: {"f1": mean, "low": low, "high": high}}`, all times 100.
-    """
-    predictions, references = list(predictions), list(references)
-    if len(predictions) != len(references):
-        raise ValueError(
-            "Expected as many predictions as references; received "
-            f"{len(predictions)} predictions and {len(references)} references."
-        )
-    if not predictions:
-        raise ValueError("Expected at least one prediction; received none.")
-    if n_bootstrap < 1:
-        raise ValueError(f"Expected `n_bootstrap` >= 1; received {n_bootstrap}.")
-    scores = _score_matrix(predictions, references)  # [N, M]
-    n = scores.shape[0]
-    rng = np.random.default_rng(seed)
-    index = rng.integers(0, n, size=(n_bootstrap, n))  # [B, N], shared by metrics
-    # Column by column to keep memory at `[B, N]` rather than `[B, N, M]`.
-    boot = np.stack(
-        [scores[:, j][index].mean(axis=1) for j in range(scores.shape[1])], axis=1
-    )  # [B, M]
-    alpha = (1.0 - confidence) / 2.0
-    low, high = np.percentile(boot, [100 * alpha, 100 * (1 - alpha)], axis=0)
-    mean = scores.mean(axis=0)
-    return {
-        name: {
-            "f1": round(100 * float(mean[j]), 4),
-            "low": round(100 * float(low[j]), 4),
-            "high": round(100 * float(high[j]), 4),
-        }
-        for j, name in enumerate(ROUGE_TYPES)
-    }
+# Baseline.
 
 
 def lead_baseline(documents: Sequence[str], n_words: int = LEAD_WORDS) -> list[str]:
     """Lead baseline: the first `n_words` whitespace-separated words."""
     if n_words < 1:
-        raise ValueError(f"Expected `n_words` >= 1; received {n_words}.")
+        raise ValueError(f"`n_words` must be >= 1. Received: n_words={n_words}")
     return [" ".join(document.split()[:n_words]) for document in documents]
 
 
 # ---------------------------------------------------------------------------
 # SavedModel access.
-
-
-def resolve_version_dir(model_dir: str | os.PathLike) -> str:
-    """Returns the SavedModel folder for `saved_models/<name>[/<version>]`.
-
-    A folder holding `saved_model.pb` is returned as is; otherwise the newest
-    integer-named sub-folder holding one (TF Serving layout).
-
-    Raises:
-        EvaluationError: when neither is found.
-    """
-    model_dir = os.fspath(model_dir)
-    if not os.path.isdir(model_dir):
-        raise EvaluationError(f"Model directory not found: '{model_dir}'.")
-    if os.path.isfile(os.path.join(model_dir, "saved_model.pb")):
-        return model_dir
-    versions = [
-        int(name)
-        for name in os.listdir(model_dir)
-        if name.isdigit()
-        and os.path.isfile(os.path.join(model_dir, name, "saved_model.pb"))
-    ]
-    if not versions:
-        raise EvaluationError(
-            f"No SavedModel in '{model_dir}': expected 'saved_model.pb' there or in "
-            "an integer version folder ('<name>/<version>/')."
-        )
-    return os.path.join(model_dir, str(max(versions)))
 
 
 def _load(saved_model):
@@ -164,8 +64,9 @@ def _load(saved_model):
 def _signature(model, name: str):
     signatures = model.signatures
     if name not in signatures:
-        raise EvaluationError(
-            f"SavedModel has no '{name}' signature; it has {sorted(signatures)}."
+        raise UserError(
+            f"SavedModel has no '{name}' signature: it must be one of "
+            f"{sorted(signatures)}. Received: signature='{name}'"
         )
     return signatures[name]
 
@@ -212,7 +113,7 @@ def decode_documents(
     from tqdm.auto import tqdm
 
     if batch_size < 1:
-        raise ValueError(f"Expected `batch_size` >= 1; received {batch_size}.")
+        raise UserError(f"`batch_size` must be >= 1. Received: batch_size={batch_size}")
     function = _signature(_load(saved_model_dir), signature)
     documents = list(documents)
     headlines: list[str] = []
@@ -242,7 +143,10 @@ def _read_split(split, data_dir, dataset, max_examples, tfds_dir=None):
         documents.append(document.decode("utf-8"))
         references.append(summary.decode("utf-8"))
     if not documents:
-        raise EvaluationError(f"Split '{split}' of '{dataset}' has no examples.")
+        raise UserError(
+            f"`split` must hold at least one example of '{dataset}'. "
+            f"Received: split='{split}', which has none"
+        )
     return documents, references
 
 
@@ -335,49 +239,31 @@ def evaluate(
         each system to `{metric: {"f1", "low", "high"}}` (F1 x 100).
 
     Raises:
-        EvaluationError: for a missing model or a SavedModel without
-            `serving_default`.
-        ValueError: for an unknown split or a bad `max_examples`.
+        UserError: for a missing model, a SavedModel without
+            `serving_default`, an unknown split or a bad `max_examples`.
     """
     if split not in SPLITS:
-        raise ValueError(f"Expected `split` in {list(SPLITS)}; received '{split}'.")
+        raise UserError(
+            f"`split` must be one of {list(SPLITS)}. Received: split='{split}'"
+        )
     if max_examples is not None and max_examples < 1:
-        raise ValueError(f"Expected `max_examples` >= 1; received {max_examples}.")
+        raise UserError(
+            f"`max_examples` must be >= 1. Received: max_examples={max_examples}"
+        )
     version_dir = resolve_version_dir(model_dir)
     documents, references = _read_split(
         split, data_dir, dataset, max_examples, tfds_dir
     )
-
     model = _load(version_dir)
-    _signature(model, "serving_default")
-    signatures = {
-        system: name
-        for system, name in DECODING_SIGNATURES.items()
-        if name in model.signatures
-    }
-    systems = {}
-    for system, name in signatures.items():
-        predictions = decode_documents(
-            model,
-            documents,
-            signature=name,
-            batch_size=batch_size,
-            progress=progress,
-        )
-        systems[system] = rouge_with_intervals(
-            predictions, references, n_bootstrap=n_bootstrap, seed=seed
-        )
-    # The documents are already in the data's normalized form, like the
-    # references, so the baseline needs no further processing.
-    baseline = f"lead_{LEAD_WORDS}"
-    systems[baseline] = rouge_with_intervals(
-        lead_baseline(documents, LEAD_WORDS),
+    signatures, systems = score_systems(
+        model,
+        documents,
         references,
+        batch_size=batch_size,
         n_bootstrap=n_bootstrap,
         seed=seed,
+        progress=progress,
     )
-    signatures[baseline] = None
-
     heatmaps = _write_heatmaps(model, documents, references, version_dir, n_heatmaps)
     metrics = {
         "model_dir": os.path.abspath(version_dir),
@@ -397,19 +283,64 @@ def evaluate(
         ),
     }
     output = os.fspath(output) if output else os.path.join(version_dir, "metrics.json")
-    with open(output, "w") as f:
+    _write_json(metrics, output)
+    _print_report(metrics, output, os.path.join(version_dir, "heatmaps"))
+    return metrics
+
+
+def score_systems(
+    model, documents, references, *, batch_size, n_bootstrap, seed, progress
+):
+    """Decodes with each decoding signature and scores it and the baseline.
+
+    Returns:
+        `(signatures, systems)`: system name -> signature name (None for the
+        baseline), and system name -> `rouge_with_intervals` result.
+
+    Raises:
+        UserError: if the SavedModel has no `serving_default` signature.
+    """
+    _signature(model, "serving_default")
+    signatures = {
+        system: name
+        for system, name in DECODING_SIGNATURES.items()
+        if name in model.signatures
+    }
+    outputs = {
+        system: decode_documents(
+            model, documents, signature=name, batch_size=batch_size, progress=progress
+        )
+        for system, name in signatures.items()
+    }
+    # The documents are already in the data's normalized form, like the
+    # references, so the baseline needs no further processing.
+    baseline = f"lead_{LEAD_WORDS}"
+    outputs[baseline] = lead_baseline(documents, LEAD_WORDS)
+    signatures[baseline] = None
+    systems = {
+        system: rouge_with_intervals(
+            predictions, references, n_bootstrap=n_bootstrap, seed=seed
+        )
+        for system, predictions in outputs.items()
+    }
+    return signatures, systems
+
+
+def _write_json(metrics: dict, path) -> None:
+    with open(path, "w") as f:
         json.dump(metrics, f, indent=2)
         f.write("\n")
 
+
+def _print_report(metrics: dict, output, heatmap_dir) -> None:
     print(
         f"ROUGE F1 x100 [{int(metrics['confidence'] * 100)}% bootstrap interval] on "
-        f"{dataset}/{split}, {len(documents)} examples"
+        f"{metrics['dataset']}/{metrics['split']}, {metrics['num_examples']} examples"
     )
-    print(format_table(systems))
+    print(format_table(metrics["systems"]))
     print(f"metrics: {output}")
-    if heatmaps:
-        print(f"heatmaps: {os.path.join(version_dir, 'heatmaps')}")
-    return metrics
+    if metrics["heatmaps"]:
+        print(f"heatmaps: {heatmap_dir}")
 
 
 # ---------------------------------------------------------------------------
@@ -480,17 +411,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _user_errors() -> tuple:
-    """Errors reported by the CLI as one line, without a traceback."""
-    errors = [EvaluationError, ValueError, OSError]
-    # Only a loaded models.data can have raised its DataError; importing it
-    # here would import TensorFlow just to report a missing folder.
-    data = sys.modules.get("models.data")
-    if data is not None:
-        errors.append(data.DataError)
-    return tuple(errors)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -511,9 +431,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             seed=args.seed,
             progress=True,
         )
-    except Exception as error:
-        if not isinstance(error, _user_errors()):
-            raise
+    except (UserError, OSError) as error:
         lines = str(error).strip().splitlines()
         print(f"error: {lines[0] if lines else type(error).__name__}", file=sys.stderr)
         return 1

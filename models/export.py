@@ -26,6 +26,7 @@ import tensorflow as tf
 from models import decoding
 from models.config import SearchOptions
 from models.features import END_ID, PAD_ID, START_ID, UNK_ID
+from models.layout import next_version
 
 _DOCUMENTS = tf.TensorSpec([None], tf.string, name="documents")
 
@@ -130,12 +131,6 @@ def headlines_in_batches(search_fn, documents, batch_size=128):
     return headlines
 
 
-def next_version(export_dir):
-    """1 + the largest integer version folder in `export_dir` (1 if none)."""
-    versions = [int(p.name) for p in Path(export_dir).glob("*") if p.name.isdigit()]
-    return max(versions, default=0) + 1
-
-
 def export(
     model, features, export_dir, *, options=None, version=None, extra_files=None
 ):
@@ -156,7 +151,10 @@ def export(
     version = version or next_version(export_dir)
     final = export_dir / str(version)
     if final.exists():
-        raise FileExistsError(f"Version folder already exists: {final}")
+        raise FileExistsError(
+            f"`version` must be a new version folder. Received: version={version} "
+            f"({final} exists)"
+        )
     module = HeadlineModule(model, features, options)
     signatures = {
         "serving_default": module.beam.get_concrete_function(),

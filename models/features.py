@@ -13,12 +13,11 @@ and decoding an id `>= vocab_size` means copying that source word.
 import tensorflow as tf
 
 from models import text
+from models.text import END, PAD, RESERVED, START, UNK
 
-PAD, UNK, START, END = "<pad>", "<unk>", "<s>", "</s>"
-RESERVED = (PAD, UNK, START, END)
-PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
+PAD_ID, UNK_ID, START_ID, END_ID = (RESERVED.index(t) for t in (PAD, UNK, START, END))
 # Gigaword's own unknown-word markers: read as <unk>, never copied.
-DATA_UNK_TOKENS = ("UNK", "<unk>", "unk")
+DATA_UNK_TOKENS = tuple(sorted(text.UNK_ALIASES))
 
 
 class TextFeatures(tf.Module):
@@ -35,8 +34,8 @@ class TextFeatures(tf.Module):
         vocabulary = list(vocabulary)
         if tuple(vocabulary[: len(RESERVED)]) != RESERVED:
             raise ValueError(
-                f"The vocabulary must start with {RESERVED}. "
-                f"Received: {vocabulary[: len(RESERVED)]}"
+                f"`vocabulary` must start with {RESERVED}. "
+                f"Received: vocabulary[:{len(RESERVED)}]={vocabulary[: len(RESERVED)]}"
             )
         self.vocab_size = len(vocabulary)
         self.max_source_length = max_source_length

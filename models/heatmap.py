@@ -41,9 +41,9 @@ def _trim(attention, source_tokens, headline_tokens):
     attention = np.asarray(attention, dtype=np.float32)
     if attention.ndim != 2 or attention.shape != (len(headline), len(source)):
         raise ValueError(
-            "Expected `attention` of shape `[T, S]` = "
-            f"[{len(headline)}, {len(source)}] (headline tokens, source tokens); "
-            f"received shape {attention.shape}."
+            "`attention` must have shape [T, S] = "
+            f"[{len(headline)}, {len(source)}] (headline tokens, source tokens). "
+            f"Received: attention.shape={attention.shape}"
         )
     rows = [i for i, t in enumerate(headline) if t != ""]
     cols = [j for j, t in enumerate(source) if t != ""]

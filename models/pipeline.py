@@ -26,10 +26,6 @@ from models.training import (
 )
 
 
-class UserError(Exception):
-    """A problem with the command line or the data, reported in one line."""
-
-
 def _select(args, cls):
     names = {f.name for f in dataclasses.fields(cls)}
     return cls(**{k: v for k, v in vars(args).items() if k in names and v is not None})
@@ -61,10 +57,7 @@ def load_splits(args):
     )
     if getattr(args, "tfds_dir", None):
         kwargs["tfds_dir"] = args.tfds_dir
-    try:
-        return {s: data.load_split(s, **kwargs) for s in ("train", "validation")}
-    except data.DataError as error:
-        raise UserError(str(error)) from None
+    return {s: data.load_split(s, **kwargs) for s in ("train", "validation")}
 
 
 def _tune_decoding(args, model, features, validation, search, run_dir):
@@ -108,10 +101,7 @@ def _with_known_length(batches):
 
 def run(args):
     """Trains, exports and evaluates as `train.py`'s flags say."""
-    try:
-        config = _select(args, SummarizerConfig)
-    except ValueError as error:
-        raise UserError(str(error)) from None
+    config = _select(args, SummarizerConfig)
     options = _select(args, TrainOptions)
     search = _select(args, SearchOptions)
     strategy = _configure_devices(args)
@@ -188,15 +178,12 @@ def run(args):
         return version_dir
     from models import evaluate
 
-    try:
-        evaluate.evaluate(
-            version_dir,
-            split=args.eval_split,
-            data_dir=args.data_dir,
-            dataset=args.dataset,
-            tfds_dir=args.tfds_dir,
-            max_examples=args.max_eval_examples,
-        )
-    except data.DataError as error:
-        raise UserError(str(error)) from None
+    evaluate.evaluate(
+        version_dir,
+        split=args.eval_split,
+        data_dir=args.data_dir,
+        dataset=args.dataset,
+        tfds_dir=args.tfds_dir,
+        max_examples=args.max_eval_examples,
+    )
     return version_dir

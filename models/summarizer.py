@@ -37,8 +37,9 @@ def make_attention(config):
     if config.coverage:
         if config.attention not in ("bahdanau", "bahdanau-normalized"):
             raise ValueError(
-                "Coverage enters the additive score: use attention 'bahdanau' "
-                f"or 'bahdanau-normalized'. Received: {config.attention!r}"
+                "`attention` must be 'bahdanau' or 'bahdanau-normalized' with "
+                "coverage, which enters the additive score. "
+                f"Received: attention={config.attention!r}"
             )
         return CoverageAttention(
             units, normalize=config.attention == "bahdanau-normalized", name="attention"

@@ -19,11 +19,13 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import tensorflow as tf
 
+# The reserved tokens, defined here only: the vocabulary starts with them in
+# this order, so their ids are their positions (`models.features`).
 PAD = "<pad>"
 UNK = "<unk>"
-BOS = "<s>"
-EOS = "</s>"
-RESERVED = (PAD, UNK, BOS, EOS)
+START = "<s>"
+END = "</s>"
+RESERVED = (PAD, UNK, START, END)
 
 # Gigaword writes rare words as `<unk>` (harvardnlp files) or `UNK` (TFDS, which
 # rewrites train/validation); both mean the vocabulary's unknown entry.
@@ -230,14 +232,14 @@ def build_vocabulary(
     """
     reserved = list(reserved)
     if len(set(reserved)) != len(reserved):
-        raise ValueError(f"`reserved` has duplicates, received: {reserved}")
+        raise ValueError(f"`reserved` must not repeat a token. Received: {reserved}")
     if max_size is not None and max_size < len(reserved):
         raise ValueError(
-            f"`max_size` must be >= len(reserved)={len(reserved)}, "
-            f"received: max_size={max_size}"
+            f"`max_size` must be >= len(reserved)={len(reserved)}. "
+            f"Received: max_size={max_size}"
         )
     if min_count < 1:
-        raise ValueError(f"`min_count` must be >= 1, received: min_count={min_count}")
+        raise ValueError(f"`min_count` must be >= 1. Received: min_count={min_count}")
     if isinstance(tokens_or_counts, Mapping):
         counts = collections.Counter(
             {

@@ -14,14 +14,13 @@ import time
 from pathlib import Path
 
 import keras
-import numpy as np
 import tensorflow as tf
-from rouge_score import rouge_scorer
 
 from models import data, text
 from models.config import SearchOptions, SummarizerConfig
 from models.export import HeadlineModule, headlines_in_batches
-from models.features import RESERVED, TextFeatures
+from models.features import TextFeatures
+from models.metrics import mean_rouge
 from models.summarizer import HeadlineSummarizer
 
 # ---------------------------------------------------------------- vocabulary
@@ -41,7 +40,7 @@ def build_features(train_dataset, config, min_count=2):
     """Builds the vocabulary from the training split; sets `config.vocab_size`."""
     counts = count_words(train_dataset)
     vocabulary = text.build_vocabulary(
-        counts, max_size=config.vocab_size, min_count=min_count, reserved=RESERVED
+        counts, max_size=config.vocab_size, min_count=min_count
     )
     config.vocab_size = len(vocabulary)
     return TextFeatures(vocabulary, config.max_source_length, config.max_target_length)
@@ -77,12 +76,13 @@ def encode_dataset(dataset, features):
         dataset.batch(1024)
         .map(encode, num_parallel_calls=tf.data.AUTOTUNE)
         .unbatch()
-        .map(_trim_padding)
+        .map(_unpad_example)
     )
 
 
-def _trim_padding(inputs, target_out):
-    # Rows come out of the batched encoding padded to the longest of 1024.
+def _unpad_example(inputs, target_out):
+    # Rows come out of the batched encoding padded to the longest of 1024:
+    # cut each back to its own length, so that batches pad only to theirs.
     source_length = tf.maximum(
         1, tf.reduce_sum(tf.cast(inputs["source_ids"] != 0, tf.int32))
     )
@@ -156,9 +156,6 @@ class ValidationRouge(keras.callbacks.Callback):
         self.features = features
         self.documents = tf.constant(documents)
         self.summaries = summaries
-        self.scorer = rouge_scorer.RougeScorer(
-            ["rouge1", "rouge2", "rougeL"], use_stemmer=True
-        )
         self._greedy = None
         self.writer = tf.summary.create_file_writer(str(log_dir)) if log_dir else None
 
@@ -167,10 +164,8 @@ class ValidationRouge(keras.callbacks.Callback):
             module = HeadlineModule(self.model, self.features, SearchOptions())
             self._greedy = tf.function(lambda d: module.search(d, 1)["headlines"])
         headlines = headlines_in_batches(self._greedy, self.documents)
-        pairs = zip(self.summaries, headlines, strict=True)
-        scores = [self.scorer.score(r, h) for r, h in pairs]
-        for key in ("rouge1", "rouge2", "rougeL"):
-            value = 100 * float(np.mean([s[key].fmeasure for s in scores]))
+        scores = mean_rouge(headlines, self.summaries, ("rouge1", "rouge2", "rougeL"))
+        for key, value in scores.items():
             if logs is not None:
                 logs[f"val_{key}"] = value
             if self.writer:
@@ -178,9 +173,7 @@ class ValidationRouge(keras.callbacks.Callback):
                     tf.summary.scalar(f"val_{key}", value, step=epoch)
         print(
             f"\nvalidation ROUGE-1/2/L on {len(headlines)} examples: "
-            + " / ".join(
-                f"{logs[f'val_{k}']:.1f}" for k in ("rouge1", "rouge2", "rougeL")
-            )
+            + " / ".join(f"{value:.1f}" for value in scores.values())
             + f"  e.g. {headlines[0]!r}"
         )
 

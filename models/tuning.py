@@ -12,18 +12,9 @@ import functools
 
 import numpy as np
 import tensorflow as tf
-from rouge_score import rouge_scorer
 
 from models.export import HeadlineModule, headlines_in_batches
-
-
-def mean_rouge1(references, headlines):
-    """Mean ROUGE-1 F1 x 100 (`use_stemmer=True`)."""
-    scorer = rouge_scorer.RougeScorer(["rouge1"], use_stemmer=True)
-    pairs = zip(references, headlines, strict=True)
-    return 100 * float(
-        np.mean([scorer.score(r, h)["rouge1"].fmeasure for r, h in pairs])
-    )
+from models.metrics import mean_rouge
 
 
 def tune_search_options(
@@ -44,7 +35,7 @@ def tune_search_options(
         `length_penalty`, `no_repeat_ngram_size`, `rouge1` and `mean_length`.
     """
     if not documents:
-        raise ValueError("tune_search_options needs at least one document")
+        raise ValueError("`documents` must not be empty. Received: documents=[]")
     rows = []
     for ngram_size in ngram_sizes:
         options = dataclasses.replace(base, no_repeat_ngram_size=int(ngram_size))
@@ -63,7 +54,7 @@ def tune_search_options(
                 {
                     "length_penalty": float(alpha),
                     "no_repeat_ngram_size": int(ngram_size),
-                    "rouge1": mean_rouge1(references, headlines),
+                    "rouge1": mean_rouge(headlines, references, ["rouge1"])["rouge1"],
                     "mean_length": float(np.mean([len(h.split()) for h in headlines])),
                 }
             )

@@ -11,7 +11,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from models import data  # noqa: E402
-from models.data import DataError  # noqa: E402
+from models.errors import UserError  # noqa: E402
 
 # Tiny made-up pairs in the Gigaword form (never lines of the real data).
 PAIRS = {
@@ -89,7 +89,7 @@ def test_org_data_folder_prepares_tfds_gigaword(prepared):
 def test_tfds_dir_holding_another_source_is_refused(prepared, tmp_path):
     _, tfds_dir, _ = prepared
     other = write_org_data(tmp_path, {k: v[:1] for k, v in PAIRS.items()})
-    with pytest.raises(DataError, match="already holds gigaword prepared from"):
+    with pytest.raises(UserError, match="already holds gigaword prepared from"):
         data.load_split("train", data_dir=other, tfds_dir=tfds_dir)
 
 
@@ -104,7 +104,7 @@ def test_touched_source_is_reused_and_changed_source_refused(tmp_path):
     ds = data.load_split("test", data_dir=org, tfds_dir=tfds_dir)
     assert as_set(ds) == set(small["test"])
     changed.write_text("a different document\n")
-    with pytest.raises(DataError, match="whose files have changed since"):
+    with pytest.raises(UserError, match="whose files have changed since"):
         data.load_split("test", data_dir=org, tfds_dir=tfds_dir)
 
 
@@ -160,7 +160,7 @@ def _break(org, name, content):
 def test_bad_files_raise_one_line_errors(tmp_path, corrupt, message):
     org = write_org_data(tmp_path)
     corrupt(org)
-    with pytest.raises(DataError, match=message) as info:
+    with pytest.raises(UserError, match=message) as info:
         data.load_split("train", data_dir=org, tfds_dir=tmp_path / "tfds")
     assert "\n" not in str(info.value)
     assert not (tmp_path / "tfds" / "gigaword").exists()  # validated first
@@ -171,7 +171,7 @@ def test_bad_zip_is_validated_too(tmp_path):
     _break(org, "train.tgt.txt", b"a\n")
     archive = write_zip(tmp_path / "ggw_data.zip", org)
     with pytest.raises(
-        DataError, match=r"ggw_data\.zip:org_data/train\.src\.txt has 3"
+        UserError, match=r"ggw_data\.zip:org_data/train\.src\.txt has 3"
     ):
         data.load_split("train", data_dir=archive, tfds_dir=tmp_path / "tfds")
 
@@ -179,25 +179,25 @@ def test_bad_zip_is_validated_too(tmp_path):
 @pytest.mark.parametrize(
     "make, kwargs, message",
     [
-        (lambda p: p / "nowhere", {}, "data_dir does not exist"),
-        (lambda p: p, {}, "no Gigaword data in"),
+        (lambda p: p / "nowhere", {}, "`data_dir` must exist"),
+        (lambda p: p, {}, "`data_dir` must hold Gigaword data"),
         (
             lambda p: (p / "notes.txt", (p / "notes.txt").write_text("hi"))[0],
             {},
-            "data_dir is a file but not a zip archive",
+            "a file but not a zip archive",
         ),
         (
             lambda p: write_zip(p / "x.zip", write_org_data(p / "s"), inner="other"),
             {},
-            r"has no org_data/train\.src\.txt",
+            r"must hold org_data/train\.src\.txt",
         ),
-        (None, {"dataset": "gigawordd"}, "unknown TFDS dataset 'gigawordd'; did you"),
+        (None, {"dataset": "gigawordd"}, r"\(did you mean .*dataset='gigawordd'"),
         (
             lambda p: write_org_data(p),
             {"document_key": "article"},
-            "no feature 'article'; available keys: document, summary",
+            r"keys: document, summary\)\. Received: document_key='article'",
         ),
-        (lambda p: write_org_data(p), {"split": "training"}, "unknown split"),
+        (lambda p: write_org_data(p), {"split": "training"}, "`split` must be one of"),
     ],
     ids=[
         "missing-dir",
@@ -213,7 +213,7 @@ def test_bad_arguments_raise_one_line_errors(tmp_path, make, kwargs, message):
     kwargs = {"split": "train", **kwargs}
     if make is not None:
         kwargs["data_dir"] = make(tmp_path)
-    with pytest.raises(DataError, match=message) as info:
+    with pytest.raises(UserError, match=message) as info:
         data.load_split(tfds_dir=tmp_path / "tfds", **kwargs)
     assert "\n" not in str(info.value)
 

@@ -16,6 +16,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import tensorflow as tf  # noqa: E402
 
 from models import evaluate as ev  # noqa: E402
+from models import layout, metrics  # noqa: E402
+from models.errors import UserError  # noqa: E402
 from models.heatmap import attention_png_bytes, plot_attention  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -44,7 +46,7 @@ REFS = [
 
 
 def test_rouge_identical_is_100():
-    out = ev.rouge_with_intervals(REFS, REFS, n_bootstrap=200)
+    out = metrics.rouge_with_intervals(REFS, REFS, n_bootstrap=200)
     assert set(out) == {"rouge1", "rouge2", "rougeL", "rougeLsum"}
     for value in out.values():
         assert value == {"f1": 100.0, "low": 100.0, "high": 100.0}
@@ -53,7 +55,7 @@ def test_rouge_identical_is_100():
 def test_rouge_disjoint_is_0():
     preds = ["alpha beta gamma", "delta epsilon", "zeta eta theta"]
     refs = ["one two three", "four five", "six seven eight"]
-    out = ev.rouge_with_intervals(preds, refs, n_bootstrap=200)
+    out = metrics.rouge_with_intervals(preds, refs, n_bootstrap=200)
     for value in out.values():
         assert value == {"f1": 0.0, "low": 0.0, "high": 0.0}
 
@@ -61,9 +63,9 @@ def test_rouge_disjoint_is_0():
 def test_rouge_intervals_contain_mean_and_are_seeded():
     preds = [" ".join(d.split()[:4]) for d in DOCS] * 4
     refs = REFS * 4
-    a = ev.rouge_with_intervals(preds, refs, n_bootstrap=500, seed=3)
-    b = ev.rouge_with_intervals(preds, refs, n_bootstrap=500, seed=3)
-    c = ev.rouge_with_intervals(preds, refs, n_bootstrap=500, seed=4)
+    a = metrics.rouge_with_intervals(preds, refs, n_bootstrap=500, seed=3)
+    b = metrics.rouge_with_intervals(preds, refs, n_bootstrap=500, seed=3)
+    c = metrics.rouge_with_intervals(preds, refs, n_bootstrap=500, seed=4)
     assert a == b
     assert a != c
     for value in a.values():
@@ -73,11 +75,23 @@ def test_rouge_intervals_contain_mean_and_are_seeded():
     assert a["rouge1"]["f1"] > a["rouge2"]["f1"] > 0
 
 
+def test_mean_rouge_by_hand():
+    # 2 of 4 unigrams shared (F1 1/2), 1 of 3 bigrams (F1 1/3), LCS "a b" (1/2).
+    scores = metrics.mean_rouge(
+        ["a b c d", "stocks rising"], ["a b x y", "stock rises"], ("rouge1", "rouge2")
+    )
+    # Second pair: the stemmer makes both words match (F1 1 and 1).
+    assert scores["rouge1"] == pytest.approx(100 * (0.5 + 1.0) / 2)
+    assert scores["rouge2"] == pytest.approx(100 * (1 / 3 + 1.0) / 2)
+    per_example = metrics.rouge_scores(["a b c d"], ["a b x y"], ["rougeL"])
+    assert per_example.shape == (1, 1) and per_example[0, 0] == pytest.approx(0.5)
+
+
 def test_rouge_rejects_mismatched_lengths():
     with pytest.raises(ValueError, match="2 predictions and 1 references"):
-        ev.rouge_with_intervals(["a", "b"], ["a"])
+        metrics.rouge_with_intervals(["a", "b"], ["a"])
     with pytest.raises(ValueError, match="at least one"):
-        ev.rouge_with_intervals([], [])
+        metrics.rouge_with_intervals([], [])
 
 
 def test_lead_baseline():
@@ -205,7 +219,7 @@ def test_decode_documents_each_signature(saved_model):
         saved_model / "1", DOCS[:3], signature="greedy", progress=False
     )
     assert greedy == [" ".join(d.split()[:2]) for d in DOCS[:3]]
-    with pytest.raises(ev.EvaluationError, match="no 'nope' signature"):
+    with pytest.raises(UserError, match="no 'nope' signature"):
         ev.decode_documents(saved_model, DOCS, signature="nope")
 
 
@@ -213,13 +227,13 @@ def test_resolve_version_dir_picks_newest_integer(tmp_path):
     for name in ("2", "10", "latest"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "saved_model.pb").write_bytes(b"")
-    assert ev.resolve_version_dir(tmp_path) == str(tmp_path / "10")
-    assert ev.resolve_version_dir(tmp_path / "2") == str(tmp_path / "2")
-    with pytest.raises(ev.EvaluationError, match="not found"):
-        ev.resolve_version_dir(tmp_path / "missing")
+    assert layout.resolve_version_dir(tmp_path) == str(tmp_path / "10")
+    assert layout.resolve_version_dir(tmp_path / "2") == str(tmp_path / "2")
+    with pytest.raises(UserError, match="not found"):
+        layout.resolve_version_dir(tmp_path / "missing")
     (tmp_path / "empty" / "3").mkdir(parents=True)  # a version without a model
-    with pytest.raises(ev.EvaluationError, match="No SavedModel"):
-        ev.resolve_version_dir(tmp_path / "empty")
+    with pytest.raises(UserError, match="No SavedModel"):
+        layout.resolve_version_dir(tmp_path / "empty")
 
 
 def test_evaluate_writes_metrics_and_heatmaps(saved_model, data_dir, capsys):
@@ -280,7 +294,7 @@ def test_evaluate_writes_metrics_and_heatmaps(saved_model, data_dir, capsys):
 
 
 def test_evaluate_rejects_bad_split(saved_model):
-    with pytest.raises(ValueError, match="received 'dev'"):
+    with pytest.raises(UserError, match="Received: split='dev'"):
         ev.evaluate(saved_model, "dev")
 
 
@@ -300,7 +314,7 @@ def test_cli_errors_are_one_line(tmp_path):
     result = _cli("--model-dir", str(tmp_path / "missing"))
     assert result.returncode == 1
     assert result.stderr.strip() == (
-        f"error: Model directory not found: '{tmp_path / 'missing'}'."
+        f"error: Model folder not found. Received: model_dir={tmp_path / 'missing'}"
     )
     assert "Traceback" not in result.stderr
     result = _cli("--model-dir", str(tmp_path), "--split", "bogus")

@@ -16,6 +16,8 @@ import json  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
 import socket  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
@@ -165,6 +167,34 @@ def _uvicorn(app):
         sock.close()
 
 
+# ------------------------------------------------------------------- isolation
+
+
+def test_server_imports_no_model_code():
+    # A fresh interpreter (this one has imported everything). TensorFlow itself
+    # loads parts of keras, so what counts is what `models.serve` adds to it.
+    probe = (
+        "import sys, tensorflow, starlette.applications, starlette.staticfiles\n"
+        "before = set(sys.modules)\n"
+        "import models.serve\n"
+        "print(' '.join(sorted(set(sys.modules) - before)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parents[1],
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    added = set(result.stdout.split())
+    assert {"models.serve.app", "models.serve.codec"} <= added
+    model_code = {m for m in added if m.startswith(("keras", "models."))}
+    allowed = {"models.errors", "models.layout"}
+    assert {m for m in model_code if not m.startswith("models.serve")} <= allowed
+
+
 # ---------------------------------------------------------------------- REST API
 
 
@@ -268,11 +298,11 @@ def test_attention_signature_and_page_api(client):
 @pytest.mark.parametrize(
     "path, body, status, fragment",
     [
-        ("/v1/models/headlines:predict", b"{not json", 400, "Malformed JSON"),
-        ("/v1/models/headlines:predict", b"", 400, "Empty request body"),
+        ("/v1/models/headlines:predict", b"{not json", 400, "must be valid JSON"),
+        ("/v1/models/headlines:predict", b"", 400, "an empty body"),
         ("/v1/models/headlines:predict", b"\xff\xfe", 400, "UTF-8"),
-        ("/v1/models/headlines:predict", [DOC], 400, "got list"),
-        ("/v1/models/headlines:predict", {"instance": [DOC]}, 400, "Unknown field"),
+        ("/v1/models/headlines:predict", [DOC], 400, "Received: list"),
+        ("/v1/models/headlines:predict", {"instance": [DOC]}, 400, "unknown field"),
         ("/v1/models/headlines:predict", {}, 400, "Missing 'inputs' or 'instances'"),
         (
             "/v1/models/headlines:predict",
@@ -293,7 +323,7 @@ def test_attention_signature_and_page_api(client):
             "/v1/models/headlines:predict",
             {"instances": [{"documents": ["nested"]}]},
             400,
-            "expected a string",
+            "must be a string or",
         ),
         (
             "/v1/models/headlines:predict",
@@ -320,7 +350,7 @@ def test_attention_signature_and_page_api(client):
             "/v1/models/headlines:predict",
             {"instances": [DOC] * 5},
             400,
-            "Too many instances: got 5",
+            "Received: 5 instances",
         ),
         (
             "/v1/models/headlines:predict",

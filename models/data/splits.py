@@ -1,0 +1,186 @@
+"""One split as `(document, summary)` pairs, from wherever the data is."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from pathlib import Path
+
+import tensorflow as tf
+
+from models.data.offline import prepare_offline
+from models.data.sources import SPLIT_FILES, SPLITS, Source, find_source, validate
+from models.errors import UserError
+
+_SPLIT_ALIASES = {"dev": "validation", "valid": "validation", "val": "validation"}
+
+
+def _prepared_tfds_dir(path: Path, dataset: str) -> bool:
+    if not path.is_dir():
+        return False
+    # `<dir>/<dataset>/<version>/` or `<dir>/<dataset>/<config>/<version>/`
+    return any((path / dataset).glob("*/dataset_info.json")) or any(
+        (path / dataset).glob("*/*/dataset_info.json")
+    )
+
+
+def _canonical_split(split: str, strict: bool) -> str:
+    """Maps `dev` -> `validation`; checks the base name for Gigaword splits."""
+    if not isinstance(split, str):
+        raise UserError(f"`split` must be a string. Received: split={split!r}")
+    match = re.match(r"^\s*(\w+)", split)
+    base = match.group(1) if match else ""
+    canonical = _SPLIT_ALIASES.get(base, base)
+    if strict and canonical not in SPLITS:
+        raise UserError(
+            f"`split` must be one of {', '.join(SPLITS)}. Received: split={split!r}"
+        )
+    return canonical + split[match.end() :] if match else split
+
+
+def _tfds_builder(dataset: str, data_dir):
+    import tensorflow_datasets as tfds
+
+    try:
+        return tfds.builder(dataset, data_dir=data_dir)
+    except tfds.core.registered.DatasetNotFoundError:
+        names = tfds.list_builders(with_community_datasets=False)
+        close = difflib.get_close_matches(dataset, names, n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise UserError(
+            f"`dataset` must be a TFDS dataset{hint}. Received: dataset={dataset!r}"
+        ) from None
+
+
+def _check_keys(builder, document_key: str, summary_key: str) -> None:
+    features = builder.info.features
+    text_keys = sorted(k for k in features.keys() if features[k].dtype == tf.string)
+    for name, key in (("document_key", document_key), ("summary_key", summary_key)):
+        if key not in text_keys:
+            raise UserError(
+                f"`{name}` must name a text feature of TFDS dataset "
+                f"{builder.name!r} (available keys: {', '.join(text_keys)}). "
+                f"Received: {name}={key!r}"
+            )
+
+
+def _as_pairs(builder, split: str, document_key: str, summary_key: str):
+    available = list(builder.info.splits.keys())
+    base = re.match(r"^\s*(\w+)", split)
+    if available and base and base.group(1) not in available:
+        raise UserError(
+            f"`split` must be a split of TFDS dataset {builder.name!r}: "
+            f"{', '.join(available)}. Received: split={split!r}"
+        )
+    ds = builder.as_dataset(split=split, shuffle_files=False)
+    return ds.map(
+        lambda ex: (ex[document_key], ex[summary_key]),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
+
+
+def _text_pairs(source: Source, split: str) -> tf.data.Dataset:
+    """Pairs read straight from org_data files (no TFDS, no `<unk>` rewrite)."""
+    if source.kind != "dir":
+        raise UserError(
+            "A zip archive is only read through the TFDS gigaword builder: "
+            f"`dataset` must be 'gigaword'. Received: data_dir={source.path}"
+        )
+    if split not in SPLITS:
+        raise UserError(
+            f"`split` must be one of {', '.join(SPLITS)}. Received: split={split!r}"
+        )
+    validate(source, [split])
+    prefix = str(source.path / SPLIT_FILES[split])
+    return tf.data.Dataset.zip(
+        tf.data.TextLineDataset(prefix + ".src.txt"),
+        tf.data.TextLineDataset(prefix + ".tgt.txt"),
+    ).map(
+        lambda d, s: (tf.strings.strip(d), tf.strings.strip(s)),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
+
+
+def load_split(
+    split: str,
+    *,
+    data_dir: str | os.PathLike | None = None,
+    dataset: str = "gigaword",
+    document_key: str = "document",
+    summary_key: str = "summary",
+    tfds_dir: str | os.PathLike | None = None,
+) -> tf.data.Dataset:
+    """Loads one split as `(document, summary)` pairs of `tf.string` scalars.
+
+    - `data_dir=None`: `tfds.load(dataset, split=split)` (downloads and
+      prepares on first use, as usual; `tfds_dir` is TFDS's `data_dir`).
+    - `dataset="gigaword"` and `data_dir` a local copy of the download (see
+      `prepare_offline`): the TFDS `gigaword` dataset is prepared from it once,
+      offline, into `tfds_dir`, then read from there.
+    - `data_dir` a TFDS data dir that already holds `dataset`: read from it.
+    - another `dataset` and `data_dir` a folder in `org_data` layout
+      (`{train,dev,test}.{src,tgt}.txt`): the plain text files, line N of the
+      two files being one pair.
+
+    Args:
+        split: `"train"`, `"validation"` (or `"dev"`) or `"test"`; TFDS slicing
+            such as `"train[:1000]"` works on the TFDS paths.
+        data_dir: local data, as above.
+        dataset: TFDS dataset name.
+        document_key: feature holding the document.
+        summary_key: feature holding the summary.
+        tfds_dir: TFDS data dir for prepared data (default: TFDS's).
+
+    Returns:
+        `tf.data.Dataset` of `(document, summary)`, both `tf.string` with
+        shape `()`: in TFDS's (fixed, hashed) order when read through TFDS, in
+        file order when read from plain text files.
+
+    Raises:
+        UserError: missing or invalid data, unknown dataset, split or key.
+    """
+    gigaword = dataset == "gigaword"
+    split = _canonical_split(split, strict=gigaword)
+    if data_dir is None:
+        builder = _downloaded(dataset, document_key, summary_key, tfds_dir)
+    elif _prepared_tfds_dir(Path(data_dir).expanduser(), dataset):
+        builder = _prepared(dataset, document_key, summary_key, data_dir)
+    elif not gigaword:
+        return _text_pairs(find_source(data_dir), split)
+    else:
+        # The keys are checked against the builder's features before preparing.
+        _check_keys(_tfds_builder(dataset, None), document_key, summary_key)
+        builder = prepare_offline(data_dir, tfds_dir=tfds_dir)
+    return _as_pairs(builder, split, document_key, summary_key)
+
+
+def _downloaded(dataset, document_key, summary_key, tfds_dir):
+    """TFDS's builder of `dataset`, downloaded and prepared on first use."""
+    builder = _tfds_builder(dataset, None if tfds_dir is None else os.fspath(tfds_dir))
+    _check_keys(builder, document_key, summary_key)
+    try:
+        builder.download_and_prepare()
+    except ModuleNotFoundError as e:
+        if e.name != "importlib_resources":
+            raise
+        # tensorflow-datasets 4.9.x imports it for downloads on any Python
+        # but declares it only for Python < 3.9.
+        raise UserError(
+            "tensorflow_datasets needs the importlib_resources package to "
+            "download (pip install importlib_resources), or pass data_dir"
+        ) from None
+    return builder
+
+
+def _prepared(dataset, document_key, summary_key, data_dir):
+    """The builder of `dataset` already prepared in the TFDS folder `data_dir`."""
+    path = Path(data_dir).expanduser()
+    builder = _tfds_builder(dataset, os.fspath(path))
+    _check_keys(builder, document_key, summary_key)
+    if not builder.is_prepared():
+        raise UserError(
+            f"`data_dir` must hold version {builder.version} of {dataset}. "
+            f"Received: data_dir={path}, which holds another version"
+        )
+    return builder

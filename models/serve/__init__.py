@@ -1,0 +1,31 @@
+"""A small TensorFlow-Serving-compatible REST server for the headline SavedModel.
+
+Run it with:
+
+```
+python -m models.serve --model-dir saved_models/headlines --port 8501
+```
+
+It speaks TensorFlow Serving's REST API (`/v1/models/<name>[:predict|/metadata]`,
+row and columnar formats, `/versions/<v>` paths), batches requests that arrive
+within a few milliseconds into one call of the signature, hot-swaps to a newer
+integer version folder when one appears, and serves a web page at `/` that shows
+the headline and its attention heatmap.
+
+One module per part, each importing only those before it:
+
+* `servable`: a loaded version (`Servable`) and the hot-swapping `ModelManager`;
+* `batcher`: the `Batcher` worker that merges requests into one call;
+* `codec`: JSON <-> numpy for the row and columnar formats;
+* `app`: the Starlette app (`create_app`, `ServerConfig`);
+* `cli`: the command line (`python -m models.serve`).
+
+Only TensorFlow, numpy, starlette and uvicorn are needed: this package must
+never import the model-building code (`keras_attn` or the other `models/`
+modules), so that it can run anywhere the SavedModel can.
+"""
+
+from models.serve.app import HeadlineServer, ServerConfig, create_app
+from models.serve.cli import main, parse_args
+
+__all__ = ["HeadlineServer", "ServerConfig", "create_app", "main", "parse_args"]

@@ -1,0 +1,5 @@
+"""`python -m models.serve`: see `models.serve.cli`."""
+
+from models.serve.cli import main
+
+main()

@@ -1,0 +1,169 @@
+"""Loaded SavedModel versions and the manager that hot-swaps to newer ones."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import tensorflow as tf  # noqa: E402
+from google.protobuf import json_format  # noqa: E402
+from tensorflow.core.protobuf import saved_model_pb2  # noqa: E402
+
+from models.errors import UserError  # noqa: E402
+from models.layout import SAVED_MODEL_FILE, version_dirs  # noqa: E402
+
+logger = logging.getLogger("models.serve")
+
+
+def _signature_defs(path: Path) -> dict[str, Any]:
+    """`SignatureDef`s of a SavedModel rendered as TF Serving renders them."""
+    proto = saved_model_pb2.SavedModel()
+    proto.ParseFromString((path / SAVED_MODEL_FILE).read_bytes())
+    meta_graph = proto.meta_graphs[0]
+    defs = {}
+    for name, sig in meta_graph.signature_def.items():
+        if name.startswith("__"):  # __saved_model_init_op is not servable.
+            continue
+        try:
+            rendered = json_format.MessageToDict(
+                sig,
+                preserving_proto_field_name=True,
+                always_print_fields_with_no_presence=True,
+            )
+        except TypeError:  # protobuf < 5.26 spells the option differently.
+            rendered = json_format.MessageToDict(
+                sig,
+                preserving_proto_field_name=True,
+                including_default_value_fields=True,
+            )
+        defs[name] = rendered
+    return defs
+
+
+@dataclass
+class Servable:
+    """One loaded version of the model and what is known about its signatures."""
+
+    version: int
+    path: Path
+    loaded: Any
+    signatures: dict[str, Any]
+    # signature -> input name -> tf.DType, and signature -> output names.
+    input_dtypes: dict[str, dict[str, tf.DType]]
+    output_names: dict[str, list[str]]
+    signature_defs: dict[str, Any]
+
+    @classmethod
+    def load(cls, version: int, path: Path) -> Servable:
+        loaded = tf.saved_model.load(str(path))
+        signatures = dict(loaded.signatures)
+        if not signatures:
+            raise UserError(
+                f"A SavedModel must have signatures. Received: none in {path}"
+            )
+        input_dtypes, output_names = {}, {}
+        for name, fn in signatures.items():
+            _, kwargs = fn.structured_input_signature
+            input_dtypes[name] = {k: spec.dtype for k, spec in kwargs.items()}
+            output_names[name] = sorted(fn.structured_outputs)
+        return cls(
+            version=version,
+            path=path,
+            loaded=loaded,
+            signatures=signatures,
+            input_dtypes=input_dtypes,
+            output_names=output_names,
+            signature_defs=_signature_defs(path),
+        )
+
+    def run(self, signature: str, inputs: dict[str, list]) -> dict[str, np.ndarray]:
+        fn = self.signatures[signature]
+        dtypes = self.input_dtypes[signature]
+        tensors = {k: tf.constant(v, dtype=dtypes[k]) for k, v in inputs.items()}
+        return {k: v.numpy() for k, v in fn(**tensors).items()}
+
+    def warm_up(self) -> None:
+        """Calls every signature once so the first request pays no first-call cost."""
+        for name, dtypes in self.input_dtypes.items():
+            if all(d == tf.string for d in dtypes.values()):
+                self.run(name, {k: ["warm up"] for k in dtypes})
+
+
+class ModelManager:
+    """Holds the servable in use and swaps in newer versions found on disk.
+
+    Requests capture `current` once when they are accepted and run on that
+    servable, so a swap never touches work in flight: the old version is freed
+    when the last request holding it finishes.
+    """
+
+    def __init__(self, model_dir: str | os.PathLike, poll_seconds: float = 2.0):
+        self.model_dir = Path(model_dir)
+        self.poll_seconds = poll_seconds
+        versions = version_dirs(self.model_dir)
+        if not versions:
+            raise FileNotFoundError(
+                "No version folder in `model_dir`: it must hold <integer version>/"
+                f"{SAVED_MODEL_FILE}. Received: model_dir={self.model_dir}"
+            )
+        version, path = versions[-1]
+        servable = Servable.load(version, path)
+        servable.warm_up()
+        self.current: Servable = servable
+        self._failed: set[int] = set()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self.poll_seconds > 0 and self._thread is None:
+            self._thread = threading.Thread(
+                target=self._watch, name="model-watcher", daemon=True
+            )
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+
+    def poll_once(self) -> bool:
+        """Loads the newest version if it is newer than the one served.
+
+        Returns:
+            Whether a new version was switched to.
+        """
+        versions = [
+            (v, p)
+            for v, p in version_dirs(self.model_dir)
+            if v > self.current.version and v not in self._failed
+        ]
+        if not versions:
+            return False
+        version, path = versions[-1]
+        try:
+            servable = Servable.load(version, path)
+            servable.warm_up()
+        except Exception as exc:  # Keep serving the old version.
+            self._failed.add(version)
+            logger.error("Could not load version %d from %s: %s", version, path, exc)
+            return False
+        old = self.current.version
+        self.current = servable  # One reference assignment: atomic for readers.
+        logger.warning("Switched model from version %d to version %d", old, version)
+        return True
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.poll_seconds):
+            try:
+                self.poll_once()
+            except Exception:  # The watcher must outlive odd file-system states.
+                logger.exception("Model watcher failed; retrying")
