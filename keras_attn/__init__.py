@@ -16,7 +16,13 @@ from keras_attn.pointer import (
     pointer_nll,
     target_probabilities,
 )
-from keras_attn.recurrent import AttentionCellWrapper, AttentionRNN
+from keras_attn.recurrent import (
+    AttentionCellWrapper,
+    AttentionRNN,
+    BahdanauAttentionCell,
+    LuongAttentionCell,
+    SelfAttentionCell,
+)
 
 __version__ = "0.1.0"
 
@@ -25,15 +31,18 @@ __all__ = [
     "AttentionMemory",
     "AttentionRNN",
     "BahdanauAttention",
+    "BahdanauAttentionCell",
     "BaseAttention",
     "BilinearAttention",
     "ConcatAttention",
     "CoverageAttention",
     "DotAttention",
     "GeneralAttention",
+    "LuongAttentionCell",
     "NetworkAttention",
     "PointerGenerator",
     "ScaledDotAttention",
+    "SelfAttentionCell",
     "causal_mask",
     "copy_distribution",
     "coverage_loss",
