@@ -150,7 +150,8 @@ def _ref_scaled_dot(layer, q, k):
 
 
 def _ref_general(layer, q, k):
-    return q @ _np(layer.kernel) @ np.swapaxes(k, 1, 2)
+    scores = q @ _np(layer.kernel) @ np.swapaxes(k, 1, 2)
+    return scores * _np(layer.scale) if layer.use_scale else scores
 
 
 def _ref_bahdanau(layer, q, k):
@@ -246,6 +247,11 @@ def _specs():
         Spec(
             "general",
             lambda dq, dk, **kw: ka.GeneralAttention(**kw),
+            _ref_general,
+        ),
+        Spec(
+            "general_scale",
+            lambda dq, dk, **kw: ka.GeneralAttention(use_scale=True, **kw),
             _ref_general,
         ),
         Spec(
