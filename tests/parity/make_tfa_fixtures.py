@@ -199,8 +199,10 @@ def make_beam_fixture(name, seed, eos_bias, beam_width=3, length_penalty=0.8):
     """
     rng = np.random.default_rng(seed)
     vocab, start, end, max_length = 7, 0, 1, 6
+    start_ids = np.array([start, 4], "int32")  # a different chain per row
     logits = _normal(rng, vocab, vocab, scale=2.0)
     logits[:, end] += eos_bias
+    logits[start_ids, end] -= 30.0  # no empty hypothesis
     table = tf.nn.log_softmax(logits).numpy()
     decoder = tfa.seq2seq.BeamSearchDecoder(
         _Passthrough(vocab),
@@ -211,7 +213,6 @@ def make_beam_fixture(name, seed, eos_bias, beam_width=3, length_penalty=0.8):
         length_penalty_weight=length_penalty,
         maximum_iterations=max_length,
     )
-    start_ids = np.array([start, 4], "int32")  # a different chain per row
     outputs, state, lengths = decoder(
         tf.eye(vocab),
         start_tokens=start_ids,
@@ -245,8 +246,13 @@ def main():
     )
     make_wrapper_fixture("wrapper_luong_output_cell", "luong_scale", False, 11)
     make_wrapper_fixture("wrapper_luong_no_layer", "luong", True, 12, layer_size=None)
+    # Every hypothesis cut at max_length.
     make_beam_fixture("beam_no_early_end", 20, eos_bias=-30.0)
-    make_beam_fixture("beam_with_end", 21, eos_bias=1.0)
+    # Hypotheses end at different steps; TFA and keras_attn pick the same.
+    make_beam_fixture("beam_with_end", 25, eos_bias=0.0)
+    # TFA scores an ending hypothesis one token short at the step it ends
+    # and drops one that keras_attn keeps (see tests/test_tfa_parity.py).
+    make_beam_fixture("beam_tfa_drops_end", 30, eos_bias=0.0)
 
 
 if __name__ == "__main__":
