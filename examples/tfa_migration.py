@@ -50,12 +50,11 @@ output_layer = keras.layers.Dense(VOCAB)
 model = keras.Model([source, target_in], output_layer(hidden))
 
 
-def sequence_loss(targets, logits, weights):
-    """tfa.seq2seq.sequence_loss: weighted cross-entropy / sum of weights."""
-    losses = keras.losses.sparse_categorical_crossentropy(
-        targets, logits, from_logits=True
-    )
-    return ops.sum(losses * weights) / ops.sum(weights)
+# tfa.seq2seq.sequence_loss(logits, targets, weights): the weighted
+# cross-entropy over the sum of the weights.
+sequence_loss = keras.losses.SparseCategoricalCrossentropy(
+    from_logits=True, reduction="mean_with_sample_weight"
+)
 
 
 def reverse_task(n, rng, length=6):

@@ -26,11 +26,28 @@ def test_readme_shows_the_example():
     assert block == _example_code().rstrip() + "\n"
 
 
-def test_example_trains_and_beam_searches():
+def _load_example():
     spec = importlib.util.spec_from_file_location("tfa_migration", EXAMPLE)
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
+    return example
 
+
+def test_sequence_loss_is_tfas():
+    # TFA's default: sum(cross_entropy * weights) / sum(weights), in numpy.
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(2, 3, 5)).astype("float32")
+    targets = rng.integers(0, 5, (2, 3))
+    weights = np.array([[1, 1, 0], [1, 0, 0]], "float32")
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    cross_entropy = -np.take_along_axis(log_probs, targets[..., None], -1)[..., 0]
+    expected = (cross_entropy * weights).sum() / weights.sum()
+    loss = _load_example().sequence_loss(targets, logits, sample_weight=weights)
+    np.testing.assert_allclose(float(ops.convert_to_numpy(loss)), expected, rtol=1e-5)
+
+
+def test_example_trains_and_beam_searches():
+    example = _load_example()
     losses = example.train(steps=8)
     assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
 
