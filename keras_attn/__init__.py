@@ -16,7 +16,26 @@ from keras_attn.pointer import (
     pointer_nll,
     target_probabilities,
 )
-from keras_attn.recurrent import AttentionCellWrapper, AttentionRNN
+from keras_attn.processors import (
+    BannedIds,
+    LogitsProcessor,
+    MinLength,
+    NoRepeatNgram,
+)
+from keras_attn.recurrent import (
+    AttentionCellWrapper,
+    AttentionRNN,
+    BahdanauAttentionCell,
+    LuongAttentionCell,
+    SelfAttentionCell,
+)
+from keras_attn.search import (
+    DecodingResult,
+    beam_search,
+    greedy_search,
+    sampling_search,
+    tile_batch,
+)
 
 __version__ = "0.1.0"
 
@@ -25,22 +44,34 @@ __all__ = [
     "AttentionMemory",
     "AttentionRNN",
     "BahdanauAttention",
+    "BahdanauAttentionCell",
+    "BannedIds",
     "BaseAttention",
     "BilinearAttention",
     "ConcatAttention",
     "CoverageAttention",
+    "DecodingResult",
     "DotAttention",
     "GeneralAttention",
+    "LuongAttentionCell",
+    "LogitsProcessor",
+    "MinLength",
     "NetworkAttention",
+    "NoRepeatNgram",
     "PointerGenerator",
     "ScaledDotAttention",
+    "SelfAttentionCell",
+    "beam_search",
     "causal_mask",
     "copy_distribution",
     "coverage_loss",
+    "greedy_search",
     "masked_softmax",
     "mix_target_probabilities",
     "pointer_distribution",
     "pointer_log_distribution",
     "pointer_nll",
+    "sampling_search",
     "target_probabilities",
+    "tile_batch",
 ]

@@ -111,13 +111,23 @@ class BaseAttention(keras.layers.Layer):
             dtype and float32 (float64 in a float64 layer) `(batch, Tq, Tv)`.
         """
         weights = masked_softmax(scores, scores_mask)
-        dropped = weights
+        return self._weighted_sum(weights, values, training), weights
+
+    def _weighted_sum(self, weights, values, training=None):
+        """The context: dropout on the weights in training, then `weights @ values`.
+
+        Args:
+            weights: `(batch, Tq, Tv)` attention weights.
+            values: `(batch, Tv, value_dim)`.
+
+        Returns:
+            `(batch, Tq, value_dim)` in the values' dtype.
+        """
         if training and self.dropout > 0:
-            dropped = keras.random.dropout(
+            weights = keras.random.dropout(
                 weights, self.dropout, seed=self.seed_generator
             )
-        context = ops.matmul(ops.cast(dropped, values.dtype), values)
-        return context, weights
+        return ops.matmul(ops.cast(weights, values.dtype), values)
 
     # ----------------------------------------------------------- build
 

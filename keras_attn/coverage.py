@@ -202,6 +202,33 @@ class CoverageAttention(BahdanauAttention):
             )
 
         scores_mask = self._scores_mask(query, value, value_mask, use_causal_mask)
+        coverages, weights = self._coverage_over_time(
+            query, keys, coverage, query_mask, scores_mask
+        )
+        context = self._weighted_sum(weights, value, training)
+        return self._outputs(
+            context,
+            weights,
+            coverages,
+            return_attention_scores,
+            return_coverage,
+        )
+
+    def _coverage_over_time(self, query, keys, coverage, query_mask, scores_mask):
+        """The step-by-step recurrence of a query sequence.
+
+        Args:
+            query: `(batch, Tq, query_dim)`, not projected.
+            keys: Projected keys, `(batch, Tv, units)`.
+            coverage: The coverage before the first step, `(batch, Tv)`.
+            query_mask: Optional boolean `(batch, Tq)`.
+            scores_mask: Optional boolean `(batch|1, 1|Tq, Tv)`.
+
+        Returns:
+            `(coverages, weights)`, both `(batch, Tq, Tv)`: the coverage that
+            entered each step's score and each step's weights.
+        """
+        dtype = coverage.dtype
         # A (batch|1, 1, Tv) mask is the same at every step; one with a Tq
         # axis (causal) is looped over along with the queries.
         mask_per_step = scores_mask is not None and scores_mask.shape[1] != 1
@@ -240,20 +267,7 @@ class CoverageAttention(BahdanauAttention):
         weights = ops.reshape(ops.transpose(weights, (1, 0, 2)), full_shape)
         if query_mask is not None:
             weights = weights * ops.expand_dims(ops.cast(query_mask, dtype), -1)
-
-        dropped = weights
-        if training and self.dropout > 0:
-            dropped = keras.random.dropout(
-                weights, self.dropout, seed=self.seed_generator
-            )
-        context = ops.matmul(ops.cast(dropped, value.dtype), value)
-        return self._outputs(
-            context,
-            weights,
-            coverages,
-            return_attention_scores,
-            return_coverage,
-        )
+        return coverages, weights
 
     @staticmethod
     def _outputs(context, weights, coverage, return_weights, return_coverage):

@@ -8,13 +8,17 @@ from keras_attn.base import BaseAttention
 
 @keras.saving.register_keras_serializable(package="keras_attn")
 class GeneralAttention(BaseAttention):
-    """Bilinear score `score(q, k) = q^T W k`, `W` of shape `(query_dim, key_dim)`.
+    """Bilinear score `score(q, k) = g * q^T W k`, `W` of shape `(query_dim, key_dim)`.
 
     The query is projected (`q^T W`), not the keys: one projection per query
     instead of one per key, and the memory needs no preparation at all.
-    Query and key dimensions may differ.
+    Query and key dimensions may differ. This is TensorFlow Addons'
+    `LuongAttention` (whose `memory_layer` kernel is `W` transposed), and
+    with `use_scale=True` its `LuongAttention(scale=True)`.
 
     Args:
+        use_scale: If True, `g` is a learned scalar initialised to 1;
+            otherwise `g = 1`.
         kernel_initializer: Initializer of `W`.
         **kwargs: `BaseAttention` arguments.
 
@@ -23,8 +27,9 @@ class GeneralAttention(BaseAttention):
     >>> context = layer([decoder_states, encoder_outputs])
     """
 
-    def __init__(self, kernel_initializer="glorot_uniform", **kwargs):
+    def __init__(self, use_scale=False, kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
+        self.use_scale = use_scale
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
 
     def _build_scores(self, query_dim, key_dim):
@@ -33,9 +38,16 @@ class GeneralAttention(BaseAttention):
             shape=(query_dim, key_dim),
             initializer=self.kernel_initializer,
         )
+        self.scale = None
+        if self.use_scale:
+            self.scale = self.add_weight(name="scale", shape=(), initializer="ones")
 
     def _project_query(self, query):
-        return ops.matmul(query, ops.cast(self.kernel, query.dtype))
+        kernel = self.kernel
+        if self.scale is not None:
+            # Scaling W (query_dim x key_dim) is cheaper than the scores.
+            kernel = kernel * self.scale
+        return ops.matmul(query, ops.cast(kernel, query.dtype))
 
     def _calculate_scores(self, query, keys):
         return ops.matmul(query, ops.transpose(keys, (0, 2, 1)))
@@ -43,6 +55,7 @@ class GeneralAttention(BaseAttention):
     def get_config(self):
         return {
             **super().get_config(),
+            "use_scale": self.use_scale,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
         }
 

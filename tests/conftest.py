@@ -28,16 +28,25 @@ def pytest_configure(config):
     )
     config.addinivalue_line(
         "markers",
+        "jax_only: needs the JAX backend (`jax.jit`); deselected on other backends",
+    )
+    config.addinivalue_line(
+        "markers",
         "specs(*ids): run a test taking `spec` on these score layers only",
     )
 
 
+_ONLY = {"tf_only": "tensorflow", "jax_only": "jax"}
+
+
 def pytest_collection_modifyitems(config, items):
-    if BACKEND == "tensorflow":
-        return
     selected, deselected = [], []
     for item in items:
-        (deselected if item.get_closest_marker("tf_only") else selected).append(item)
+        wrong = any(
+            item.get_closest_marker(marker) and backend != BACKEND
+            for marker, backend in _ONLY.items()
+        )
+        (deselected if wrong else selected).append(item)
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = selected
@@ -150,7 +159,8 @@ def _ref_scaled_dot(layer, q, k):
 
 
 def _ref_general(layer, q, k):
-    return q @ _np(layer.kernel) @ np.swapaxes(k, 1, 2)
+    scores = q @ _np(layer.kernel) @ np.swapaxes(k, 1, 2)
+    return scores * _np(layer.scale) if layer.use_scale else scores
 
 
 def _ref_bahdanau(layer, q, k):
@@ -246,6 +256,11 @@ def _specs():
         Spec(
             "general",
             lambda dq, dk, **kw: ka.GeneralAttention(**kw),
+            _ref_general,
+        ),
+        Spec(
+            "general_scale",
+            lambda dq, dk, **kw: ka.GeneralAttention(use_scale=True, **kw),
             _ref_general,
         ),
         Spec(

@@ -1,0 +1,441 @@
+"""RNN cells that attend at every step: Bahdanau, Luong and self-attention.
+
+`AttentionCellWrapper` wraps any Keras RNN cell (`LSTMCell`, `GRUCell`,
+`SimpleRNNCell`, ...) and any `BaseAttention` layer. It is the base class of
+one small class per style, each of which overrides one hook, `_step`:
+
+* `BahdanauAttentionCell`: attends with the previous state, before the cell.
+* `LuongAttentionCell`: attends with the new state, after the cell, and feeds
+  the attentional state back into the next input (TFA's `AttentionWrapper`).
+* `SelfAttentionCell`: attends over the cell's own earlier states.
+
+`AttentionCellWrapper(cell, attention, style=...)` builds the class of the
+style, so code and saved models that name the base class keep working.
+
+Keras 3's `RNN` layer has no `constants` argument, so the encoder memory
+travels in the cell's *states*: `get_initial_state_with_memory` projects the
+memory once (`attention.prepare_memory`) and returns the full initial state
+list; every step reads the projected keys back from the states and calls
+`attention.step`, so the memory is never re-projected per step. Every state
+is rank 2 `(batch, n)` (the memory is flattened), because the JAX and PyTorch
+loops broadcast an input mask `(batch, 1)` against each state, and the first
+state is always the cell's last output, which the JAX loop repeats at masked
+steps.
+"""
+
+import keras
+from keras import ops, tree
+
+from keras_attn.base import AttentionMemory, BaseAttention
+
+STYLES = ("bahdanau", "luong", "self")
+# style -> class, filled by the classes that define a `style`.
+_STYLE_CLASSES = {}
+
+
+def _deserialize(obj, custom_objects=None):
+    if isinstance(obj, dict):
+        return keras.saving.deserialize_keras_object(obj, custom_objects=custom_objects)
+    return obj
+
+
+def _flat_size(size):
+    return [int(s) if s is not None else None for s in tree.flatten(size)]
+
+
+def _style_class(style):
+    if style not in _STYLE_CLASSES:
+        raise ValueError(
+            f"`style` must be one of {tuple(_STYLE_CLASSES)}. Received: style={style!r}"
+        )
+    return _STYLE_CLASSES[style]
+
+
+@keras.saving.register_keras_serializable(package="keras_attn")
+class AttentionCellWrapper(keras.layers.Layer):
+    """Wraps an RNN cell so that it attends at every step.
+
+    `AttentionCellWrapper(cell, attention, style=...)` returns the cell of
+    that style; its arguments are those of the style's class:
+
+    * `style="bahdanau"`: `BahdanauAttentionCell`.
+    * `style="luong"` (the default): `LuongAttentionCell`.
+    * `style="self"`: `SelfAttentionCell`.
+
+    With `s_t` the wrapped cell's output (its hidden state), `y_t` the step
+    input and `c_t` the attention context, every style computes
+    `s_t = cell(s_{t-1}, ...)` and `c_t = attend(query, memory)`; they differ
+    in the query, the cell input and the output.
+
+    With `return_alignments=True`, each step's output is `[out_t; alpha_t]`,
+    the attention weights `alpha_t` `(batch, Tv)` concatenated after the
+    output; `split_output` separates them. `AttentionRNN` does it for you.
+
+    States (a flat list, all `(batch, n)`): the last output, the wrapped
+    cell's states, then the style's own states (for a memory: the flattened
+    projected keys, the flattened memory values and the memory mask as 0/1
+    floats).
+
+    Args:
+        cell: A Keras RNN cell (a layer with `state_size` and
+            `call(inputs, states)`), or its serialized config.
+        attention: A `BaseAttention` layer (or its config).
+        style: `"bahdanau"`, `"luong"` or `"self"`; picks the class. A class
+            of one style takes only its own style (or None).
+        memory_dim: Last dimension of the memory. Inferred by
+            `get_initial_state_with_memory` (or `AttentionRNN.build`) if not
+            given; it is saved in the config.
+        return_alignments: Append the attention weights to each output.
+        **kwargs: The style's arguments, then base `Layer` arguments.
+
+    Example:
+    >>> cell = AttentionCellWrapper(
+    ...     keras.layers.LSTMCell(64), DotAttention(), style="luong")
+    >>> states = cell.get_initial_state_with_memory(
+    ...     encoder_outputs, memory_mask, initial_state=[h, c])
+    >>> outputs = keras.layers.RNN(cell, return_sequences=True)(
+    ...     decoder_inputs, initial_state=states)
+    """
+
+    style = None
+    # Arguments of the single-class wrapper that this style ignores: configs
+    # saved before the per-style classes carry them.
+    _legacy_args = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "style" in cls.__dict__:
+            _STYLE_CLASSES[cls.style] = cls
+
+    def __new__(cls, *args, **kwargs):
+        if cls is AttentionCellWrapper:
+            cls = _style_class(
+                args[2] if len(args) > 2 else kwargs.get("style", "luong")
+            )
+        return super().__new__(cls, *args, **kwargs)
+
+    def __init__(
+        self,
+        cell,
+        attention,
+        style=None,
+        memory_dim=None,
+        return_alignments=False,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if style is not None and style != self.style:
+            raise ValueError(
+                f"{self.__class__.__name__} has style={self.style!r}. "
+                f"Received: style={style!r}"
+            )
+        cell = _deserialize(cell)
+        attention = _deserialize(attention)
+        if not (hasattr(cell, "state_size") and hasattr(cell, "call")):
+            raise ValueError(
+                "`cell` must be a Keras RNN cell with `state_size` and "
+                f"`call(inputs, states)`. Received: cell={cell!r}"
+            )
+        if not isinstance(attention, BaseAttention):
+            raise ValueError(
+                "`attention` must be a keras_attn `BaseAttention` layer "
+                f"(DotAttention, BahdanauAttention, ...). Received: "
+                f"attention={attention!r}"
+            )
+        self.cell = cell
+        self.attention = attention
+        self.memory_dim = memory_dim
+        self.return_alignments = return_alignments
+        self._cell_state_sizes = _flat_size(cell.state_size)
+        self._cell_nested_state = isinstance(cell.state_size, (list, tuple))
+        self.units = getattr(cell, "output_size", None)
+        if not isinstance(self.units, int):
+            self.units = self._cell_state_sizes[0]
+        self._memory_length = None
+        self._key_dim = None
+        self._input_dim = None
+        self.supports_masking = True
+
+    # ----------------------------------------------------------- hooks
+
+    def _step(self, inputs, prev_output, cell_states, extra, training):
+        """One step of the style.
+
+        Args:
+            inputs: The step input `y_t`, `(batch, input_dim)`.
+            prev_output: The previous output (without alignments).
+            cell_states: The wrapped cell's flat states.
+            extra: The style's own states (see `_extra_state_sizes`).
+            training: Whether dropout applies.
+
+        Returns:
+            `(output, weights, new_cell_states, new_extra)`.
+        """
+        raise NotImplementedError(f"{self.__class__.__name__} must implement `_step`.")
+
+    @property
+    def _base_output_size(self):
+        """Width of the output, without the alignments."""
+        return self.units
+
+    @property
+    def _cell_input_dim(self):
+        """Width of the wrapped cell's input."""
+        return self._input_dim
+
+    @property
+    def _query_dim(self):
+        """Width of the attention's query."""
+        return self.units
+
+    @property
+    def _extra_state_sizes(self):
+        # Memory states have a size only known from the memory (None here);
+        # `keras.layers.RNN` only reads it for shapes of `return_state`.
+        return [None, None, None]
+
+    def _build_output_layer(self):
+        """Creates the weights that combine context and state. Default: none."""
+
+    def _initial_step_states(self, batch_size, dtype):
+        """States the style carries between steps, before the memory's."""
+        return []
+
+    # ----------------------------------------------------------- sizes
+
+    @property
+    def output_size(self):
+        if not self.return_alignments:
+            return self._base_output_size
+        if self._memory_length is None:
+            return None
+        return self._base_output_size + self._memory_length
+
+    @property
+    def state_size(self):
+        return [self.output_size, *self._cell_state_sizes, *self._extra_state_sizes]
+
+    # ----------------------------------------------------------- build
+
+    def build(self, input_shape):
+        self._input_dim = int(input_shape[-1])
+        if self.memory_dim is not None:
+            self._build_with_memory()
+        self.built = True
+
+    def _build_with_memory(self):
+        """Builds cell, attention and output weights once the memory is known."""
+        if self._key_dim is not None:
+            return
+        if self._input_dim is None:
+            raise ValueError(
+                f"{self.__class__.__name__} is not built: it is built by "
+                "`keras.layers.RNN` (or `AttentionRNN`) from the step input "
+                "shape."
+            )
+        if not self.cell.built:
+            self.cell.build((None, self._cell_input_dim))
+        if not self.attention.built:
+            self.attention.build(
+                [(None, self._query_dim), (None, None, self.memory_dim)]
+            )
+        # Without `memory_dim`, `build` (from the step input alone) left the
+        # output weights to `get_initial_state_with_memory`: the layer is
+        # already marked built by then, so its tracker is unlocked for them,
+        # as Keras does itself when it quantizes a built layer.
+        locked = self._tracker.locked
+        self._tracker.unlock()
+        try:
+            self._build_output_layer()
+        finally:
+            if locked:
+                self._tracker.lock()
+        # The projected keys' width (e.g. `units` of a Bahdanau score), to
+        # unflatten the key state in `call`.
+        probe = ops.zeros((1, 1, self.memory_dim), dtype=self.compute_dtype)
+        self._key_dim = int(self.attention.prepare_memory(probe).keys.shape[-1])
+
+    def _set_memory_dim(self, memory_dim):
+        if memory_dim is None:
+            raise ValueError(
+                "The memory's last dimension must be known. Received memory "
+                f"dim: {memory_dim}"
+            )
+        memory_dim = int(memory_dim)
+        if self.memory_dim is None:
+            self.memory_dim = memory_dim
+        elif memory_dim != self.memory_dim:
+            raise ValueError(
+                f"{self.__class__.__name__} was built for a memory of last "
+                f"dimension {self.memory_dim}. Received memory of last "
+                f"dimension {memory_dim}."
+            )
+
+    # ----------------------------------------------------------- states
+
+    def _initial_cell_states(self, batch_size, dtype):
+        init = getattr(self.cell, "get_initial_state", None)
+        if init is not None:
+            states = tree.flatten(init(batch_size=batch_size))
+        else:
+            states = [ops.zeros((batch_size, s)) for s in self._cell_state_sizes]
+        return [ops.cast(s, dtype) for s in states]
+
+    def _check_cell_states(self, initial_state, batch_size, dtype):
+        if initial_state is None:
+            return self._initial_cell_states(batch_size, dtype)
+        states = tree.flatten(initial_state)
+        if len(states) != len(self._cell_state_sizes):
+            raise ValueError(
+                f"The wrapped {self.cell.__class__.__name__} has "
+                f"{len(self._cell_state_sizes)} state(s) of sizes "
+                f"{self._cell_state_sizes}. Received {len(states)} initial "
+                f"state(s) of shapes {[tuple(s.shape) for s in states]}."
+            )
+        return [ops.cast(s, dtype) for s in states]
+
+    def get_initial_state(self, batch_size=None):
+        """Zero initial states; `"self"` style only (others need a memory)."""
+        raise ValueError(
+            f'style="{self.style}" attends over a memory: pass '
+            "`initial_state=cell.get_initial_state_with_memory(memory, "
+            "memory_mask, initial_state)` to `keras.layers.RNN`, or use "
+            "`AttentionRNN` with inputs `[sequences, memory]`."
+        )
+
+    def get_initial_state_with_memory(
+        self, memory, memory_mask=None, initial_state=None
+    ):
+        """Projects the memory once and returns the initial states.
+
+        Call it where the memory is a real tensor: eagerly, or inside a
+        layer's `call` (`AttentionRNN` does that for functional models).
+
+        Args:
+            memory: Encoder outputs, `(batch, Tv, memory_dim)`.
+            memory_mask: Optional boolean `(batch, Tv)`; False marks padding
+                (zero attention weight).
+            initial_state: Optional initial state(s) of the wrapped cell, e.g.
+                the encoder's final `[h, c]`; zeros if None.
+
+        Returns:
+            The list of initial states, to pass as `initial_state` to
+            `keras.layers.RNN(cell)`.
+        """
+        if len(memory.shape) != 3:
+            raise ValueError(
+                "`memory` must have rank 3 (batch, Tv, memory_dim). Received "
+                f"memory shape: {tuple(memory.shape)}"
+            )
+        self._set_memory_dim(memory.shape[-1])
+        if self._input_dim is not None:
+            self._build_with_memory()
+        elif not self.attention.built:
+            raise ValueError(
+                f"{self.__class__.__name__} is not built: build it with the "
+                "step input shape first, e.g. `cell.build((None, input_dim))`, "
+                "or use `AttentionRNN`."
+            )
+        dtype = self.compute_dtype
+        memory = ops.cast(memory, dtype)
+        batch_size = ops.shape(memory)[0]
+        self._memory_length = memory.shape[1]
+        prepared = self.attention.prepare_memory(memory, value_mask=memory_mask)
+        output = ops.zeros((batch_size, self._base_output_size), dtype=dtype)
+        if self.return_alignments:
+            alignments = ops.zeros_like(prepared.mask, dtype=dtype)
+            output = ops.concatenate([output, alignments], axis=-1)
+        return [
+            output,
+            *self._check_cell_states(initial_state, batch_size, dtype),
+            *self._initial_step_states(batch_size, dtype),
+            ops.reshape(ops.cast(prepared.keys, dtype), (batch_size, -1)),
+            ops.reshape(memory, (batch_size, -1)),
+            ops.cast(prepared.mask, dtype),
+        ]
+
+    # ----------------------------------------------------------- step
+
+    def split_output(self, outputs):
+        """Splits `[out; alpha]` outputs of `return_alignments=True`.
+
+        Args:
+            outputs: `(..., output_size)` outputs of the RNN.
+
+        Returns:
+            `(outputs, alignments)`: `(..., out_dim)` and float32 `(..., Tv)`.
+        """
+        size = self._base_output_size
+        return outputs[..., :size], ops.cast(outputs[..., size:], "float32")
+
+    def _call_cell(self, inputs, states, training):
+        states = list(states) if self._cell_nested_state else states[0]
+        kwargs = {}
+        if getattr(self.cell, "_call_has_training_arg", False):
+            kwargs["training"] = training
+        output, new_states = self.cell(inputs, states, **kwargs)
+        return output, tree.flatten(new_states)
+
+    def _unflatten(self, flat, length, dim):
+        return ops.reshape(flat, (ops.shape(flat)[0], length, dim))
+
+    def _memory(self, memory_states):
+        """The `AttentionMemory` of the flat `[keys, values, mask]` states."""
+        keys, values, mask = memory_states
+        length = ops.shape(mask)[1]
+        return AttentionMemory(
+            keys=self._unflatten(keys, length, self._key_dim),
+            values=self._unflatten(values, length, self.memory_dim),
+            mask=ops.cast(mask, "bool"),
+        )
+
+    def call(self, inputs, states, training=None):
+        if self._key_dim is None:
+            raise ValueError(
+                f"{self.__class__.__name__} does not know its memory yet: pass "
+                "`initial_state=cell.get_initial_state_with_memory(memory)` to "
+                "`keras.layers.RNN`, or use `AttentionRNN`."
+            )
+        states = list(states)
+        num_cell = len(self._cell_state_sizes)
+        prev_output = states[0]
+        cell_states = states[1 : 1 + num_cell]
+        if self.return_alignments:
+            prev_output = prev_output[:, : self._base_output_size]
+        output, weights, new_cell, new_extra = self._step(
+            inputs, prev_output, cell_states, states[1 + num_cell :], training
+        )
+        output = ops.cast(output, states[0].dtype)
+        if self.return_alignments:
+            output = ops.concatenate([output, ops.cast(weights, output.dtype)], axis=-1)
+        new_cell = [
+            ops.cast(s, c.dtype) for s, c in zip(new_cell, cell_states, strict=True)
+        ]
+        return output, [output, *new_cell, *new_extra]
+
+    # ----------------------------------------------------------- config
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "cell": keras.saving.serialize_keras_object(self.cell),
+                "attention": keras.saving.serialize_keras_object(self.attention),
+                "style": self.style,
+                "memory_dim": self.memory_dim,
+                "return_alignments": self.return_alignments,
+            }
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        config = dict(config)
+        config["cell"] = _deserialize(config["cell"], custom_objects)
+        config["attention"] = _deserialize(config["attention"], custom_objects)
+        target = cls
+        if cls is AttentionCellWrapper:
+            target = _style_class(config.get("style", "luong"))
+        for key in target._legacy_args:
+            config.pop(key, None)
+        return target(**config)
