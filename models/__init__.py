@@ -7,8 +7,8 @@ above it, but for `export.export_run`, which loads a run through `training`:
   version-folder rules, and the settings dataclasses (no framework);
 * `data/`: Gigaword pairs from TFDS or a local copy, and batches;
 * `text`, `features`: in-graph normalization, reserved tokens, word ids;
-* `summarizer`, `sampled_softmax`: the Keras model and its one-token step;
-* `decoding`: greedy and beam search over any one-token step;
+* `summarizer`, `sampled_softmax`: the Keras model and its one-token step
+  (searched by `keras_attn.search`);
 * `metrics`: ROUGE, for validation, tuning and evaluation;
 * `training`, `tuning`, `export`, `evaluate`, `heatmap`: fitting, choosing
   the decoding settings, writing the SavedModel, scoring it;
