@@ -3,8 +3,7 @@
 A smoke run (`quick=True`: tiny models, 2 epochs) on the real macrodata series:
 the outputs are written, the metrics are finite, the PNGs are valid images and
 every forecast's attention weights are a distribution over the past steps.
-Tracing the attention RNNs costs more than training them; the JAX backend
-compiles them much more slowly, hence TensorFlow only.
+The example is pure Keras: it runs on every backend.
 """
 
 import importlib.util
@@ -14,11 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support import require
 
-pytest.importorskip("statsmodels")
-pytest.importorskip("matplotlib")
+require("statsmodels")
+require("matplotlib")
 
-pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "forecast.py"
 

@@ -17,6 +17,7 @@ from rouge_score import rouge_scorer
 pytestmark = pytest.mark.tf_only
 
 
+@pytest.mark.slow  # end to end: trains
 def test_export_layout_and_metrics(trained):
     tmp_path, result = trained
     assert "2 replicas" in result.stderr
@@ -58,6 +59,7 @@ def test_export_layout_and_metrics(trained):
     assert json.loads((version / "config.json").read_text())["sampled_softmax"] == 16
 
 
+@pytest.mark.slow  # end to end: trains
 def test_decoding_settings_are_tuned_on_validation(trained):
     tmp_path, result = trained
     tuning = json.loads((tmp_path / "run" / "search_tuning.json").read_text())
@@ -75,6 +77,7 @@ def test_decoding_settings_are_tuned_on_validation(trained):
     assert "<- chosen" in result.stderr
 
 
+@pytest.mark.slow  # end to end: trains
 def test_a_finished_run_exports_again_as_the_next_version(trained):
     tmp_path, _ = trained
     sys.path.insert(0, str(ROOT))
@@ -120,6 +123,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.slow  # end to end: trains
 def test_savedmodel_serves_raw_text_without_project_code(trained):
     tmp_path, _ = trained
     result = run(
@@ -138,6 +142,7 @@ def test_savedmodel_serves_raw_text_without_project_code(trained):
     assert out["greedy"] == 2
 
 
+@pytest.mark.slow  # end to end: trains
 def test_saved_model_cli_lists_signatures(trained):
     tmp_path, _ = trained
     cli = Path(sys.executable).with_name("saved_model_cli")
@@ -194,6 +199,7 @@ def _killed_run(tmp_path, args, epochs_done):
     return saved_epoch, rouge[:saved_epoch]
 
 
+@pytest.mark.slow  # end to end: trains
 def test_resume_after_kill(tmp_path, monkeypatch, capsys):
     """After kill -9, a resumed run starts from exactly the backed-up state:
     weights, optimizer (step counter included), best model, early stopping."""
