@@ -144,3 +144,36 @@ def training_main(argv):
     import train
 
     return train.main(argv)
+
+
+class _ScriptedRouge(training.ValidationRouge):
+    """Reports a fixed validation ROUGE-1 per epoch; records the weights."""
+
+    def __init__(self, scores):
+        keras.callbacks.Callback.__init__(self)
+        self.scores = scores
+        self.weights = []
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs["val_rouge1"] = self.scores[epoch]
+        self.weights.append([np.array(w) for w in self.model.weights])
+
+
+def test_early_stopping_and_best_model_follow_validation_rouge(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(16, 3)).astype("float32")
+    y = rng.normal(size=(16, 1)).astype("float32")
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(keras.optimizers.SGD(0.1), "mse")
+    batches = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
+    # Best at epoch 2 (index 1); patience 2: epochs 3 and 4 do not improve,
+    # so training stops before the better epochs 5 and 6.
+    rouge = _ScriptedRouge([10.0, 30.0, 20.0, 25.0, 40.0, 50.0])
+    options = TrainOptions(epochs=6, patience=2, checkpoint_every=1000)
+    history = training.fit(model, batches, batches, tmp_path, options, [rouge])
+    assert len(history.history["loss"]) == 4
+    assert history.history["val_rouge1"] == [10.0, 30.0, 20.0, 25.0]
+    # The model ends with the weights of the best epoch, not the last.
+    for got, want in zip(model.weights, rouge.weights[1], strict=True):
+        np.testing.assert_array_equal(np.array(got), want)
+    assert not np.array_equal(rouge.weights[1][0], rouge.weights[3][0])
