@@ -3,7 +3,8 @@
 A smoke run (`quick=True`: tiny models, 2 epochs) on the real macrodata series:
 the outputs are written, the metrics are finite, the PNGs are valid images and
 every forecast's attention weights are a distribution over the past steps.
-The example is pure Keras: it runs on every backend.
+Tracing the attention RNNs costs more than training them; the JAX backend
+compiles them much more slowly, hence TensorFlow only.
 """
 
 import importlib.util
@@ -18,7 +19,7 @@ from support import require
 require("statsmodels")
 require("matplotlib")
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "forecast.py"
 
