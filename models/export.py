@@ -3,7 +3,9 @@
 Apart from training: it takes a built `HeadlineSummarizer` and its
 `TextFeatures`, and writes TensorFlow Serving's layout,
 `<export_dir>/<version>/`, atomically (a temporary folder, then a rename), so
-a crash never leaves a half-written version for a server to pick up.
+a crash never leaves a half-written version for a server to pick up. A
+failure removes the temporary folder; one left by a kill is removed by a
+later export once it is an hour old.
 
 Signatures (all take `documents`, tf.string `[batch]`):
 
@@ -19,6 +21,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import tensorflow as tf
@@ -120,6 +123,26 @@ def headlines_in_batches(search_fn, documents, batch_size=128):
     return headlines
 
 
+TMP_PREFIX = ".tmp-export-"
+# A temporary folder older than this is a killed export's: no export of a
+# model this size takes an hour, so an export still running is never removed.
+STALE_TMP_SECONDS = 3600
+
+
+def remove_stale_temporaries(export_dir, max_age_s=STALE_TMP_SECONDS):
+    """Removes `.tmp-export-*` folders older than `max_age_s` (a `kill -9`
+    mid-export skips the cleanup); returns the paths removed."""
+    now = time.time()
+    stale = [
+        p
+        for p in Path(export_dir).glob(TMP_PREFIX + "*")
+        if p.is_dir() and now - p.stat().st_mtime > max_age_s
+    ]
+    for path in stale:
+        shutil.rmtree(path, ignore_errors=True)
+    return stale
+
+
 def export(
     model, features, export_dir, *, options=None, version=None, extra_files=None
 ):
@@ -137,6 +160,7 @@ def export(
     options = options or SearchOptions()
     export_dir = Path(export_dir)
     export_dir.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(export_dir)
     version = version or next_version(export_dir)
     final = export_dir / str(version)
     if final.exists():
@@ -152,7 +176,7 @@ def export(
     }
     # A hidden temporary folder in the same directory: TF Serving ignores
     # names that are not integers, and the rename is atomic on one filesystem.
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-export-", dir=export_dir))
+    tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=export_dir))
     try:
         tf.saved_model.save(module, str(tmp), signatures=signatures)
         files = {

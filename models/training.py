@@ -114,16 +114,53 @@ class Backup(keras.callbacks.BackupAndRestore):
     epoch's end, keeping the previous backup in case a kill tears the write.
 
     A resumed run restores the weights, the optimizer (its step counter
-    included) and the epoch; the interrupted epoch starts over.
+    included) and the epoch; the interrupted epoch starts over. Keras backs
+    up neither the best value of `ModelCheckpoint` nor the state of
+    `EarlyStopping`: `tracked` callbacks have theirs saved beside the
+    weights and restored, so a resumed run keeps the best model and its
+    patience. Put `Backup` after them, so that both are saved as updated at
+    an epoch's end and restored after their own `on_train_begin`.
     """
 
-    def __init__(self, backup_dir, save_freq):
+    STATE_ATTRIBUTES = ("best", "wait", "best_epoch", "stopped_epoch")
+
+    def __init__(self, backup_dir, save_freq, tracked=()):
         super().__init__(
             backup_dir,
             save_freq=save_freq,
             delete_checkpoint=False,
             double_checkpoint=True,
         )
+        self.tracked = list(tracked)
+        self._state_path = Path(backup_dir) / "callback_state.json"
+
+    def callback_state(self):
+        """`[{attribute: value}]`, one dict per tracked callback."""
+        return [
+            {
+                name: (None if getattr(c, name) is None else float(getattr(c, name)))
+                for name in self.STATE_ATTRIBUTES
+                if hasattr(c, name)
+            }
+            for c in self.tracked
+        ]
+
+    def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
+        if self._state_path.exists():
+            saved = json.loads(self._state_path.read_text())
+            for callback, state in zip(self.tracked, saved, strict=True):
+                for name, value in state.items():
+                    is_count = name != "best" and value is not None
+                    setattr(callback, name, int(value) if is_count else value)
+
+    def _save_model(self):
+        super()._save_model()
+        # Written after the weights: a kill in between leaves the previous
+        # epoch's state, which only loses patience already spent.
+        tmp = self._state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.callback_state()))
+        tmp.replace(self._state_path)
 
     def on_epoch_end(self, epoch, logs=None):
         super().on_epoch_end(epoch, logs)
@@ -244,19 +281,25 @@ def fit(model, train_batches, validation_batches, run_dir, options, callbacks=()
     best_path = run_dir / "best.weights.h5"
     by_rouge = any(isinstance(c, ValidationRouge) for c in callbacks)
     monitor, mode = ("val_rouge1", "max") if by_rouge else ("val_loss", "min")
+    checkpoint = keras.callbacks.ModelCheckpoint(
+        str(best_path),
+        monitor=monitor,
+        mode=mode,
+        save_best_only=True,
+        save_weights_only=True,
+    )
+    stopping = keras.callbacks.EarlyStopping(
+        monitor=monitor, mode=mode, patience=options.patience
+    )
     all_callbacks = [
         # First, so that the metrics they add to the logs are seen below.
         *callbacks,
-        Backup(str(run_dir / "backup"), save_freq=options.checkpoint_every),
-        keras.callbacks.ModelCheckpoint(
-            str(best_path),
-            monitor=monitor,
-            mode=mode,
-            save_best_only=True,
-            save_weights_only=True,
-        ),
-        keras.callbacks.EarlyStopping(
-            monitor=monitor, mode=mode, patience=options.patience
+        checkpoint,
+        stopping,
+        Backup(
+            str(run_dir / "backup"),
+            save_freq=options.checkpoint_every,
+            tracked=[checkpoint, stopping],
         ),
         keras.callbacks.TensorBoard(str(run_dir / "logs"), update_freq=50),
     ]

@@ -76,6 +76,19 @@ def _seed():
         torch.manual_seed(1234)
 
 
+@pytest.fixture(scope="session")
+def trained(tmp_path_factory):
+    """`(folder, result)` of one tiny `train.py` run, shared by every module.
+
+    The run is in `folder / "run"` and its export in `folder / "export" / "1"`.
+    For `tf_only` tests: it trains with TensorFlow in a subprocess.
+    """
+    from e2e import train_tiny_run
+
+    tmp_path = tmp_path_factory.mktemp("e2e")
+    return tmp_path, train_tiny_run(tmp_path)
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)

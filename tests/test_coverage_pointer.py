@@ -537,41 +537,93 @@ def test_tensorflow_xla_gradient_with_unknown_lengths(rng):
     assert all(np.all(np.isfinite(np_(g))) for g in grads)
 
 
-def test_mixed_float16(rng):
-    keras.mixed_precision.set_global_policy("mixed_float16")
-    try:
-        layer = CoverageAttention(UNITS)
-        p_layer = PointerGenerator()
-        query, value, value_mask, query_mask = coverage_inputs(rng)
-        context, weights, coverage = layer(
-            [query, value],
-            value_mask=value_mask,
-            query_mask=query_mask,
-            return_attention_scores=True,
-            return_coverage=True,
+def _coverage_and_copy(rng, value_mask, normalize=False, weights=None):
+    """Every output of coverage + copy under the current policy, as float32.
+
+    `weights`: the float32 run's layer weights, so both runs compute the
+    same function.
+    """
+    layer = CoverageAttention(UNITS, normalize=normalize)
+    p_layer = PointerGenerator()
+    query, value, _, query_mask = coverage_inputs(rng)
+    layer.build([query.shape, value.shape])
+    p_layer.build([(B, TQ, DV), query.shape, query.shape])
+    if weights is not None:
+        layer.set_weights(weights[0])
+        p_layer.set_weights(weights[1])
+    context, attention, coverage = layer(
+        [query, value],
+        value_mask=value_mask,
+        query_mask=query_mask,
+        return_attention_scores=True,
+        return_coverage=True,
+    )
+    p_gen = p_layer([context, query, query])
+    _, vocab, _, source_ids = pointer_inputs(rng)
+    logits = ops.cast(np.log(vocab), layer.compute_dtype)
+    probs = pointer_distribution(
+        p_gen, logits, attention, source_ids, NUM_OOV, from_logits=True
+    )
+    targets = np.array([[3, VOCAB, 7, VOCAB + 2], [VOCAB + 1, 2, 0, 8]])
+    nll = pointer_nll(
+        p_gen, logits, attention, source_ids, targets, mask=query_mask, from_logits=True
+    )
+    outputs = {
+        "context": context,
+        "attention": attention,
+        "coverage": coverage,
+        "p_gen": p_gen,
+        "probs": probs,
+        "nll": nll,
+        "coverage_loss": coverage_loss(attention, coverage, mask=query_mask),
+    }
+    dtypes = {k: keras.backend.standardize_dtype(v.dtype) for k, v in outputs.items()}
+    values = {k: np_(ops.cast(v, "float32")) for k, v in outputs.items()}
+    return values, dtypes, (layer.get_weights(), p_layer.get_weights())
+
+
+# One rounding costs 2^-11 (5e-4) relative in float16 and 2^-8 (4e-3) in
+# bfloat16; outputs of size ~1 after a few roundings are off by a few times
+# that. Largest error seen over all outputs, TF and torch (seed 7, with and
+# without `normalize`): 1.0e-3 (float16) and 9.3e-3 (bfloat16), the context's.
+# The bounds leave 4x and 3x.
+MIXED_ATOL = {"mixed_float16": 4e-3, "mixed_bfloat16": 3e-2}
+
+
+@pytest.mark.parametrize("policy", sorted(MIXED_ATOL))
+@pytest.mark.parametrize("normalize", [False, True], ids=["plain", "normalize"])
+def test_mixed_precision_matches_float32(rng, policy, normalize):
+    value_mask = np.ones((B, TV), bool)
+    value_mask[1, 3:] = False
+    seed = int(rng.integers(1 << 30))
+    want, _, weights = _coverage_and_copy(
+        np.random.default_rng(seed), value_mask, normalize
+    )
+    keras.mixed_precision.set_global_policy(policy)
+    got, dtypes, _ = _coverage_and_copy(
+        np.random.default_rng(seed), value_mask, normalize, weights
+    )
+    compute = keras.mixed_precision.global_policy().compute_dtype
+    assert dtypes["context"] == compute
+    # Weights, coverage and probabilities stay float32 (softmax in float32).
+    for name in ("attention", "coverage", "p_gen", "probs"):
+        assert dtypes[name] == "float32", name
+    for name in want:
+        np.testing.assert_allclose(
+            got[name], want[name], atol=MIXED_ATOL[policy], rtol=0, err_msg=name
         )
-        p_gen = p_layer([context, query, query])
-        assert keras.backend.standardize_dtype(context.dtype) == "float16"
-        assert keras.backend.standardize_dtype(weights.dtype) == "float32"
-        assert keras.backend.standardize_dtype(p_gen.dtype) == "float32"
-        _, vocab, _, source_ids = pointer_inputs(rng)
-        logits = ops.cast(np.log(vocab), "float16")
-        probs = pointer_distribution(
-            p_gen, logits, weights, source_ids, NUM_OOV, from_logits=True
-        )
-        targets = np.array([[3, VOCAB, 7, VOCAB + 2], [VOCAB + 1, 2, 0, 8]])
-        loss = pointer_nll(
-            p_gen,
-            logits,
-            weights,
-            source_ids,
-            targets,
-            mask=query_mask,
-            from_logits=True,
-        )
-        cov_loss = coverage_loss(weights, coverage, mask=query_mask)
-        for x in (context, weights, coverage, p_gen, probs, loss, cov_loss):
-            assert np.all(np.isfinite(np_(ops.cast(x, "float32"))))
-        assert keras.backend.standardize_dtype(probs.dtype) == "float32"
-    finally:
-        keras.mixed_precision.set_global_policy("float32")
+
+
+@pytest.mark.parametrize("policy", sorted(MIXED_ATOL))
+def test_fully_masked_source_under_mixed_precision(rng, policy):
+    # The usual NaN: a mask constant that overflows, or 0/0 in the softmax.
+    keras.mixed_precision.set_global_policy(policy)
+    value_mask = np.ones((B, TV), bool)
+    value_mask[0] = False
+    out, _, _ = _coverage_and_copy(rng, value_mask)
+    for name, value in out.items():
+        assert np.all(np.isfinite(value)), name
+    assert np.all(out["context"][0] == 0) and np.all(out["attention"][0] == 0)
+    assert np.all(out["coverage"][0] == 0)
+    # Row 1's query steps 0-2 (step 3 is masked) sum to 1.
+    np.testing.assert_allclose(out["attention"][1, :3].sum(-1), 1.0, atol=1e-3)

@@ -2,12 +2,10 @@ import pytest
 
 pytestmark = pytest.mark.tf_only
 
-import importlib  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
-import types  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -58,6 +56,23 @@ def test_rouge_disjoint_is_0():
     out = metrics.rouge_with_intervals(preds, refs, n_bootstrap=200)
     for value in out.values():
         assert value == {"f1": 0.0, "low": 0.0, "high": 0.0}
+
+
+def test_rouge_partial_overlap_by_hand():
+    preds = ["police arrest five men", "rain floods"]
+    refs = ["police arrest five protesters", "rain floods northern villages"]
+    # Pair 1: 3 of 4 words shared (P = R = 3/4), 2 of 3 bigrams, LCS 3.
+    # Pair 2: both words in the 4-word reference: F(P=1, R=1/2) = 2/3; its
+    # one bigram among the reference's 3: F(1, 1/3) = 1/2; LCS 2.
+    pairs = {"rouge1": (3 / 4, 2 / 3), "rouge2": (2 / 3, 1 / 2)}
+    pairs["rougeL"] = pairs["rougeLsum"] = pairs["rouge1"]
+    out = ev.rouge_with_intervals(preds, refs, n_bootstrap=200)
+    for metric, (first, second) in pairs.items():
+        # Scores are rounded to 4 decimals.
+        assert out[metric]["f1"] == pytest.approx(50 * (first + second), abs=5e-5)
+        # A resample of two pairs scores between the worse and the better one.
+        assert 100 * second - 5e-5 <= out[metric]["low"] <= out[metric]["f1"]
+        assert out[metric]["f1"] <= out[metric]["high"] <= 100 * first + 5e-5
 
 
 def test_rouge_intervals_contain_mean_and_are_seeded():
@@ -182,7 +197,7 @@ def saved_model(tmp_path_factory):
 
 
 @pytest.fixture
-def data_dir(tmp_path, monkeypatch):
+def data_dir(tmp_path):
     org = tmp_path / "data" / "org_data"
     org.mkdir(parents=True)
     for split, (docs, refs) in {
@@ -192,23 +207,6 @@ def data_dir(tmp_path, monkeypatch):
     }.items():
         (org / f"{split}.src.txt").write_text("\n".join(docs) + "\n")
         (org / f"{split}.tgt.txt").write_text("\n".join(refs) + "\n")
-    try:
-        importlib.import_module("models.data")
-    except ImportError:
-        # models.data is written separately; until it lands, stand in for it
-        # with a reader of the same org_data files and the same contract.
-        def load_split(split, *, data_dir=None, dataset="gigaword", **_):
-            name = {"validation": "dev"}.get(split, split)
-            base = os.path.join(data_dir, "org_data")
-            with open(os.path.join(base, f"{name}.src.txt")) as f:
-                src = f.read().splitlines()
-            with open(os.path.join(base, f"{name}.tgt.txt")) as f:
-                tgt = f.read().splitlines()
-            return tf.data.Dataset.from_tensor_slices((src, tgt))
-
-        fake = types.ModuleType("models.data")
-        fake.load_split = load_split
-        monkeypatch.setitem(sys.modules, "models.data", fake)
     return str(tmp_path / "data")
 
 
@@ -236,11 +234,12 @@ def test_resolve_version_dir_picks_newest_integer(tmp_path):
         layout.resolve_version_dir(tmp_path / "empty")
 
 
-def test_evaluate_writes_metrics_and_heatmaps(saved_model, data_dir, capsys):
+def test_evaluate_writes_metrics_and_heatmaps(saved_model, data_dir, tmp_path, capsys):
     metrics = ev.evaluate(
         saved_model,
         "test",
         data_dir=data_dir,
+        tfds_dir=tmp_path / "tfds",  # not ~/tensorflow_datasets
         n_heatmaps=2,
         n_bootstrap=100,
         progress=False,
@@ -283,6 +282,7 @@ def test_evaluate_writes_metrics_and_heatmaps(saved_model, data_dir, capsys):
         saved_model / "1",
         "validation",
         data_dir=data_dir,
+        tfds_dir=tmp_path / "tfds",
         max_examples=2,
         n_heatmaps=0,
         output=other,

@@ -129,6 +129,26 @@ def test_fully_masked_row_gives_zero_context_and_finite_gradient(spec, gradient,
     assert np.any(grad_value[1] != 0)
 
 
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_fully_masked_row_under_mixed_precision(spec, policy, rng):
+    # The usual NaN: a mask constant that overflows float16, or 0/0.
+    keras.config.set_dtype_policy(policy)
+    query = rng.normal(size=(B, TQ, D)).astype("float32")
+    value = rng.normal(size=(B, TV, D)).astype("float32")
+    value_mask = np.ones((B, TV), bool)
+    value_mask[0] = False
+    layer = make(spec)
+    context, weights = layer(
+        [query, value], value_mask=value_mask, return_attention_scores=True
+    )
+    assert keras.backend.standardize_dtype(context.dtype) == layer.compute_dtype
+    context = to_np(ops.cast(context, "float32"))
+    weights = to_np(weights)
+    assert np.all(np.isfinite(context)) and np.all(np.isfinite(weights))
+    assert np.all(context[0] == 0) and np.all(weights[0] == 0)
+    np.testing.assert_allclose(weights[1].sum(-1), 1.0, atol=1e-3)
+
+
 def test_fully_masked_row_in_step(rng):
     layer = ka.BahdanauAttention(units=5)
     value = rng.normal(size=(B, TV, D)).astype("float32")

@@ -381,5 +381,8 @@ def test_attention_learns_to_reverse_and_beats_no_attention():
         model = _reverser(attention)
         model.fit(*train, batch_size=64, epochs=3, verbose=0)
         accuracy[attention] = model.evaluate(*test, verbose=0)[1]
+    # Chance is 0.1 a token. The claim tested: with attention the reversal is
+    # nearly learned (0.9) and clearly better (by 0.1) than the same decoder
+    # that sees only the encoder's final state.
     assert accuracy[True] >= 0.9, accuracy
     assert accuracy[True] - accuracy[False] >= 0.1, accuracy

@@ -1,8 +1,10 @@
-"""Tests of `models.serve` against a fake SavedModel that follows CONTRACTS.md.
+"""Tests of `models.serve` against a fake SavedModel with the export's signatures.
 
-The fake `headlines` model writes the first three words of a document
-(upper-cased in version 1, lower-cased in version 2) and attends from headline
-word `t` to source word `t`, so every answer can be checked exactly.
+The signatures are those `models/export.py` writes (see its docstring; a
+real export is served in test_serve_export.py). The fake `headlines` model
+writes the first three words of a document (upper-cased in version 1,
+lower-cased in version 2) and attends from headline word `t` to source word
+`t`, so every answer can be checked exactly.
 """
 
 import pytest
@@ -37,7 +39,12 @@ with warnings.catch_warnings():  # Starlette nags about httpx vs httpx2.
 
 from models import serve  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
+# Debian's `chromium`, Ubuntu's `chromium-browser`, or any in $CHROMIUM.
+CHROMIUM = (
+    os.environ.get("CHROMIUM")
+    or shutil.which("chromium")
+    or shutil.which("chromium-browser")
+)
 DOC = "Alpha Beta Gamma delta epsilon"
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -495,7 +502,10 @@ def test_new_version_is_picked_up_without_dropping_requests(model_dir, fake_mode
 
 def test_web_page_in_headless_chromium(model_dir, tmp_path):
     # .ci/run installs Debian's chromium; without it this test must fail.
-    assert os.path.exists(CHROMIUM), f"{CHROMIUM} missing: apt-get install chromium"
+    assert CHROMIUM and os.path.exists(CHROMIUM), (
+        f"chromium not found ({CHROMIUM!r}): apt-get install chromium, or set "
+        "CHROMIUM to its path"
+    )
     from playwright import sync_api
 
     app = serve.create_app(_config(model_dir))
@@ -541,7 +551,8 @@ def test_monitoring_stats_shape(client):
     stats = client.get("/monitoring/stats").json()
     assert stats["model_version"] == "1"
     assert stats["instances"] == 2 and stats["batches"] == 1
-    assert json.dumps(stats)
+    # Plain JSON numbers (no NaN, which `json` would write as a bare token).
+    json.loads(json.dumps(stats, allow_nan=False))
 
 
 def test_load_test_tool_smoke(model_dir):

@@ -4,7 +4,6 @@ import pytest
 
 pytestmark = pytest.mark.tf_only
 
-import time  # noqa: E402
 
 import tensorflow as tf  # noqa: E402
 
@@ -82,11 +81,13 @@ def test_normalize_shapes_and_graph():
     assert not ops & {"PyFunc", "EagerPyFunc", "PyFuncStateless"}
 
 
-def test_normalize_truncates_long_documents_fast():
-    long_doc = "Word, " * 20_000  # 120,000 characters
-    start = time.perf_counter()
+def test_normalize_truncates_long_documents_first():
+    # The work is bounded: the text is cut to `max_chars` (4096) before any
+    # regex runs, so 120,000 characters give exactly what their first 4096
+    # give. The time it takes is in benchmarks/bench_normalize.py.
+    long_doc = "Word, " * 20_000
     out = text.normalize([long_doc] * 4).numpy()
-    assert time.perf_counter() - start < 2.0
+    assert out[0] == text.normalize(long_doc[:4096]).numpy()
     assert out[0].decode().split()[:3] == ["word", ",", "word"]
     assert len(out[0].split()) <= 2 * 4096 // 6 + 2
     # Cut at a character boundary: 2-byte characters, odd byte budget.

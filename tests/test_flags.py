@@ -1,0 +1,179 @@
+"""README flags of `train.py`, one small run each (tiny data, a few steps).
+
+`--attention`: every score but the default (tested end to end in
+test_pipeline.py) trains a step and decodes. `--coverage --no-copy --cell gru
+--attention bahdanau-normalized --max-train-minutes` in one run that exports,
+and that run shows the test split is never read for any choice.
+"""
+
+import pytest
+
+pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
+
+import json  # noqa: E402
+import sys  # noqa: E402
+
+import numpy as np  # noqa: E402
+from e2e import ROOT, train_command, write_org_data  # noqa: E402
+
+sys.path.insert(0, str(ROOT))
+
+import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import keras_attn  # noqa: E402
+from models import data, pipeline, training  # noqa: E402
+from models.config import SearchOptions, SummarizerConfig, TrainOptions  # noqa: E402
+from models.export import HeadlineModule  # noqa: E402
+from models.features import RESERVED, TextFeatures  # noqa: E402
+
+WORDS = ["alpha", "beta", "gamma", "delta", "said", "."]
+LAYERS = {
+    "luong-dot": (keras_attn.DotAttention, {"use_scale": False}),
+    "luong-scale": (keras_attn.DotAttention, {"use_scale": True}),
+    "luong-general": (keras_attn.GeneralAttention, {}),
+    "luong-concat": (keras_attn.ConcatAttention, {}),
+    "scaled-dot": (keras_attn.ScaledDotAttention, {}),
+}
+
+
+@pytest.mark.parametrize("attention", sorted(LAYERS))
+def test_attention_flag_trains_and_decodes(attention):
+    # Dot scores need query and key of one size: hidden 8, encoder 2 x 4.
+    config = SummarizerConfig(
+        vocab_size=len(RESERVED) + len(WORDS),
+        embedding_dim=8,
+        hidden_size=8,
+        attention_units=4,
+        attention=attention,
+        max_source_length=8,
+        max_target_length=4,
+    )
+    features = TextFeatures([*RESERVED, *WORDS], 8, 4)
+    model = training.build_model(config, TrainOptions())
+    cls, settings = LAYERS[attention]
+    assert type(model.attention) is cls
+    for name, value in settings.items():
+        assert getattr(model.attention, name) == value
+
+    documents = tf.constant(["alpha beta zorg said .", "gamma delta ."])
+    source = features.encode_source(documents)
+    target = features.encode_target(tf.constant(["alpha zorg", "gamma"]), source)
+    inputs = {
+        "source_ids": source["ids"],
+        "source_ext_ids": source["ext_ids"],
+        "target_in": target["target_in"],
+    }
+    before = [np.array(w) for w in model.attention.weights]
+    losses = [
+        float(model.train_on_batch(inputs, target["target_out"])) for _ in range(2)
+    ]
+    assert np.all(np.isfinite(losses))
+    # The score's own weights (if any) get gradients.
+    for old, new in zip(before, model.attention.weights, strict=True):
+        assert not np.allclose(old, np.array(new))
+    out = HeadlineModule(model, features, SearchOptions(max_length=3)).search(
+        documents, 1
+    )
+    assert out["headlines"].shape == (2,)
+    assert out["attention"].shape[0] == 2
+
+
+def test_coverage_no_copy_gru_time_budget_export(tmp_path, monkeypatch, capsys):
+    write_org_data(tmp_path / "data", sizes=(48, 8, 8))
+    splits, models = [], []
+    real_load, real_fit = data.load_split, pipeline.fit
+
+    def load_split(split, **kwargs):
+        splits.append(split)
+        return real_load(split, **kwargs)
+
+    def fit(model, *args, **kwargs):
+        models.append(model)
+        return real_fit(model, *args, **kwargs)
+
+    monkeypatch.setattr(data, "load_split", load_split)
+    monkeypatch.setattr(pipeline, "fit", fit)
+    argv = train_command(
+        tmp_path,
+        "--coverage",
+        "--no-copy",
+        "--cell",
+        "gru",
+        "--attention",
+        "bahdanau-normalized",
+        "--epochs",
+        "3",
+        "--steps-per-epoch",
+        "4",
+        # 0.03 s: the budget is spent by the end of the first step.
+        "--max-train-minutes",
+        "0.0005",
+        "--tune-decoding",
+        "--tune-examples",
+        "4",
+        "--tune-length-penalties",
+        "1.0",
+        "--tune-ngram-sizes",
+        "0",
+        "--skip-eval",
+    )[2:]
+    code = training_main(argv)
+    err = capsys.readouterr().err
+    assert code == 0, err[-3000:]
+    # Training, tuning and export read train and validation only.
+    assert set(splits) == {"train", "validation"}
+    # The time budget stopped training after its first step.
+    [model] = models
+    assert int(model.optimizer.iterations) == 1
+    assert isinstance(model.attention, keras_attn.CoverageAttention)
+    assert model.attention.normalize
+
+    version = tmp_path / "export" / "1"
+    config = json.loads((version / "config.json").read_text())
+    assert (config["coverage"], config["copy"], config["cell"]) == (True, False, "gru")
+    assert config["attention"] == "bahdanau-normalized"
+    loaded = tf.saved_model.load(str(version))
+    out = loaded.signatures["greedy"](documents=tf.constant(["w1 w2 w3 corp. said"]))
+    assert out["headlines"].shape == (1,)
+    reloaded = keras.saving.load_model(version / "model.keras", compile=False)
+    assert isinstance(reloaded.attention, keras_attn.CoverageAttention)
+
+
+def training_main(argv):
+    import train
+
+    return train.main(argv)
+
+
+class _ScriptedRouge(training.ValidationRouge):
+    """Reports a fixed validation ROUGE-1 per epoch; records the weights."""
+
+    def __init__(self, scores):
+        keras.callbacks.Callback.__init__(self)
+        self.scores = scores
+        self.weights = []
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs["val_rouge1"] = self.scores[epoch]
+        self.weights.append([np.array(w) for w in self.model.weights])
+
+
+def test_early_stopping_and_best_model_follow_validation_rouge(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(16, 3)).astype("float32")
+    y = rng.normal(size=(16, 1)).astype("float32")
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(keras.optimizers.SGD(0.1), "mse")
+    batches = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
+    # Best at epoch 2 (index 1); patience 2: epochs 3 and 4 do not improve,
+    # so training stops before the better epochs 5 and 6.
+    rouge = _ScriptedRouge([10.0, 30.0, 20.0, 25.0, 40.0, 50.0])
+    options = TrainOptions(epochs=6, patience=2, checkpoint_every=1000)
+    history = training.fit(model, batches, batches, tmp_path, options, [rouge])
+    assert len(history.history["loss"]) == 4
+    assert history.history["val_rouge1"] == [10.0, 30.0, 20.0, 25.0]
+    # The model ends with the weights of the best epoch, not the last.
+    for got, want in zip(model.weights, rouge.weights[1], strict=True):
+        np.testing.assert_array_equal(np.array(got), want)
+    assert not np.array_equal(rouge.weights[1][0], rouge.weights[3][0])
