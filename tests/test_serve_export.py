@@ -14,10 +14,9 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
+import httpx  # noqa: E402  (plain: a missing dependency fails, never skips)
 import numpy as np  # noqa: E402
 from e2e import ROOT  # noqa: E402
-
-import httpx  # noqa: E402  (plain: a missing dependency fails, never skips)
 
 DOCS = ["w1 w2 w3 w4 corp. said", "Japan's NEC Corp. said it would cut 2,500 jobs."]
 
