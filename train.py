@@ -19,6 +19,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 def parse_args(argv=None):
     from models.config import (
         ATTENTION_CHOICES,
+        NORMALIZATION_CHOICES,
         SearchOptions,
         SummarizerConfig,
         TrainOptions,
@@ -55,6 +56,14 @@ def parse_args(argv=None):
         help="score function of the decoder's attention (default: %(default)s)",
     )
     g.add_argument("--cell", default=cfg.cell, choices=("lstm", "gru"))
+    g.add_argument(
+        "--normalization",
+        choices=NORMALIZATION_CHOICES,
+        help="text form of the vocabulary: gigaword (lowercase, digits as #) "
+        "or general (lowercase, digits kept); headlines take case and digits "
+        "back from the source either way (default: gigaword for Gigaword's "
+        "own text, general for other data)",
+    )
     g.add_argument(
         "--copy",
         action=argparse.BooleanOptionalAction,

@@ -17,6 +17,8 @@ ATTENTION_CHOICES = (
     "luong-concat",
     "scaled-dot",
 )
+# Text forms of the vocabulary (`models.text.normalize`).
+NORMALIZATION_CHOICES = ("gigaword", "general")
 
 
 @dataclasses.dataclass
@@ -45,6 +47,10 @@ class SummarizerConfig:
             softmax. Evaluation and decoding always use the full softmax:
             the training loss shown is then the sampled estimate, `val_loss`
             the exact one.
+        normalization: Text form of the tokens, baked into the export:
+            `"gigaword"` (lowercased, digits masked as `#`, as Gigaword's own
+            text) or `"general"` (lowercased, digits kept). Either way the
+            served headline takes case and digits back from the source.
     """
 
     vocab_size: int = 20000
@@ -61,6 +67,8 @@ class SummarizerConfig:
     max_source_length: int = 64
     max_target_length: int = 20
     sampled_softmax: int = 0
+    # Runs saved before the field existed were trained on the gigaword form.
+    normalization: str = "gigaword"
 
     def __post_init__(self):
         if self.attention not in ATTENTION_CHOICES:
@@ -74,6 +82,11 @@ class SummarizerConfig:
             raise ValueError(
                 "sampled_softmax must be >= 0 (0: full softmax). Received: "
                 f"sampled_softmax={self.sampled_softmax}"
+            )
+        if self.normalization not in NORMALIZATION_CHOICES:
+            raise ValueError(
+                f"normalization must be one of {', '.join(NORMALIZATION_CHOICES)}. "
+                f"Received: normalization={self.normalization!r}"
             )
         if self.hidden_size % 2:
             raise ValueError(

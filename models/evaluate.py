@@ -193,6 +193,7 @@ def decode_documents(
     signature: str = "serving_default",
     batch_size: int = 64,
     progress: bool = True,
+    output: str = "normalized_headlines",
 ) -> list[str]:
     """Decodes headlines with a SavedModel signature, batch by batch.
 
@@ -205,6 +206,9 @@ def decode_documents(
             search, `greedy` greedy decoding).
         batch_size: documents per call.
         progress: whether to show a tqdm progress bar.
+        output: the signature's output to read: `"normalized_headlines"` (the
+            data's form, for ROUGE; `headlines` where a SavedModel has none)
+            or `"headlines"` (readable text).
 
     Returns:
         The `N` decoded headlines.
@@ -221,7 +225,11 @@ def decode_documents(
     ) as bar:
         for start in range(0, len(documents), batch_size):
             batch = documents[start : start + batch_size]
-            headlines.extend(_strings(_call(function, batch)["headlines"]))
+            outputs = _call(function, batch)
+            # ROUGE scores the normalized form, as the references are; exports
+            # from before readable headlines have only `headlines`.
+            key = output if output in outputs else "headlines"
+            headlines.extend(_strings(outputs[key]))
             bar.update(len(batch))
     return headlines
 
