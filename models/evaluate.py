@@ -313,6 +313,7 @@ def evaluate(
     n_bootstrap: int = 1000,
     seed: int = 0,
     progress: bool = True,
+    readable: bool = False,
 ) -> dict:
     """Scores the SavedModel's decoders and the lead baseline on a split.
 
@@ -337,6 +338,9 @@ def evaluate(
         n_bootstrap: bootstrap resamples for the confidence intervals.
         seed: seed of the bootstrap.
         progress: whether to show progress bars.
+        readable: score the readable `headlines` rather than the
+            `normalized_headlines` (for references in written text, not in
+            the data's normalized form).
 
     Returns:
         The metrics dictionary written to `metrics.json`; its `"systems"` maps
@@ -371,6 +375,7 @@ def evaluate(
             signature=name,
             batch_size=batch_size,
             progress=progress,
+            output="headlines" if readable else "normalized_headlines",
         )
         systems[system] = rouge_with_intervals(
             predictions, references, n_bootstrap=n_bootstrap, seed=seed
@@ -398,6 +403,7 @@ def evaluate(
         "n_bootstrap": n_bootstrap,
         "seed": seed,
         "signatures": signatures,
+        "headlines": "headlines" if readable else "normalized_headlines",
         "systems": systems,
         "heatmaps": [os.path.relpath(p, version_dir) for p in heatmaps],
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(
@@ -485,6 +491,12 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="metrics JSON path (default: <version>/metrics.json).",
     )
+    parser.add_argument(
+        "--readable",
+        action="store_true",
+        help="score the readable `headlines` output, not `normalized_headlines` "
+        "(for references in written text rather than Gigaword's form).",
+    )
     return parser
 
 
@@ -518,6 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             n_bootstrap=args.n_bootstrap,
             seed=args.seed,
             progress=True,
+            readable=args.readable,
         )
     except Exception as error:
         if not isinstance(error, _user_errors()):
