@@ -73,7 +73,7 @@ def _rules(normalization: str | None) -> tuple[tuple[str, str], ...]:
     # Characters of a number, where `,` and `:` stay inside (`#,###`, `#:##`).
     num = "#" if normalization == "gigaword" else r"#\p{Nd}"
     ci = "(?i)" if surface else ""
-    rules = (
+    return (
         # Typographic punctuation -> the ASCII forms the data uses.
         ("[\u201c\u201e\u00ab\u201f]", " `` "),
         ("[\u201d\u00bb]", " '' "),
@@ -129,7 +129,6 @@ def _rules(normalization: str | None) -> tuple[tuple[str, str], ...]:
         (_AMP, "&amp;"),
         ("\u2026", "..."),
     )
-    return rules
 
 
 _RULES = {
