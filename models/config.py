@@ -28,6 +28,10 @@ def _choices(values):
     return {"choices": values}
 
 
+# Text forms of the vocabulary (`models.text.normalize`).
+NORMALIZATION_CHOICES = ("gigaword", "general")
+
+
 @dataclasses.dataclass
 class SummarizerConfig:
     """Hyper-parameters of `HeadlineSummarizer` and of its text features.
@@ -54,6 +58,12 @@ class SummarizerConfig:
             section 3); 0 trains on the full softmax. Evaluation and decoding
             always use the full softmax: the training loss shown is then the
             sampled estimate, `val_loss` the exact one.
+        normalization: Text form of the tokens, baked into the export:
+            `"gigaword"` (lowercased, digits masked as `#`, as Gigaword's own
+            text) or `"general"` (lowercased, digits kept). Either way the
+            served headline takes case and digits back from the source. On
+            the command line, unset: `gigaword` for Gigaword's own text,
+            `general` for other data.
     """
 
     vocab_size: int = 10000
@@ -72,6 +82,12 @@ class SummarizerConfig:
     max_source_length: int = 64
     max_target_length: int = 20
     sampled_softmax: int = dataclasses.field(default=1024, metadata={"metavar": "K"})
+    # Runs saved before the field existed were trained on the gigaword form.
+    # The flag's default is None: the pipeline then chooses from the data.
+    normalization: str = dataclasses.field(
+        default="gigaword",
+        metadata={**_choices(NORMALIZATION_CHOICES), "default": None},
+    )
 
     def __post_init__(self):
         if self.attention not in ATTENTION_CHOICES:
@@ -88,6 +104,11 @@ class SummarizerConfig:
             raise UserError(
                 "`sampled_softmax` must be >= 0 (0: full softmax). Received: "
                 f"sampled_softmax={self.sampled_softmax}"
+            )
+        if self.normalization not in NORMALIZATION_CHOICES:
+            raise UserError(
+                f"`normalization` must be one of {', '.join(NORMALIZATION_CHOICES)}. "
+                f"Received: normalization={self.normalization!r}"
             )
         if self.hidden_size % 2:
             raise UserError(

@@ -94,6 +94,7 @@ def decode_documents(
     signature: str = "serving_default",
     batch_size: int = 64,
     progress: bool = True,
+    output: str = "normalized_headlines",
 ) -> list[str]:
     """Decodes headlines with a SavedModel signature, batch by batch.
 
@@ -106,6 +107,9 @@ def decode_documents(
             search, `greedy` greedy decoding).
         batch_size: documents per call.
         progress: whether to show a tqdm progress bar.
+        output: the signature's output to read: `"normalized_headlines"` (the
+            data's form, for ROUGE; `headlines` where a SavedModel has none)
+            or `"headlines"` (readable text).
 
     Returns:
         The `N` decoded headlines.
@@ -122,7 +126,11 @@ def decode_documents(
     ) as bar:
         for start in range(0, len(documents), batch_size):
             batch = documents[start : start + batch_size]
-            headlines.extend(_strings(_call(function, batch)["headlines"]))
+            outputs = _call(function, batch)
+            # ROUGE scores the normalized form, as the references are; exports
+            # from before readable headlines have only `headlines`.
+            key = output if output in outputs else "headlines"
+            headlines.extend(_strings(outputs[key]))
             bar.update(len(batch))
     return headlines
 
@@ -209,6 +217,7 @@ def evaluate(
     n_bootstrap: int = 1000,
     seed: int = 0,
     progress: bool = True,
+    readable: bool = False,
 ) -> dict:
     """Scores the SavedModel's decoders and the lead baseline on a split.
 
@@ -233,6 +242,9 @@ def evaluate(
         n_bootstrap: bootstrap resamples for the confidence intervals.
         seed: seed of the bootstrap.
         progress: whether to show progress bars.
+        readable: score the readable `headlines` rather than the
+            `normalized_headlines` (for references in written text, not in
+            the data's normalized form).
 
     Returns:
         The metrics dictionary written to `metrics.json`; its `"systems"` maps
@@ -263,6 +275,7 @@ def evaluate(
         n_bootstrap=n_bootstrap,
         seed=seed,
         progress=progress,
+        readable=readable,
     )
     heatmaps = _write_heatmaps(model, documents, references, version_dir, n_heatmaps)
     metrics = {
@@ -276,6 +289,7 @@ def evaluate(
         "n_bootstrap": n_bootstrap,
         "seed": seed,
         "signatures": signatures,
+        "headlines": "headlines" if readable else "normalized_headlines",
         "systems": systems,
         "heatmaps": [os.path.relpath(p, version_dir) for p in heatmaps],
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(
@@ -289,7 +303,15 @@ def evaluate(
 
 
 def score_systems(
-    model, documents, references, *, batch_size, n_bootstrap, seed, progress
+    model,
+    documents,
+    references,
+    *,
+    batch_size,
+    n_bootstrap,
+    seed,
+    progress,
+    readable=False,
 ):
     """Decodes with each decoding signature and scores it and the baseline.
 
@@ -308,7 +330,12 @@ def score_systems(
     }
     outputs = {
         system: decode_documents(
-            model, documents, signature=name, batch_size=batch_size, progress=progress
+            model,
+            documents,
+            signature=name,
+            batch_size=batch_size,
+            progress=progress,
+            output="headlines" if readable else "normalized_headlines",
         )
         for system, name in signatures.items()
     }
@@ -408,6 +435,12 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="metrics JSON path (default: <version>/metrics.json).",
     )
+    parser.add_argument(
+        "--readable",
+        action="store_true",
+        help="score the readable `headlines` output, not `normalized_headlines` "
+        "(for references in written text rather than Gigaword's form).",
+    )
     return parser
 
 
@@ -430,6 +463,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             n_bootstrap=args.n_bootstrap,
             seed=args.seed,
             progress=True,
+            readable=args.readable,
         )
     except (UserError, OSError) as error:
         lines = str(error).strip().splitlines()

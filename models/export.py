@@ -9,8 +9,11 @@ later export once it is an hour old.
 
 Signatures (all take `documents`, tf.string `[batch]`):
 
-* `serving_default`: beam search; `headlines` tf.string `[batch]`, `scores`
-  float32 `[batch]` (length-normalised log-probability).
+* `serving_default`: beam search; `headlines` tf.string `[batch]` (readable
+  text: the source's casing and numbers, punctuation joined),
+  `normalized_headlines` tf.string `[batch]` (the model's tokens in the
+  data's normalized form, which ROUGE scores against the references),
+  `scores` float32 `[batch]` (length-normalised log-probability).
 * `greedy`: the same outputs, greedy search.
 * `attention`: beam search, plus `source_tokens` `[batch, S]`,
   `headline_tokens` `[batch, T]` and `attention` float32 `[batch, T, S]`.
@@ -89,9 +92,13 @@ class HeadlineModule(tf.Module):
             tf.reduce_max(result.lengths) + 1, 1, options.max_length
         )
         ids, attention = result.ids[:, :steps], result.extras[:, :steps]
-        tokens, headlines = self.features.decode(ids, result.lengths, source["tokens"])
+        tokens, normalized = self.features.decode(ids, result.lengths, source["tokens"])
+        headlines = self.features.readable(
+            tokens, documents, source["tokens"], attention
+        )
         return {
             "headlines": headlines,
+            "normalized_headlines": normalized,
             "scores": result.scores,
             "source_tokens": source["tokens"],
             "headline_tokens": tokens,
@@ -100,21 +107,26 @@ class HeadlineModule(tf.Module):
 
     @tf.function(input_signature=[_DOCUMENTS])
     def beam(self, documents):
-        out = self.search(documents, self.options.beam_size)
-        return {"headlines": out["headlines"], "scores": out["scores"]}
+        return _headline_outputs(self.search(documents, self.options.beam_size))
 
     @tf.function(input_signature=[_DOCUMENTS])
     def greedy(self, documents):
-        out = self.search(documents, 1)
-        return {"headlines": out["headlines"], "scores": out["scores"]}
+        return _headline_outputs(self.search(documents, 1))
 
     @tf.function(input_signature=[_DOCUMENTS])
     def attention(self, documents):
         return self.search(documents, self.options.beam_size)
 
 
+def _headline_outputs(out):
+    return {k: out[k] for k in ("headlines", "normalized_headlines", "scores")}
+
+
 def headlines_in_batches(search_fn, documents, batch_size=128):
-    """`search_fn(tf.string [n]) -> tf.string [n]` over `documents`, as str."""
+    """`search_fn(tf.string [n]) -> tf.string [n]` over `documents`, as str.
+
+    For ROUGE, `search_fn` returns the `normalized_headlines`.
+    """
     documents = tf.convert_to_tensor(documents, tf.string)
     headlines = []
     for start in range(0, int(tf.shape(documents)[0]), batch_size):

@@ -27,10 +27,20 @@ class TextFeatures(tf.Module):
         vocabulary: Words, the reserved tokens first (`RESERVED`).
         max_source_length: Source tokens kept.
         max_target_length: Headline tokens kept, `</s>` included.
+        normalization: The text form of the vocabulary, `"gigaword"` or
+            `"general"` (`models.text.normalize`).
     """
 
-    def __init__(self, vocabulary, max_source_length, max_target_length):
+    def __init__(
+        self,
+        vocabulary,
+        max_source_length,
+        max_target_length,
+        normalization="gigaword",
+    ):
         super().__init__(name="text_features")
+        text.check_normalization(normalization)
+        self.normalization = normalization
         vocabulary = list(vocabulary)
         if tuple(vocabulary[: len(RESERVED)]) != RESERVED:
             raise ValueError(
@@ -67,7 +77,8 @@ class TextFeatures(tf.Module):
             dict of `tokens` (tf.string `[batch, S]`, "" padded), `ids` and
             `ext_ids` (int32 `[batch, S]`, 0 padded).
         """
-        tokens = text.tokenize(documents)[:, : self.max_source_length]
+        tokens = text.tokenize(documents, normalization=self.normalization)
+        tokens = tokens[:, : self.max_source_length]
         tokens = tokens.to_tensor(default_value="")
         # At least one (padding) column, so that a batch of empty documents
         # still has a memory to attend over (fully masked: a zero context).
@@ -95,7 +106,8 @@ class TextFeatures(tf.Module):
             dict of `target_in` (`<s>` then in-vocabulary ids) and
             `target_out` (extended ids then `</s>`), int32 `[batch, T]`.
         """
-        tokens = text.tokenize(summaries)[:, : self.max_target_length - 1]
+        tokens = text.tokenize(summaries, normalization=self.normalization)
+        tokens = tokens[:, : self.max_target_length - 1]
         tokens = tokens.to_tensor(default_value="")
         ids = tf.where(tf.equal(tokens, ""), PAD_ID, self._lookup(tokens))
         # An unknown headline word that the source holds is copied from it.
@@ -144,3 +156,36 @@ class TextFeatures(tf.Module):
         tokens = tf.where(valid, tokens, "")
         headlines = tf.strings.reduce_join(tf.where(valid, tokens + " ", ""), axis=1)
         return tokens, tf.strings.strip(headlines)
+
+    def readable(self, tokens, documents, source_tokens, attention=None):
+        """Headline tokens to the text a person would write, `[batch]`.
+
+        A headline word that the source holds is written as the source
+        writes it (`NEC`, `2,500` for `#,###`), from the matching position
+        that the step's `attention` weighs most (the first without it); the
+        unknown-word token is dropped; then `text.detokenize`.
+
+        Args:
+            tokens: tf.string `[batch, T]` from `decode`.
+            documents: The raw documents, tf.string `[batch]`.
+            source_tokens: Their normalized tokens, tf.string `[batch, S]`.
+            attention: float32 `[batch, T, S]`, optional.
+        """
+        surface = text.surface_tokens(
+            documents, source_tokens, normalization=self.normalization
+        )
+        match = tf.logical_and(
+            tf.equal(tf.expand_dims(tokens, 2), tf.expand_dims(source_tokens, 1)),
+            tf.expand_dims(tf.not_equal(tokens, ""), 2),
+        )
+        if attention is None:
+            attention = tf.zeros(tf.shape(match), tf.float32)
+        weight = tf.where(match, tf.cast(attention, tf.float32), -1.0)
+        position = tf.argmax(weight, axis=2, output_type=tf.int32)
+        words = tf.where(
+            tf.reduce_any(match, axis=2),
+            tf.gather(surface, position, batch_dims=1),
+            tokens,
+        )
+        words = tf.where(self._is_data_unk(words), "", words)
+        return text.detokenize(words)

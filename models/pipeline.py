@@ -8,7 +8,7 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from models import data, tuning
+from models import data, text, tuning
 from models.config import (
     SEARCH_TUNING_FILE,
     SearchOptions,
@@ -58,6 +58,16 @@ def load_splits(args):
     if getattr(args, "tfds_dir", None):
         kwargs["tfds_dir"] = args.tfds_dir
     return {s: data.load_split(s, **kwargs) for s in ("train", "validation")}
+
+
+def default_normalization(args, train_split, sample=1000):
+    """`gigaword` for Gigaword's own text, `general` for any other data."""
+    if args.dataset != "gigaword":
+        return "general"
+    if not args.data_dir:
+        return "gigaword"
+    pairs = train_split.take(sample).as_numpy_iterator()
+    return text.guess_normalization(s.decode("utf-8") for p in pairs for s in p)
 
 
 def _tune_decoding(args, model, features, validation, search, run_dir):
@@ -111,6 +121,8 @@ def run(args):
     train_split = splits["train"]
     if args.max_train_examples:
         train_split = train_split.take(args.max_train_examples)
+    if getattr(args, "normalization", None) is None:
+        config.normalization = default_normalization(args, train_split)
     run_dir = Path(args.run_dir or f"runs/{args.name}")
     config, features, resumed = prepare_run(run_dir, train_split, config, options)
     print(

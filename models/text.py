@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import tensorflow as tf
 
+from models.config import NORMALIZATION_CHOICES
+
 # The reserved tokens, defined here only: the vocabulary starts with them in
 # this order, so their ids are their positions (`models.features`).
 PAD = "<pad>"
@@ -58,85 +60,88 @@ def _alternation(words: Sequence[str]) -> str:
 _ABBR = _alternation(_ABBREVIATIONS)
 _ABBR_MID = _alternation(_ABBREVIATIONS + _MID_ABBREVIATIONS)
 
-# (pattern, rewrite) pairs applied in order after lowercasing.
-_RULES: tuple[tuple[str, str], ...] = (
-    # Typographic punctuation -> the ASCII forms the data uses.
-    ("[\u201c\u201e\u00ab\u201f]", " `` "),
-    ("[\u201d\u00bb]", " '' "),
-    ("[\u2018\u2019\u201a\u201b\u2032]", "'"),
-    ("[\u2014\u2015]", " -- "),
-    ("[\u2010\u2011\u2012\u2013\u2212]", "-"),
-    # HTML entities: unescape so that `&` is escaped exactly once below.
-    ("&quot;", '"'),
-    ("&(?:#39|apos);", "'"),
-    ("&lt;", "<"),
-    ("&gt;", ">"),
-    ("&amp;", "&"),
-    # Digits (any script) -> '#', as in the data.
-    (r"\p{Nd}", "#"),
-    # PTB escapes (`&` -> `&amp;` comes last, after `;` is split off).
-    ("&", _AMP),
-    (r"\\?/", r"\\/"),
-    (r"\(", " -lrb- "),
-    (r"\)", " -rrb- "),
-    (r"\[", " -lsb- "),
-    (r"\]", " -rsb- "),
-    (r"\{", " -lcb- "),
-    (r"\}", " -rcb- "),
-    # Double quotes: opening `` after a space or at the start, closing '' else.
-    (r'(^|\s)"', r"\1 `` "),
-    ('"', " '' "),
-    # Ellipsis -> marker (restored at the end) so the period rules skip it.
-    ("\\.\\.\\.+|\u2026", " \u2026 "),
-    (r"-{2,}", " -- "),
-    # Contractions and possessives: `can't` -> `ca n't`, `nec's` -> `nec 's`.
-    (r"\bcannot\b", "can not"),
-    (r"([a-z])n't\b", r"\1 n't"),
-    (r"([^\s'])'(s|re|ve|ll|d|m)\b", r"\1 '\2"),
-    (r"([^\s'])'(\s|$)", r"\1 '\2"),  # `drivers' union`, closing quote
-    # Punctuation split off, except inside numbers (`#,###`, `#:##`).
-    (r"([?!;%])", r" \1 "),
-    (r"\$", "$ "),
-    (r"(^|[^#]),", r"\1 , "),
-    (r",([^#]|$)", r" , \1"),
-    (r"(^|[^#]):", r"\1 : "),
-    (r":([^#]|$)", r" : \1"),
-    (r"\s+", " "),
-    # Periods. Abbreviations (`corp.`, `u.s.`, initials `w.`) keep theirs: mark
-    # it, split every other word-final period, then restore the mark.
-    (r"\s$", ""),
-    (r"\b(" + _ABBR_MID + r"|[a-z](?:\.[a-z])*)\.(\s)", r"\1" + _MARK + r"\2"),
-    (r"\b(" + _ABBR + r"|[a-z](?:\.[a-z])+)\.$", r"\1" + _MARK + " ."),
-    (r"\.(\s|$)", r" .\1"),
-    (_MARK, "."),
-    (_AMP, "&amp;"),
-    ("\u2026", "..."),
-)
+NORMALIZATIONS = NORMALIZATION_CHOICES
 
 
-def normalize(texts, max_chars: int = 4096) -> tf.Tensor:
-    """Normalizes raw text into the Gigaword token form, in-graph.
+def _rules(normalization: str | None) -> tuple[tuple[str, str], ...]:
+    """The tokenization rules, as (pattern, rewrite) pairs applied in order.
 
-    Lowercases (Unicode-aware), replaces digits by `#`, PTB-tokenizes
-    punctuation (`'s`, `n't`, commas, quotes as ``` `` ``` / `''`, brackets as
-    `-lrb-` / `-rrb-`, sentence-final periods, but keeps abbreviations such as
-    `corp.` and `u.s.`), escapes `&` and `/` as the data does, removes control
-    characters and collapses whitespace. A standalone `UNK` becomes `<unk>`.
-    Text that is already in the data's form comes back unchanged.
-
-    Example:
-
-    >>> normalize("Japan's NEC Corp. said on Wednesday it would cut 2,500 jobs.")
-    <tf.Tensor: ... b"japan 's nec corp. said on wednesday it would cut #,### jobs .">
-
-    Args:
-        texts: `tf.string` tensor (or str / list of str) of any shape.
-        max_chars: texts are cut to their first `max_chars` Unicode characters
-            before any regex runs, so the cost per text is bounded.
-
-    Returns:
-        `tf.string` tensor of the same shape, tokens separated by one space.
+    `normalization` is `"gigaword"` (lowercased text, digits masked as `#`),
+    `"general"` (lowercased, digits kept) or `None` for the surface form: the
+    original case and digits, split at the very same places, so that the two
+    token lists align one to one.
     """
+    surface = normalization is None
+    # Characters of a number, where `,` and `:` stay inside (`#,###`, `#:##`).
+    num = "#" if normalization == "gigaword" else r"#\p{Nd}"
+    ci = "(?i)" if surface else ""
+    return (
+        # Typographic punctuation -> the ASCII forms the data uses.
+        ("[\u201c\u201e\u00ab\u201f]", " `` "),
+        ("[\u201d\u00bb]", " '' "),
+        ("[\u2018\u2019\u201a\u201b\u2032]", "'"),
+        ("[\u2014\u2015]", " -- "),
+        ("[\u2010\u2011\u2012\u2013\u2212]", "-"),
+        # HTML entities: unescape so that `&` is escaped exactly once below.
+        ("&quot;", '"'),
+        ("&(?:#39|apos);", "'"),
+        ("&lt;", "<"),
+        ("&gt;", ">"),
+        ("&amp;", "&"),
+        # Digits (any script) -> '#', as in the data.
+        *([(r"\p{Nd}", "#")] if normalization == "gigaword" else []),
+        # PTB escapes (`&` -> `&amp;` comes last, after `;` is split off).
+        ("&", _AMP),
+        (r"\\?/", r"\\/"),
+        (r"\(", " -lrb- "),
+        (r"\)", " -rrb- "),
+        (r"\[", " -lsb- "),
+        (r"\]", " -rsb- "),
+        (r"\{", " -lcb- "),
+        (r"\}", " -rcb- "),
+        # Double quotes: opening `` after a space or at the start, closing '' else.
+        (r'(^|\s)"', r"\1 `` "),
+        ('"', " '' "),
+        # Ellipsis -> marker (restored at the end) so the period rules skip it.
+        ("\\.\\.\\.+|\u2026", " \u2026 "),
+        (r"-{2,}", " -- "),
+        # Contractions and possessives: `can't` -> `ca n't`, `nec's` -> `nec 's`.
+        (ci + r"\b(can)(not)\b", r"\1 \2"),
+        (ci + r"([a-z])(n't)\b", r"\1 \2"),
+        (ci + r"([^\s'])'(s|re|ve|ll|d|m)\b", r"\1 '\2"),
+        (r"([^\s'])'(\s|$)", r"\1 '\2"),  # `drivers' union`, closing quote
+        # Punctuation split off, except inside numbers (`#,###`, `#:##`).
+        (r"([?!;%])", r" \1 "),
+        (r"\$", "$ "),
+        (f"(^|[^{num}]),", r"\1 , "),
+        (f",([^{num}]|$)", r" , \1"),
+        (f"(^|[^{num}]):", r"\1 : "),
+        (f":([^{num}]|$)", r" : \1"),
+        (r"\s+", " "),
+        # Periods. Abbreviations (`corp.`, `u.s.`, initials `w.`) keep theirs:
+        # mark it, split every other word-final period, then restore the mark.
+        (r"\s$", ""),
+        (
+            ci + r"\b(" + _ABBR_MID + r"|[a-z](?:\.[a-z])*)\.(\s)",
+            r"\1" + _MARK + r"\2",
+        ),
+        (ci + r"\b(" + _ABBR + r"|[a-z](?:\.[a-z])+)\.$", r"\1" + _MARK + " ."),
+        (r"\.(\s|$)", r" .\1"),
+        (_MARK, "."),
+        (_AMP, "&amp;"),
+        ("\u2026", "..."),
+    )
+
+
+_RULES = {
+    "gigaword": _rules("gigaword"),
+    "general": _rules("general"),
+    None: _rules(None),
+}
+
+
+def _prepare(texts, max_chars: int) -> tf.Tensor:
+    """Valid UTF-8 cut to `max_chars`, control characters removed, `<unk>`."""
     if max_chars < 1:
         raise ValueError(f"`max_chars` must be >= 1, received: max_chars={max_chars}")
     x = tf.convert_to_tensor(texts, dtype=tf.string)
@@ -152,20 +157,69 @@ def normalize(texts, max_chars: int = 4096) -> tf.Tensor:
     # private-use, separator and replacement characters become spaces.
     x = tf.strings.regex_replace(x, r"\p{Cf}+", "")
     x = tf.strings.regex_replace(x, "[\\p{Cc}\\p{Co}\\p{Cs}\\p{Z}\ufffd]+", " ")
-    x = tf.strings.regex_replace(x, r"\bUNK\b", UNK)
-    x = tf.strings.lower(x, encoding="utf-8")
-    for pattern, rewrite in _RULES:
+    return tf.strings.regex_replace(x, r"\bUNK\b", UNK)
+
+
+def _apply(x, rules) -> tf.Tensor:
+    for pattern, rewrite in rules:
         x = tf.strings.regex_replace(x, pattern, rewrite)
     return tf.strings.strip(tf.strings.regex_replace(x, r"\s+", " "))
 
 
-def tokenize(texts, max_tokens: int | None = None, max_chars: int = 4096):
+def check_normalization(normalization):
+    """Raises `ValueError` unless `normalization` is one of `NORMALIZATIONS`."""
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(
+            f"`normalization` must be one of {NORMALIZATIONS}. "
+            f"Received: normalization={normalization!r}"
+        )
+
+
+def normalize(
+    texts, max_chars: int = 4096, normalization: str = "gigaword"
+) -> tf.Tensor:
+    """Normalizes raw text into the Gigaword token form, in-graph.
+
+    Lowercases (Unicode-aware), replaces digits by `#` (`"gigaword"` only: the
+    `"general"` form keeps them), PTB-tokenizes
+    punctuation (`'s`, `n't`, commas, quotes as ``` `` ``` / `''`, brackets as
+    `-lrb-` / `-rrb-`, sentence-final periods, but keeps abbreviations such as
+    `corp.` and `u.s.`), escapes `&` and `/` as the data does, removes control
+    characters and collapses whitespace. A standalone `UNK` becomes `<unk>`.
+    Text that is already in the data's form comes back unchanged.
+
+    Example:
+
+    >>> normalize("Japan's NEC Corp. said on Wednesday it would cut 2,500 jobs.")
+    <tf.Tensor: ... b"japan 's nec corp. said on wednesday it would cut #,### jobs .">
+
+    Args:
+        texts: `tf.string` tensor (or str / list of str) of any shape.
+        max_chars: texts are cut to their first `max_chars` Unicode characters
+            before any regex runs, so the cost per text is bounded.
+        normalization: `"gigaword"` or `"general"` (digits kept).
+
+    Returns:
+        `tf.string` tensor of the same shape, tokens separated by one space.
+    """
+    check_normalization(normalization)
+    x = tf.strings.lower(_prepare(texts, max_chars), encoding="utf-8")
+    return _apply(x, _RULES[normalization])
+
+
+def tokenize(
+    texts,
+    max_tokens: int | None = None,
+    max_chars: int = 4096,
+    normalization: str = "gigaword",
+):
     """Normalizes texts and splits them into word tokens, in-graph.
 
     Args:
         texts: `tf.string` tensor of shape `(batch,)` (or a scalar).
         max_tokens: keep at most this many tokens per text (`None`: all).
         max_chars: passed to `normalize`.
+        normalization: passed to `normalize`.
 
     Returns:
         `tf.RaggedTensor` of shape `(batch, None)` of `tf.string` tokens, or a
@@ -175,10 +229,132 @@ def tokenize(texts, max_tokens: int | None = None, max_chars: int = 4096):
         raise ValueError(
             f"`max_tokens` must be >= 0 or None, received: max_tokens={max_tokens}"
         )
-    tokens = tf.strings.split(normalize(texts, max_chars=max_chars))
+    tokens = tf.strings.split(
+        normalize(texts, max_chars=max_chars, normalization=normalization)
+    )
     if max_tokens is not None:
         tokens = tokens[..., :max_tokens]
     return tokens
+
+
+def fold(tokens, normalization: str = "gigaword") -> tf.Tensor:
+    """Surface tokens to normalized ones: lowercased, digits `#` (gigaword)."""
+    check_normalization(normalization)
+    tokens = tf.strings.lower(tokens, encoding="utf-8")
+    if normalization == "gigaword":
+        tokens = tf.strings.regex_replace(tokens, r"\p{Nd}", "#")
+    return tokens
+
+
+def surface(texts, max_chars: int = 4096) -> tf.Tensor:
+    """The tokenized text in its own case and digits, in-graph.
+
+    Split at the same places as `normalize` splits, in either normalization:
+    `Japan 's NEC Corp. said ... 2,500 jobs .`.
+    """
+    return _apply(_prepare(texts, max_chars), _RULES[None])
+
+
+def surface_tokens(texts, tokens, normalization: str = "gigaword", max_chars=4096):
+    """The source's own words for its normalized `tokens`, position by position.
+
+    The raw text is split by the normalization's rules run on its original
+    case and digits (`NEC`, `2,500`, `IPv4`), so that the i-th surface token
+    folds (`fold`) to the i-th normalized token. Where it does not (a
+    character whose lowercase form is longer, say), the normalized token is
+    kept: the result always folds back to `tokens`.
+
+    Args:
+        texts: raw `tf.string` `[batch]`.
+        tokens: their normalized tokens, `tf.string` `[batch, S]` ("" padded),
+            e.g. `tokenize(texts)` cut and padded.
+        normalization: how `tokens` were made.
+        max_chars: as for `tokens`.
+
+    Returns:
+        `tf.string` `[batch, S]`.
+    """
+    words = tf.strings.split(surface(texts, max_chars))
+    words = words.to_tensor(default_value="", shape=tf.shape(tokens))
+    aligned = tf.equal(fold(words, normalization), tokens)
+    return tf.where(aligned, words, tokens)
+
+
+# (pattern, rewrite) pairs from a PTB token back to written text.
+_DETOKENIZE: tuple[tuple[str, str], ...] = (
+    ("(?i)^-lrb-$", "("),
+    ("(?i)^-rrb-$", ")"),
+    ("(?i)^-lsb-$", "["),
+    ("(?i)^-rsb-$", "]"),
+    ("(?i)^-lcb-$", "{"),
+    ("(?i)^-rcb-$", "}"),
+    (r"\\/", "/"),
+    ("(?i)&amp;", "&"),
+    ("^``$", "\u201c"),
+    ("^''$", "\u201d"),
+    ("^--$", "\u2014"),
+)
+# Tokens written against the one before (`Japan's`, `12%`, `won't`), and
+# tokens the next one is written against (`$4.3`, `(Python`).
+_CLOSES = "[,.;:?!%)\\]}\u201d']|\\.\\.\\.|(?i:n't|'(?:s|re|ve|ll|d|m))"
+_OPENS = "[$(\\[{\u201c]"
+# Leading punctuation, the first character, the rest.
+_FIRST = r"(?s)^([\p{P}\p{S}\s]*)(.?)(.*)$"
+
+
+def detokenize(tokens) -> tf.Tensor:
+    r"""PTB tokens to written text, first letter capitalized, in-graph.
+
+    `japan 's nec cuts 2,500 jobs -lrb- 12 % -rrb-` becomes
+    `Japan's nec cuts 2,500 jobs (12%)`: brackets and the `&amp;`, `\/`
+    escapes restored, ``` `` ``` / `''` as typographic quotes, `--` as a dash,
+    punctuation, `'s` and `n't` joined to the word before, `$` and opening
+    brackets to the word after; a period after an abbreviation's is dropped.
+
+    Args:
+        tokens: `tf.string` `[batch, T]`, "" for no token, or a ragged
+            `[batch, None]`.
+
+    Returns:
+        `tf.string` `[batch]`.
+    """
+    if not isinstance(tokens, tf.RaggedTensor):
+        tokens = tf.RaggedTensor.from_tensor(tf.convert_to_tensor(tokens, tf.string))
+    tokens = tf.ragged.boolean_mask(tokens, tf.not_equal(tokens, ""))
+    words = tokens.flat_values
+    for pattern, rewrite in _DETOKENIZE:
+        words = tf.strings.regex_replace(words, pattern, rewrite)
+    first = tf.equal(tf.ragged.range(tokens.row_lengths()).flat_values, 0)
+    previous = tf.concat([[""], words[:-1]], axis=0)
+    glued = tf.logical_or(
+        tf.strings.regex_full_match(words, _CLOSES),
+        tf.strings.regex_full_match(previous, _OPENS),
+    )
+    # `Calif.` ending the text is followed by the sentence's own period.
+    repeated = tf.logical_and(
+        tf.equal(words, "."), tf.strings.regex_full_match(previous, r".*\.")
+    )
+    words = tf.where(tf.logical_and(repeated, ~first), "", words)
+    spaced = tf.where(tf.logical_or(glued, first), words, " " + words)
+    x = tf.strings.reduce_join(tokens.with_flat_values(spaced), axis=1)
+    # Upper-case the first character after any leading punctuation.
+    lead, head, rest = (
+        tf.strings.regex_replace(x, _FIRST, group) for group in (r"\1", r"\2", r"\3")
+    )
+    return lead + tf.strings.upper(head, encoding="utf-8") + rest
+
+
+def guess_normalization(texts: Iterable[str]) -> str:
+    """`"gigaword"` for text already in Gigaword's form, else `"general"`.
+
+    Gigaword's text has no digit (they are `#`) and no capital letter but in
+    its `UNK` markers: any other digit or capital means text of another kind.
+    """
+    for line in texts:
+        line = line.replace("UNK", "")
+        if any(c.isdigit() or c.isupper() for c in line):
+            return "general"
+    return "gigaword"
 
 
 def _count_tokens(source) -> collections.Counter:

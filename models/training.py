@@ -26,24 +26,35 @@ from models.summarizer import HeadlineSummarizer
 # ---------------------------------------------------------------- vocabulary
 
 
-def count_words(dataset, batch_size=1024):
+def count_words(dataset, batch_size=1024, normalization="gigaword"):
     """Word counts of the documents and summaries of `dataset`."""
     counts = collections.Counter()
     for documents, summaries in dataset.batch(batch_size):
         for column in (documents, summaries):
-            for row in text.tokenize(column).to_list():
+            tokens = text.tokenize(column, normalization=normalization)
+            for row in tokens.to_list():
                 counts.update(w.decode("utf-8") for w in row)
     return counts
 
 
 def build_features(train_dataset, config, min_count=2):
     """Builds the vocabulary from the training split; sets `config.vocab_size`."""
-    counts = count_words(train_dataset)
+    counts = count_words(train_dataset, normalization=config.normalization)
     vocabulary = text.build_vocabulary(
         counts, max_size=config.vocab_size, min_count=min_count
     )
     config.vocab_size = len(vocabulary)
-    return TextFeatures(vocabulary, config.max_source_length, config.max_target_length)
+    return make_features(vocabulary, config)
+
+
+def make_features(vocabulary, config):
+    """`TextFeatures` of `vocabulary` as `config` sets them."""
+    return TextFeatures(
+        vocabulary,
+        config.max_source_length,
+        config.max_target_length,
+        normalization=config.normalization,
+    )
 
 
 def save_vocabulary(vocabulary, path):
@@ -199,7 +210,9 @@ class ValidationRouge(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if self._greedy is None:
             module = HeadlineModule(self.model, self.features, SearchOptions())
-            self._greedy = tf.function(lambda d: module.search(d, 1)["headlines"])
+            self._greedy = tf.function(
+                lambda d: module.search(d, 1)["normalized_headlines"]
+            )
         headlines = headlines_in_batches(self._greedy, self.documents)
         scores = mean_rouge(headlines, self.summaries, ("rouge1", "rouge2", "rougeL"))
         for key, value in scores.items():
@@ -223,10 +236,7 @@ def load_run(run_dir):
     run_dir = Path(run_dir)
     config = SummarizerConfig.load(run_dir / "config.json")
     vocabulary = load_vocabulary(run_dir / "vocab.txt")
-    features = TextFeatures(
-        vocabulary, config.max_source_length, config.max_target_length
-    )
-    return config, features
+    return config, make_features(vocabulary, config)
 
 
 def load_trained_model(run_dir):
@@ -242,7 +252,9 @@ def prepare_run(run_dir, train_split, config, options):
     if config_path.exists() and vocab_path.exists():
         return (*load_run(run_dir), True)
     features = build_features(train_split, config, min_count=options.min_count)
-    save_vocabulary(features.words.numpy().astype(str).tolist(), vocab_path)
+    # Decoded as UTF-8: numpy's `astype(str)` reads the bytes as ASCII.
+    words = [w.decode("utf-8") for w in features.words.numpy().tolist()]
+    save_vocabulary(words, vocab_path)
     config.save(config_path)
     (run_dir / "train_options.json").write_text(
         json.dumps(dataclasses.asdict(options), indent=2) + "\n"

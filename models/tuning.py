@@ -44,7 +44,7 @@ def tune_search_options(
         search = tf.function(
             lambda d, alpha, m=module, k=options.beam_size: m.search(
                 d, k, length_penalty=alpha
-            )["headlines"]
+            )["normalized_headlines"]
         )
         for alpha in length_penalties:
             headlines = headlines_in_batches(

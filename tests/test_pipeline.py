@@ -101,6 +101,32 @@ def test_a_finished_run_exports_again_as_the_next_version(trained):
         )
 
 
+def test_served_headlines_are_readable(trained):
+    tmp_path, _ = trained
+    import tensorflow as tf
+
+    model = tf.saved_model.load(str(tmp_path / "export" / "1"))
+    assert json.loads((tmp_path / "run" / "config.json").read_text())[
+        "normalization"
+    ] == ("gigaword")
+    # Every word has a digit and a capital letter, masked and lowercased in
+    # the model's tokens (`w##`, `corp.`).
+    docs = ["W12 W3 W25 W7 Corp. W30 W1 W8", "W5 W6 Corp. W17 W2 W9"]
+    words = {w.strip(".") for d in docs for w in d.split()}
+    for signature in ("greedy", "serving_default"):
+        out = model.signatures[signature](documents=tf.constant(docs))
+        readable = [h.decode() for h in out["headlines"].numpy()]
+        normalized = [h.decode() for h in out["normalized_headlines"].numpy()]
+        assert any("#" in h for h in normalized), normalized
+        for headline, tokens in zip(readable, normalized, strict=True):
+            assert "#" not in headline
+            # The source's own words, or punctuation the vocabulary has.
+            for word in headline.split():
+                word = word.removesuffix("'s").strip(",.'")
+                assert not word or word in words, (headline, tokens)
+            assert len(headline.split()) <= len(tokens.split())
+
+
 SERVE_WITHOUT_PROJECT = r"""
 import sys, json
 import tensorflow as tf

@@ -1,0 +1,164 @@
+"""Readable headlines: surface tokens, detokenization, case and digits back."""
+
+import pytest
+
+pytestmark = pytest.mark.tf_only
+
+import tensorflow as tf  # noqa: E402
+
+from models import text  # noqa: E402
+from models.config import SummarizerConfig  # noqa: E402
+from models.features import RESERVED, TextFeatures  # noqa: E402
+
+# Numbers, names, possessives, currency, percentages, quotes, brackets,
+# slashes, hyphens, abbreviations, accents, other scripts, emoji.
+CORPUS = [
+    "Japan's NEC Corp. said on Wednesday it would cut 2,500 jobs in its chip division.",
+    'Apple Inc. said first-quarter net rose 12% to $4.3 billion; "It\'s great," '
+    "CEO Tim Cook said (Python 3).",
+    "IPv4/IPv6 AT&T can't — won’t “Quoted” ÉCOLE Straße drivers' union ‘ok’",
+    "HIV/AIDS & S&P -- 1990s ... OK! Gen. W. Bush Jr. met at 3:30 P.M. in Calif.",
+    "He CANNOT go to the U.S. [sic] {x} at 10:45, he said: no. Mass. No. 1",
+    "Ωμέγα ١٢٣ 東京タワー 🙂 Café naïve São Paulo — “Zürich” 4–2 win",
+    "Prices of UNK rose &amp; fell &quot;fast&quot; in St. Louis on Sept. 11, 2001",
+    "a\x00b ÉCOLE\u200b Ünïcode\u00a0TEXT 3,000,000 U.S.-based state-owned",
+    "",
+]
+
+
+def strings(tensor):
+    return [s.decode("utf-8") for s in tensor.numpy().tolist()]
+
+
+@pytest.mark.parametrize("normalization", text.NORMALIZATIONS)
+def test_surface_splits_where_the_normalization_splits(normalization):
+    normalized = text.tokenize(CORPUS, normalization=normalization)
+    surface = tf.strings.split(text.surface(CORPUS))
+    assert surface.row_lengths().numpy().tolist() == (
+        normalized.row_lengths().numpy().tolist()
+    )
+    folded = text.fold(surface.flat_values, normalization)
+    assert strings(folded) == strings(normalized.flat_values)
+
+
+def test_surface_keeps_case_and_digits():
+    assert strings(text.surface(CORPUS[:3])) == [
+        "Japan 's NEC Corp. said on Wednesday it would cut 2,500 jobs in its "
+        "chip division .",
+        "Apple Inc. said first-quarter net rose 12 % to $ 4.3 billion ; `` It 's "
+        "great , '' CEO Tim Cook said -lrb- Python 3 -rrb- .",
+        "IPv4\\/IPv6 AT&amp;T ca n't -- wo n't `` Quoted '' ÉCOLE Straße "
+        "drivers ' union 'ok '",
+    ]
+    assert strings(text.fold(["IPv4\\/IPv6", "2,500", "ÉCOLE"])) == [
+        "ipv#\\/ipv#",
+        "#,###",
+        "école",
+    ]
+    assert strings(text.fold(["IPv4", "2,500"], "general")) == ["ipv4", "2,500"]
+
+
+def test_surface_tokens_fall_back_to_normalized_tokens_where_unaligned():
+    tokens = tf.constant([["nec", "cuts", "#", ""], ["a", "b", "c", "d"]])
+    surface = text.surface_tokens(["NEC cuts 5", "A X c"], tokens)
+    # "X" does not fold to "b", and the second text has no fourth token.
+    assert surface.numpy().tolist() == [
+        [b"NEC", b"cuts", b"5", b""],
+        [b"A", b"b", b"c", b"d"],
+    ]
+
+
+@pytest.mark.parametrize(
+    "tokens, expected",
+    [
+        ("japan 's NEC to cut 2,500 jobs", "Japan's NEC to cut 2,500 jobs"),
+        (
+            "apple net rises 12 % to $ 4.3 billion .",
+            "Apple net rises 12% to $4.3 billion.",
+        ),
+        ("-lrb- Python 3 -rrb- IPv4\\/IPv6 AT&amp;T", "(Python 3) IPv4/IPv6 AT&T"),
+        ("he said , `` no '' ; ok ? yes !", "He said, “no”; ok? yes!"),
+        ("`` no '' , he said", "“No”, he said"),
+        ("i ca n't , drivers ' union 'ok '", "I can't, drivers' union 'ok'"),
+        ("-lsb- x -rsb- -lcb- y -rcb- at 3:30 : wait ...", "[X] {y} at 3:30: wait..."),
+        ("gains -- losses", "Gains — losses"),
+        ("u.s. -based firm in calif. .", "U.s. -based firm in calif."),
+        ("état à 東京タワー 🙂", "État à 東京タワー 🙂"),
+        ("ßig", "SSig"),
+        ("... 'tis", "... 'Tis"),
+        ("", ""),
+    ],
+)
+def test_detokenize(tokens, expected):
+    out = text.detokenize(tf.strings.split([tokens]))
+    assert strings(out) == [expected]
+
+
+def test_detokenize_skips_empty_tokens_of_a_dense_batch():
+    tokens = tf.constant([["", "-lrb-", "", "a", "-rrb-"], ["x", "'s", "", "", ""]])
+    assert strings(text.detokenize(tokens)) == ["(A)", "X's"]
+
+
+def test_detokenize_runs_in_a_graph_without_python():
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.string)])
+    def detok(tokens):
+        return text.detokenize(tokens)
+
+    assert strings(detok(tf.constant([["$", "5"]]))) == ["$5"]
+    ops = {op.type for op in detok.get_concrete_function().graph.get_operations()}
+    assert not ops & {"PyFunc", "EagerPyFunc", "PyFuncStateless"}
+
+
+VOCAB = [*RESERVED, "nec", "to", "cut", "jobs", "#,###", "the", "'s"]
+
+
+def readable(features, documents, tokens, attention=None):
+    source = features.encode_source(tf.constant(documents))
+    tokens = tf.constant(tokens)
+    if attention is not None:
+        attention = tf.constant(attention, tf.float32)
+    return strings(features.readable(tokens, documents, source["tokens"], attention))
+
+
+def test_readable_takes_case_and_digits_from_the_source():
+    features = TextFeatures(VOCAB, max_source_length=16, max_target_length=8)
+    documents = ["Japan's NEC said it would cut 2,500 jobs at Tōshiba."]
+    # `japan` and `tōshiba` are copied (out of the vocabulary); `nec` and
+    # `#,###` are vocabulary words the source holds; `to` is not in it.
+    source = features.encode_source(tf.constant(documents))
+    assert strings(source["tokens"][0])[:3] == ["japan", "'s", "nec"]
+    tokens = [["japan", "'s", "nec", "to", "cut", "#,###", "jobs", "<unk>", "tōshiba"]]
+    assert readable(features, documents, tokens) == [
+        "Japan's NEC to cut 2,500 jobs Tōshiba"
+    ]
+
+
+def test_readable_prefers_the_source_position_attended_to():
+    features = TextFeatures(VOCAB, max_source_length=8, max_target_length=4)
+    documents = ["NEC nec Nec"]
+    attention = [[[0.1, 0.2, 0.7], [0.5, 0.3, 0.2], [0.0, 0.0, 0.0]]]
+    out = readable(features, documents, [["nec", "nec", "nec"]], attention)
+    # Step 0 attends to `Nec`, step 1 to `NEC`, step 2 nowhere: the first.
+    assert out == ["Nec NEC NEC"]
+
+
+def test_readable_general_normalization_keeps_digits_in_the_vocabulary():
+    vocab = [*RESERVED, "cut", "2,500", "jobs"]
+    features = TextFeatures(vocab, 16, 8, normalization="general")
+    source = features.encode_source(tf.constant(["NEC cut 2,500 jobs"]))
+    assert source["ids"].numpy().tolist() == [[1, 4, 5, 6]]
+    out = readable(features, ["NEC cut 2,500 jobs"], [["nec", "cut", "2,500"]])
+    assert out == ["NEC cut 2,500"]
+    with pytest.raises(ValueError, match="normalization"):
+        TextFeatures(vocab, 16, 8, normalization="lower")
+
+
+def test_guess_normalization_and_config():
+    assert text.guess_normalization(["japan 's nec cuts #,### jobs", "a UNK b"]) == (
+        "gigaword"
+    )
+    assert text.guess_normalization(["japan 's nec", "cuts 2,500 jobs"]) == "general"
+    assert text.guess_normalization(["Japan's NEC"]) == "general"
+    assert SummarizerConfig.from_dict({}).normalization == "gigaword"
+    with pytest.raises(ValueError, match="normalization"):
+        SummarizerConfig(normalization="upper")
