@@ -42,7 +42,10 @@ def run_signature(model, name, documents, batch_size):
     headlines, scores = [], []
     for start in range(0, len(documents), batch_size):
         out = fn(documents=tf.constant(documents[start : start + batch_size]))
-        headlines += [h.decode("utf-8") for h in out["headlines"].numpy()]
+        # The model's own tokens: `headlines` became readable text, and an
+        # export from before that holds its tokens in `headlines`.
+        key = "normalized_headlines" if "normalized_headlines" in out else "headlines"
+        headlines += [h.decode("utf-8") for h in out[key].numpy()]
         scores += out["scores"].numpy().tolist()
     return headlines, scores
 
