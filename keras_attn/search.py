@@ -376,9 +376,11 @@ class _Search:
         for processor in self.processors:
             log_probs = processor(log_probs, loop["history"], t)
         vocab = ops.shape(log_probs)[1]
-        # An ended row only continues with the end token, for free.
-        frozen = ops.where(ops.arange(vocab) == self.end_id, 0.0, _NEG_INF)
-        log_probs = ops.where(loop["finished"][:, None], frozen[None], log_probs)
+        if k > 1:
+            # An ended row only continues with the end token, for free: in the
+            # scores, so that it competes with its siblings' extensions.
+            frozen = ops.where(ops.arange(vocab) == self.end_id, 0.0, _NEG_INF)
+            log_probs = ops.where(loop["finished"][:, None], frozen[None], log_probs)
         total = loop["cum"][:, None] + log_probs
         candidates = total
         if self.use_penalty:
@@ -389,12 +391,17 @@ class _Search:
             candidates = total / penalty[:, None]
         candidates = ops.reshape(candidates, (batch, k * vocab))
         top = choose(candidates, t)
-        word = ops.reshape(top % vocab, (-1,))
+        word = top % vocab
         cum = ops.take_along_axis(ops.reshape(total, (batch, k * vocab)), top, 1)
         score = ops.take_along_axis(candidates, top, axis=1)
-        new = dict(loop, t=t + 1, cum=ops.reshape(cum, (-1,)))
-        new["score"] = ops.reshape(score, (-1,))
+        word, cum, score = (ops.reshape(x, (-1,)) for x in (word, cum, score))
         finished, lengths, history = loop["finished"], loop["lengths"], loop["history"]
+        if k == 1:
+            # The same on the `(B,)` vectors, without a pass over the scores.
+            word = ops.where(finished, ops.cast(self.end_id, "int32"), word)
+            cum = ops.where(finished, loop["cum"], cum)
+            score = ops.where(finished, loop["score"], score)
+        new = dict(loop, t=t + 1, cum=cum, score=score)
         if k > 1:
             parent = ops.reshape(
                 ops.arange(batch, dtype="int32")[:, None] * k + top // vocab, (-1,)
