@@ -413,19 +413,19 @@ class _Search:
                 lambda s: ops.take(s, parent, axis=0), state
             )
             if extras is not None:
-                new["parents"] = ops.slice_update(loop["parents"], (t, 0), parent[None])
+                new["parents"] = _write(loop["parents"], t, parent)
         is_end = word == self.end_id
         new["lengths"] = lengths + ops.cast(
             ops.logical_and(ops.logical_not(finished), ops.logical_not(is_end)),
             "int32",
         )
         new["finished"] = ops.logical_or(finished, is_end)
-        new["history"] = ops.slice_update(history, (0, t), word[:, None])
+        column = ops.arange(self.max_length)[None] == t
+        new["history"] = ops.where(column, word[:, None], history)
         new["ids"], new["state"] = word, state
         if extras is not None:
-            start = (t,) + (0,) * len(ops.shape(extras))
             extras = ops.cast(extras, loop["extras"].dtype)
-            new["extras"] = ops.slice_update(loop["extras"], start, extras[None])
+            new["extras"] = _write(loop["extras"], t, extras)
         return new
 
     def _finalize(self, loop, batch):
@@ -460,7 +460,7 @@ class _Search:
                 row, at = rows_and_at
                 s = length - 1 - i
                 row = ops.take(ops.take(loop["parents"], s, axis=0), row, axis=0)
-                return row, ops.slice_update(at, (s, 0), row[None])
+                return row, _write(at, s, row)
 
             at = ops.zeros((length, ops.shape(chosen)[0]), "int32")
             _, at = ops.fori_loop(0, length, back, (chosen, at))
@@ -468,3 +468,15 @@ class _Search:
             buffer = ops.take_along_axis(buffer, index, axis=1)
         perm = (1, 0) + tuple(range(2, len(buffer.shape)))
         return ops.transpose(buffer, perm)
+
+
+def _write(buffer, t, value):
+    """`buffer` with `buffer[t] = value`, `t` a scalar tensor.
+
+    A select, not `ops.slice_update`: on TensorFlow that is
+    `XlaDynamicUpdateSlice`, an XLA op, and a scatter fails on an empty batch.
+    """
+    at = ops.arange(ops.shape(buffer)[0]) == t
+    return ops.where(
+        ops.reshape(at, (-1,) + (1,) * (len(buffer.shape) - 1)), value[None], buffer
+    )
