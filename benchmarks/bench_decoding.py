@@ -44,6 +44,12 @@ def parse_args(argv=None):
     p.add_argument("--tfds-dir", default=None)
     p.add_argument("--batches", type=int, nargs="+", default=[1, 64])
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument(
+        "--baseline-model-dir",
+        default=None,
+        help="another export of the same model (older code, say), timed in the "
+        "same interleaved rounds as `baseline_greedy` and `baseline_beam`",
+    )
     return p.parse_args(argv)
 
 
@@ -100,6 +106,11 @@ def main(argv=None):
 
     version = resolve_version_dir(args.model_dir)
     saved = tf.saved_model.load(str(version))
+    baseline = None
+    if args.baseline_model_dir:
+        baseline = tf.saved_model.load(
+            str(resolve_version_dir(args.baseline_model_dir))
+        )
     options = SearchOptions(
         **json.loads((Path(version) / "search_options.json").read_text())
     )
@@ -115,7 +126,7 @@ def main(argv=None):
         config.attention_units,
     )
     print(machine_info())
-    rows = []
+    rows, against_baseline = [], []
     for batch in args.batches:
         docs = tf.constant(documents[:batch])
         steps = int(
@@ -136,7 +147,19 @@ def main(argv=None):
                 documents=d
             )["headlines"].numpy(),
         }
+        if baseline is not None:
+            programs["baseline_greedy"] = lambda d=docs: baseline.signatures["greedy"](
+                documents=d
+            )["headlines"].numpy()
+            programs["baseline_beam"] = lambda d=docs: baseline.signatures[
+                "serving_default"
+            ](documents=d)["headlines"].numpy()
         times = interleaved(programs, repeats=args.repeats, number=1, warmup=1)
+        for kind in ("greedy", "beam") if baseline is not None else ():
+            ratio = median_ratio(times, f"baseline_{kind}", f"savedmodel_{kind}")
+            against_baseline.append(
+                f"batch {batch}: {kind} speed-up vs the baseline export {ratio:.2f}x"
+            )
         for name in programs:
             seconds = sorted(times[name])[len(times[name]) // 2]
             rows.append(
@@ -160,6 +183,8 @@ def main(argv=None):
             rows,
         )
     )
+    for line in against_baseline:
+        print(line)
 
 
 if __name__ == "__main__":

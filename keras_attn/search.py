@@ -376,9 +376,11 @@ class _Search:
         for processor in self.processors:
             log_probs = processor(log_probs, loop["history"], t)
         vocab = ops.shape(log_probs)[1]
-        # An ended row only continues with the end token, for free.
-        frozen = ops.where(ops.arange(vocab) == self.end_id, 0.0, _NEG_INF)
-        log_probs = ops.where(loop["finished"][:, None], frozen[None], log_probs)
+        if k > 1:
+            # An ended row only continues with the end token, for free: in the
+            # scores, so that it competes with its siblings' extensions.
+            frozen = ops.where(ops.arange(vocab) == self.end_id, 0.0, _NEG_INF)
+            log_probs = ops.where(loop["finished"][:, None], frozen[None], log_probs)
         total = loop["cum"][:, None] + log_probs
         candidates = total
         if self.use_penalty:
@@ -389,12 +391,17 @@ class _Search:
             candidates = total / penalty[:, None]
         candidates = ops.reshape(candidates, (batch, k * vocab))
         top = choose(candidates, t)
-        word = ops.reshape(top % vocab, (-1,))
+        word = top % vocab
         cum = ops.take_along_axis(ops.reshape(total, (batch, k * vocab)), top, 1)
         score = ops.take_along_axis(candidates, top, axis=1)
-        new = dict(loop, t=t + 1, cum=ops.reshape(cum, (-1,)))
-        new["score"] = ops.reshape(score, (-1,))
+        word, cum, score = (ops.reshape(x, (-1,)) for x in (word, cum, score))
         finished, lengths, history = loop["finished"], loop["lengths"], loop["history"]
+        if k == 1:
+            # The same on the `(B,)` vectors, without a pass over the scores.
+            word = ops.where(finished, ops.cast(self.end_id, "int32"), word)
+            cum = ops.where(finished, loop["cum"], cum)
+            score = ops.where(finished, loop["score"], score)
+        new = dict(loop, t=t + 1, cum=cum, score=score)
         if k > 1:
             parent = ops.reshape(
                 ops.arange(batch, dtype="int32")[:, None] * k + top // vocab, (-1,)
@@ -406,19 +413,19 @@ class _Search:
                 lambda s: ops.take(s, parent, axis=0), state
             )
             if extras is not None:
-                new["parents"] = ops.slice_update(loop["parents"], (t, 0), parent[None])
+                new["parents"] = _write(loop["parents"], t, parent)
         is_end = word == self.end_id
         new["lengths"] = lengths + ops.cast(
             ops.logical_and(ops.logical_not(finished), ops.logical_not(is_end)),
             "int32",
         )
         new["finished"] = ops.logical_or(finished, is_end)
-        new["history"] = ops.slice_update(history, (0, t), word[:, None])
+        column = ops.arange(self.max_length)[None] == t
+        new["history"] = ops.where(column, word[:, None], history)
         new["ids"], new["state"] = word, state
         if extras is not None:
-            start = (t,) + (0,) * len(ops.shape(extras))
             extras = ops.cast(extras, loop["extras"].dtype)
-            new["extras"] = ops.slice_update(loop["extras"], start, extras[None])
+            new["extras"] = _write(loop["extras"], t, extras)
         return new
 
     def _finalize(self, loop, batch):
@@ -453,7 +460,7 @@ class _Search:
                 row, at = rows_and_at
                 s = length - 1 - i
                 row = ops.take(ops.take(loop["parents"], s, axis=0), row, axis=0)
-                return row, ops.slice_update(at, (s, 0), row[None])
+                return row, _write(at, s, row)
 
             at = ops.zeros((length, ops.shape(chosen)[0]), "int32")
             _, at = ops.fori_loop(0, length, back, (chosen, at))
@@ -461,3 +468,15 @@ class _Search:
             buffer = ops.take_along_axis(buffer, index, axis=1)
         perm = (1, 0) + tuple(range(2, len(buffer.shape)))
         return ops.transpose(buffer, perm)
+
+
+def _write(buffer, t, value):
+    """`buffer` with `buffer[t] = value`, `t` a scalar tensor.
+
+    A select, not `ops.slice_update`: on TensorFlow that is
+    `XlaDynamicUpdateSlice`, an XLA op, and a scatter fails on an empty batch.
+    """
+    at = ops.arange(ops.shape(buffer)[0]) == t
+    return ops.where(
+        ops.reshape(at, (-1,) + (1,) * (len(buffer.shape) - 1)), value[None], buffer
+    )
