@@ -18,7 +18,10 @@ decoder per token, `argmax` in Python, stopping when every row has ended.
   alone, not the model.
 
 Each figure is the median over interleaved rounds of (reference time /
-SavedModel time) for the same documents (from the test split).
+SavedModel time) for the same documents (from the test split). Beside it:
+the GFLOP/s that our programs achieve (the exact count of `flops.py`, from
+the batch's own lengths) and that as a share of this machine's fp32 matmul
+peak, measured in the same run.
 
     python benchmarks/bench_decoding.py --model-dir saved_models/headlines \
         --run-dir runs/headlines --data-dir ../shared/data/gigaword_sample
@@ -90,6 +93,33 @@ def tutorial_loop_greedy(reference, source_ids, steps):
     return tf.concat(tokens, axis=1)
 
 
+def decoded_flops(saved, docs, features, config, options):
+    """`{"greedy": FLOPs, "beam": FLOPs}` of decoding `docs` (`flops.py`).
+
+    Counted from the source lengths and the headlines each signature wrote:
+    a headline of n tokens took n + 1 steps (the end token), or `max_length`
+    without one. For the beam, every step runs `beam_size` rows, and the
+    chosen hypothesis's length stands for the search's (a lower bound: the
+    search may run on until its other hypotheses end).
+    """
+    import numpy as np
+    from flops import search_flops
+
+    source_lengths = np.sum(features.encode_source(docs)["ids"].numpy() != 0, axis=1)
+    work = {}
+    for kind, signature, rows in (
+        ("greedy", "greedy", 1),
+        ("beam", "serving_default", options.beam_size),
+    ):
+        out = saved.signatures[signature](documents=docs)
+        key = "normalized_headlines" if "normalized_headlines" in out else "headlines"
+        tokens = [len(h.split()) for h in out[key].numpy()]
+        steps = [min(n + 1, options.max_length) for n in tokens]
+        counts = search_flops(config, source_lengths, steps, beam_size=rows)
+        work[kind] = counts["total"]
+    return work
+
+
 def main(argv=None):
     args = parse_args(argv)
     import json
@@ -98,6 +128,7 @@ def main(argv=None):
     import tensorflow as tf
     from bench_training import tutorial_model
     from common import interleaved, machine_info, markdown_table, median_ratio
+    from flops import machine_peaks
 
     from models import data
     from models.config import SearchOptions
@@ -126,6 +157,11 @@ def main(argv=None):
         config.attention_units,
     )
     print(machine_info())
+    peaks = machine_peaks()
+    print(
+        f"matmul peak, 2048^3, this run: fp32 {peaks['fp32']:.0f} GFLOP/s, "
+        f"bf16 {peaks['bf16']:.0f} GFLOP/s"
+    )
     rows, against_baseline = [], []
     for batch in args.batches:
         docs = tf.constant(documents[:batch])
@@ -155,6 +191,7 @@ def main(argv=None):
                 "serving_default"
             ](documents=d)["headlines"].numpy()
         times = interleaved(programs, repeats=args.repeats, number=1, warmup=1)
+        work = decoded_flops(saved, docs, features, config, options)
         for kind in ("greedy", "beam") if baseline is not None else ():
             ratio = median_ratio(times, f"baseline_{kind}", f"savedmodel_{kind}")
             against_baseline.append(
@@ -162,6 +199,8 @@ def main(argv=None):
             )
         for name in programs:
             seconds = sorted(times[name])[len(times[name]) // 2]
+            flop = work.get(name.rsplit("_", 1)[-1]) if "tutorial" not in name else None
+            gflops = flop / seconds / 1e9 if flop else None
             rows.append(
                 [
                     batch,
@@ -169,6 +208,8 @@ def main(argv=None):
                     f"{batch / seconds:.1f}",
                     f"{median_ratio(times, 'tutorial_loop_greedy', name):.2f}x",
                     f"{median_ratio(times, 'python_loop_greedy', name):.2f}x",
+                    f"{gflops:.1f}" if gflops else "",
+                    f"{100 * gflops / peaks['fp32']:.1f}%" if gflops else "",
                 ]
             )
     print(
@@ -179,6 +220,8 @@ def main(argv=None):
                 "headlines/s",
                 "speed-up vs tutorial loop",
                 "speed-up vs loop on our model",
+                "GFLOP/s",
+                "of fp32 peak",
             ],
             rows,
         )
