@@ -8,6 +8,7 @@ reports only tests that really ran.
 
 import os
 import random
+import re
 
 # Before anything imports TensorFlow (Keras may, whatever the backend).
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -50,6 +51,24 @@ def pytest_collection_modifyitems(config, items):
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = selected
+
+
+def pytest_ignore_collect(collection_path, config):
+    """On JAX and torch, whole `tf_only` modules are not even imported.
+
+    They import TensorFlow and the summarizer at module level; collecting them
+    only to deselect every test would load TensorFlow into a JAX or torch run
+    (seconds, and a dependency the library does not have).
+    """
+    if BACKEND == "tensorflow" or collection_path.suffix != ".py":
+        return None
+    if not collection_path.name.startswith("test_"):
+        return None
+    source = collection_path.read_text(encoding="utf-8")
+    return True if _MODULE_TF_ONLY.search(source) else None
+
+
+_MODULE_TF_ONLY = re.compile(r"^pytestmark = .*\btf_only\b", re.MULTILINE)
 
 
 def pytest_report_header(config):
