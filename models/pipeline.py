@@ -1,8 +1,11 @@
 """What `train.py` runs: data, training, export, evaluation, one after another."""
 
+import contextlib
 import dataclasses
 import json
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import keras
@@ -106,8 +109,27 @@ def _with_known_length(batches):
     return batches.apply(tf.data.experimental.assert_cardinality(count))
 
 
+def _worker_run_dir(run_dir, cleanup):
+    """A non-chief worker's run folder: a scratch copy, removed on exit.
+
+    Every worker writes checkpoints (they save the same weights), but only
+    the chief's are kept, as in Keras' `BackupAndRestore` and TensorFlow's
+    multi-worker guide. When the chief's run has a backup (a resumed run),
+    the copy starts from it, so that every worker restores the same state.
+    """
+    scratch = Path(cleanup.enter_context(tempfile.TemporaryDirectory()))
+    if (run_dir / "backup").exists():
+        shutil.copytree(run_dir, scratch / "run", ignore=shutil.ignore_patterns("logs"))
+    return scratch / "run"
+
+
 def run(args):
     """Trains, exports and evaluates as `train.py`'s flags say."""
+    with contextlib.ExitStack() as cleanup:
+        return _run(args, cleanup)
+
+
+def _run(args, cleanup):
     try:
         config = _select(args, SummarizerConfig)
     except ValueError as error:
@@ -122,6 +144,9 @@ def run(args):
     if args.max_train_examples:
         train_split = train_split.take(args.max_train_examples)
     run_dir = Path(args.run_dir or f"runs/{args.name}")
+    chief = strategy is None or strategy.extended.should_checkpoint
+    if not chief:
+        run_dir = _worker_run_dir(run_dir, cleanup)
     config, features, resumed = prepare_run(run_dir, train_split, config, options)
     print(
         f"{'Resuming' if resumed else 'Starting'} run {run_dir}: vocabulary "
@@ -166,6 +191,11 @@ def run(args):
         )
     model = build_model(config, options, strategy)
     fit(model, train_batches, validation_batches, run_dir, options, callbacks)
+    if not chief:
+        print(
+            "Trained in step with the chief, which exports the model", file=sys.stderr
+        )
+        return None
 
     keras_path = run_dir / "model.keras"
     model.save(keras_path)
