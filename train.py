@@ -216,6 +216,10 @@ def main(argv=None):
 
     try:
         pipeline.run(args)
+    except pipeline.LostWorker as error:
+        print(f"train.py: error: {error}", file=sys.stderr, flush=True)
+        # TensorFlow's shutdown would wait for the lost worker: none of it.
+        os._exit(2)
     except pipeline.UserError as error:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 2

@@ -3,6 +3,7 @@
 import contextlib
 import dataclasses
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -31,6 +32,25 @@ from models.training import (
 
 class UserError(Exception):
     """A problem with the command line or the data, reported in one line."""
+
+
+class LostWorker(UserError):
+    """A worker of the cluster died or stopped answering: training stopped."""
+
+
+# What collective ops raise when a peer dies or stops answering.
+_COLLECTIVE_ERRORS = (
+    tf.errors.UnavailableError,
+    tf.errors.DeadlineExceededError,
+    tf.errors.AbortedError,
+    tf.errors.CancelledError,
+    tf.errors.InternalError,
+)
+
+
+def _first_line(message):
+    # Without the `{{function_node ...}}` prefix of errors raised in graphs.
+    return re.sub(r"\{\{.*?\}\}\s*", "", message).strip().splitlines()[0]
 
 
 def _select(args, cls):
@@ -190,7 +210,16 @@ def _run(args, cleanup):
             file=sys.stderr,
         )
     model = build_model(config, options, strategy)
-    fit(model, train_batches, validation_batches, run_dir, options, callbacks)
+    try:
+        fit(model, train_batches, validation_batches, run_dir, options, callbacks)
+    except _COLLECTIVE_ERRORS as error:
+        if strategy is None or not strategy.extended._in_multi_worker_mode():
+            raise
+        raise LostWorker(
+            "a worker left the cluster, so all stopped "
+            f"({type(error).__name__}: {_first_line(error.message)}); "
+            "run the same command on every worker to resume from the last backup"
+        ) from None
     if not chief:
         print(
             "Trained in step with the chief, which exports the model", file=sys.stderr
