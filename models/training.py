@@ -148,7 +148,7 @@ class TimeBudget(keras.callbacks.Callback):
         if strategy.extended._in_multi_worker_mode():
             # Workers stop at the same step, or the others would wait for
             # the stopped one: the first to run out of time stops them all.
-            over = bool(strategy.reduce("MAX", tf.constant(over, tf.int32), None))
+            over = bool(strategy.reduce("SUM", tf.constant(over, tf.int32), None))
         if over:
             self.model.stop_training = True
             self.stopped = True

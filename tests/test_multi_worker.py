@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 from test_pipeline import ROOT, train_command, write_org_data
 
+from models.summarizer import HeadlineSummarizer
+
 pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
 
 # train.py's main, and after training each worker's weights and optimizer
@@ -139,6 +141,7 @@ def test_two_workers_train_as_one_and_only_the_chief_writes(tmp_path):
     exported = keras.saving.load_model(
         tmp_path / "export" / "1" / "model.keras", compile=False
     )
+    assert isinstance(exported, HeadlineSummarizer)
     assert_same_weights([v.numpy() for v in exported.weights], weights)
 
     # The chief alone writes the run folder and the export...
