@@ -7,10 +7,12 @@ machines; each prepares the dataset in its own `--tfds-dir`. They share
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import time
+from pathlib import Path
 
 import h5py
 import keras
@@ -96,7 +98,7 @@ def start_cluster(tmp_path, *extra):
     return processes
 
 
-def wait_all(tmp_path, processes, timeout=600):
+def wait_all(tmp_path, processes, timeout=1200):
     try:
         for process in processes:
             process.wait(timeout=timeout)
@@ -126,7 +128,9 @@ def test_two_workers_train_as_one_and_only_the_chief_writes(tmp_path):
     write_org_data(tmp_path / "data")
     steps = 3
     processes = start_cluster(
-        tmp_path, "--epochs", "2", "--steps-per-epoch", str(steps), "--skip-eval"
+        tmp_path,
+        *("--epochs", "2", "--steps-per-epoch", str(steps), "--skip-eval"),
+        *("--validation-rouge-examples", "0"),
     )
     (chief_code, chief_err), (code, err) = wait_all(tmp_path, processes)
     assert chief_code == 0, chief_err[-3000:]
@@ -152,9 +156,9 @@ def test_two_workers_train_as_one_and_only_the_chief_writes(tmp_path):
     metadata = json.loads((run / "backup" / "training_metadata.json").read_text())
     assert metadata["epoch"] == 2
     # ...the other one wrote its own to a scratch folder, since removed.
-    scratch = tmp_path / "worker1" / "tmp"
-    assert f"Starting run {scratch}" in err
-    assert list(scratch.iterdir()) == []
+    scratch = Path(re.search(r"Starting run (\S+):", err).group(1))
+    assert scratch.is_relative_to(tmp_path / "worker1" / "tmp")
+    assert not scratch.exists() and not scratch.parent.exists()
 
 
 def backup_iterations(run_dir):
