@@ -38,6 +38,8 @@ class LostWorker(UserError):
     """A worker of the cluster died or stopped answering: training stopped."""
 
 
+_COLLECTIVE_TIMEOUT_S = 600
+
 # What collective ops raise when a peer dies or stops answering.
 _COLLECTIVE_ERRORS = (
     tf.errors.UnavailableError,
@@ -71,7 +73,14 @@ def _configure_devices(args):
     if args.strategy == "mirrored":
         return tf.distribute.MirroredStrategy()
     if args.strategy == "multi_worker":
-        return tf.distribute.MultiWorkerMirroredStrategy()
+        # A killed worker's peers fail at once (its connections close); one
+        # that hangs would keep them waiting forever but for a timeout, far
+        # longer than the gap between two workers reaching the same step.
+        return tf.distribute.MultiWorkerMirroredStrategy(
+            communication_options=tf.distribute.experimental.CommunicationOptions(
+                timeout_seconds=_COLLECTIVE_TIMEOUT_S
+            )
+        )
     return None
 
 
