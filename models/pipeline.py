@@ -51,8 +51,12 @@ _COLLECTIVE_ERRORS = (
 
 
 def _first_line(message):
-    # Without the `{{function_node ...}}` prefix of errors raised in graphs.
-    return re.sub(r"\{\{.*?\}\}\s*", "", message).strip().splitlines()[0]
+    # The cause, not the header and the (indented) traceback that errors
+    # raised in graphs start with.
+    lines = re.sub(r"\{\{.*?\}\}\s*", "", message).splitlines()
+    headers = ("Graph execution error", "Detected at node")
+    causes = (s for s in lines if s[:1].strip() and not s.startswith(headers))
+    return next(causes, message.strip())
 
 
 def _select(args, cls):

@@ -177,7 +177,7 @@ def test_a_lost_worker_stops_the_cluster_and_the_rerun_resumes(tmp_path):
     ]
     processes = start_cluster(tmp_path, "--epochs", "50", *common, "--skip-eval")
     metadata = tmp_path / "run" / "backup" / "training_metadata.json"
-    deadline = time.monotonic() + 400
+    deadline = time.monotonic() + 900
     while (
         time.monotonic() < deadline
         and all(p.poll() is None for p in processes)
@@ -185,6 +185,7 @@ def test_a_lost_worker_stops_the_cluster_and_the_rerun_resumes(tmp_path):
     ):
         time.sleep(0.5)
     assert all(p.poll() is None for p in processes), "a worker exited early"
+    assert metadata.exists(), "no backup after 15 minutes"
     processes[1].send_signal(signal.SIGKILL)
     killed = time.monotonic()
     (code, err), _ = wait_all(tmp_path, processes, timeout=240)
