@@ -152,10 +152,14 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     from models import pipeline
-    from models.errors import UserError
+    from models.errors import LostWorker, UserError
 
     try:
         pipeline.run(args)
+    except LostWorker as error:
+        print(f"train.py: error: {error}", file=sys.stderr, flush=True)
+        # TensorFlow's shutdown would wait for the lost worker: none of it.
+        os._exit(2)
     except UserError as error:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 2

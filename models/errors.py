@@ -20,3 +20,7 @@ class HttpError(UserError):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+class LostWorker(UserError):
+    """A worker of a multi-worker cluster died or stopped answering."""

@@ -1,8 +1,12 @@
 """What `train.py` runs: data, training, export, evaluation, one after another."""
 
+import contextlib
 import dataclasses
 import json
+import re
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import keras
@@ -15,6 +19,7 @@ from models.config import (
     SummarizerConfig,
     TrainOptions,
 )
+from models.errors import LostWorker
 from models.export import export
 from models.training import (
     ValidationRouge,
@@ -24,6 +29,26 @@ from models.training import (
     fit,
     prepare_run,
 )
+
+_COLLECTIVE_TIMEOUT_S = 600
+
+# What collective ops raise when a peer dies or stops answering.
+_COLLECTIVE_ERRORS = (
+    tf.errors.UnavailableError,
+    tf.errors.DeadlineExceededError,
+    tf.errors.AbortedError,
+    tf.errors.CancelledError,
+    tf.errors.InternalError,
+)
+
+
+def _first_line(message):
+    # The cause, not the header and the (indented) traceback that errors
+    # raised in graphs start with.
+    lines = re.sub(r"\{\{.*?\}\}\s*", "", message).splitlines()
+    headers = ("Graph execution error", "Detected at node")
+    causes = (s for s in lines if s[:1].strip() and not s.startswith(headers))
+    return next(causes, message.strip())
 
 
 def _select(args, cls):
@@ -44,7 +69,14 @@ def _configure_devices(args):
     if args.strategy == "mirrored":
         return tf.distribute.MirroredStrategy()
     if args.strategy == "multi_worker":
-        return tf.distribute.MultiWorkerMirroredStrategy()
+        # A killed worker's peers fail at once (its connections close); one
+        # that hangs would keep them waiting forever but for a timeout, far
+        # longer than the gap between two workers reaching the same step.
+        return tf.distribute.MultiWorkerMirroredStrategy(
+            communication_options=tf.distribute.experimental.CommunicationOptions(
+                timeout_seconds=_COLLECTIVE_TIMEOUT_S
+            )
+        )
     return None
 
 
@@ -109,8 +141,27 @@ def _with_known_length(batches):
     return batches.apply(tf.data.experimental.assert_cardinality(count))
 
 
+def _worker_run_dir(run_dir, cleanup):
+    """A non-chief worker's run folder: a scratch copy, removed on exit.
+
+    Every worker writes checkpoints (they save the same weights), but only
+    the chief's are kept, as in Keras' `BackupAndRestore` and TensorFlow's
+    multi-worker guide. When the chief's run has a backup (a resumed run),
+    the copy starts from it, so that every worker restores the same state.
+    """
+    scratch = Path(cleanup.enter_context(tempfile.TemporaryDirectory()))
+    if (run_dir / "backup").exists():
+        shutil.copytree(run_dir, scratch / "run", ignore=shutil.ignore_patterns("logs"))
+    return scratch / "run"
+
+
 def run(args):
     """Trains, exports and evaluates as `train.py`'s flags say."""
+    with contextlib.ExitStack() as cleanup:
+        return _run(args, cleanup)
+
+
+def _run(args, cleanup):
     config = _select(args, SummarizerConfig)
     options = _select(args, TrainOptions)
     search = _select(args, SearchOptions)
@@ -124,6 +175,9 @@ def run(args):
     if getattr(args, "normalization", None) is None:
         config.normalization = default_normalization(args, train_split)
     run_dir = Path(args.run_dir or f"runs/{args.name}")
+    chief = strategy is None or strategy.extended.should_checkpoint
+    if not chief:
+        run_dir = _worker_run_dir(run_dir, cleanup)
     config, features, resumed = prepare_run(run_dir, train_split, config, options)
     print(
         f"{'Resuming' if resumed else 'Starting'} run {run_dir}: vocabulary "
@@ -167,7 +221,21 @@ def run(args):
             file=sys.stderr,
         )
     model = build_model(config, options, strategy)
-    fit(model, train_batches, validation_batches, run_dir, options, callbacks)
+    try:
+        fit(model, train_batches, validation_batches, run_dir, options, callbacks)
+    except _COLLECTIVE_ERRORS as error:
+        if strategy is None or not strategy.extended._in_multi_worker_mode():
+            raise
+        raise LostWorker(
+            "a worker left the cluster, so all stopped "
+            f"({type(error).__name__}: {_first_line(error.message)}); "
+            "run the same command on every worker to resume from the last backup"
+        ) from None
+    if not chief:
+        print(
+            "Trained in step with the chief, which exports the model", file=sys.stderr
+        )
+        return None
 
     keras_path = run_dir / "model.keras"
     model.save(keras_path)

@@ -267,6 +267,35 @@ class HeadlineSummarizer(keras.Model):
         )
         return ops.log(probability + _EPSILON)
 
+    # ---------------------------------------- Keras' TF trainer, multi-worker
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Under a distribution strategy, Keras builds on a first batch that
+        # it all-reduces across replicas. Under MultiWorkerMirroredStrategy
+        # that fails on dict inputs (keras-team/keras#20329), and batches
+        # bucketed by length differ in shape from worker to worker anyway.
+        # `models.training.build_model` builds the weights and the optimizer
+        # first, which leaves nothing to build.
+        if self.built and (self.optimizer is None or self.optimizer.built):
+            return
+        super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+
+    def train_step(self, *args, **kwargs):
+        return self._per_worker_logs(super().train_step(*args, **kwargs))
+
+    def test_step(self, *args, **kwargs):
+        return self._per_worker_logs(super().test_step(*args, **kwargs))
+
+    def _per_worker_logs(self, logs):
+        # Across workers, Keras averages a step's logs with
+        # `strategy.reduce("MEAN", log, axis=0)`, which fails on the scalars
+        # that metrics are (tensorflow/tensorflow#72388). One entry per worker
+        # on a new axis 0 makes it the mean over workers.
+        strategy = getattr(self, "_distribute_strategy", None)
+        if strategy is None or not strategy.extended._in_multi_worker_mode():
+            return logs
+        return {name: ops.expand_dims(value, 0) for name, value in logs.items()}
+
     def compute_loss(
         self, x=None, y=None, y_pred=None, sample_weight=None, training=True
     ):

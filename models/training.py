@@ -191,7 +191,13 @@ class TimeBudget(keras.callbacks.Callback):
         self.start = time.monotonic()
 
     def on_train_batch_end(self, batch, logs=None):
-        if time.monotonic() - self.start > self.seconds:
+        over = time.monotonic() - self.start > self.seconds
+        strategy = self.model.distribute_strategy
+        if strategy.extended._in_multi_worker_mode():
+            # Workers stop at the same step, or the others would wait for
+            # the stopped one: the first to run out of time stops them all.
+            over = bool(strategy.reduce("SUM", tf.constant(over, tf.int32), None))
+        if over:
             self.model.stop_training = True
             self.stopped = True
 
@@ -279,6 +285,9 @@ def build_model(config, options, strategy=None):
             ),
             jit_compile=options.jit_compile,
         )
+        # Its slots too, under the strategy's scope: then `fit` has nothing
+        # to build (see `HeadlineSummarizer._maybe_symbolic_build`).
+        model.optimizer.build(model.trainable_variables)
     return model
 
 

@@ -1,0 +1,214 @@
+"""`train.py --strategy multi_worker`: a two-worker cluster on loopback.
+
+Each worker is its own process with its own `TF_CONFIG`, as on two
+machines; each prepares the dataset in its own `--tfds-dir`. They share
+`--run-dir` and `--export-dir`, which only the chief writes to.
+"""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import h5py
+import keras
+import numpy as np
+import pytest
+from test_pipeline import ROOT, train_command, write_org_data
+
+from models.summarizer import HeadlineSummarizer
+
+pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
+
+# train.py's main, and after training each worker's weights and optimizer
+# state saved to the .npz file named by the first argument.
+WORKER = r"""
+import sys
+
+import numpy as np
+
+import train
+from models import pipeline
+
+fit = pipeline.fit
+
+
+def fit_and_dump(model, *args, **kwargs):
+    history = fit(model, *args, **kwargs)
+    np.savez(
+        sys.argv[1],
+        weights=np.array([v.numpy() for v in model.weights], dtype=object),
+        iterations=int(model.optimizer.iterations.numpy()),
+    )
+    return history
+
+
+pipeline.fit = fit_and_dump
+sys.exit(train.main(sys.argv[2:]))
+"""
+
+
+def free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def start_cluster(tmp_path, *extra):
+    """Starts both workers; returns their processes, chief first."""
+    workers = [f"127.0.0.1:{port}" for port in free_ports(2)]
+    processes = []
+    for index in range(2):
+        folder = tmp_path / f"worker{index}"
+        (folder / "tmp").mkdir(parents=True, exist_ok=True)
+        tf_config = {
+            "cluster": {"worker": workers},
+            "task": {"type": "worker", "index": index},
+        }
+        env = {
+            **os.environ,
+            "KERAS_BACKEND": "tensorflow",
+            "TF_CPP_MIN_LOG_LEVEL": "3",
+            "TF_CONFIG": json.dumps(tf_config),
+            "TMPDIR": str(folder / "tmp"),
+        }
+        command = [
+            *train_command(tmp_path, "--strategy", "multi_worker", *extra),
+            "--tfds-dir",
+            str(folder / "tfds"),
+        ]
+        command[1:2] = ["-c", WORKER, str(folder / "state.npz")]
+        processes.append(
+            subprocess.Popen(
+                command,
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=open(folder / "stderr.txt", "w"),
+            )
+        )
+    return processes
+
+
+def wait_all(tmp_path, processes, timeout=1200):
+    try:
+        for process in processes:
+            process.wait(timeout=timeout)
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    return [
+        (p.returncode, (tmp_path / f"worker{i}" / "stderr.txt").read_text())
+        for i, p in enumerate(processes)
+    ]
+
+
+def final_state(tmp_path, index):
+    with np.load(tmp_path / f"worker{index}" / "state.npz", allow_pickle=True) as f:
+        return list(f["weights"]), int(f["iterations"])
+
+
+def assert_same_weights(a, b):
+    assert len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_two_workers_train_as_one_and_only_the_chief_writes(tmp_path):
+    write_org_data(tmp_path / "data")
+    steps = 3
+    processes = start_cluster(
+        tmp_path,
+        *("--epochs", "2", "--steps-per-epoch", str(steps), "--skip-eval"),
+        *("--validation-rouge-examples", "0"),
+    )
+    (chief_code, chief_err), (code, err) = wait_all(tmp_path, processes)
+    assert chief_code == 0, chief_err[-3000:]
+    assert code == 0, err[-3000:]
+    assert "on 2 replicas" in chief_err and "on 2 replicas" in err
+
+    chief_weights, chief_steps = final_state(tmp_path, 0)
+    weights, worker_steps = final_state(tmp_path, 1)
+    assert chief_steps == worker_steps == 2 * steps
+    assert_same_weights(chief_weights, weights)
+    # The chief's export holds the weights that the other worker ended with.
+    exported = keras.saving.load_model(
+        tmp_path / "export" / "1" / "model.keras", compile=False
+    )
+    assert isinstance(exported, HeadlineSummarizer)
+    assert_same_weights([v.numpy() for v in exported.weights], weights)
+
+    # The chief alone writes the run folder and the export...
+    assert sorted(p.name for p in (tmp_path / "export").iterdir()) == ["1"]
+    run = tmp_path / "run"
+    for name in ("config.json", "vocab.txt", "best.weights.h5", "model.keras"):
+        assert (run / name).exists(), name
+    metadata = json.loads((run / "backup" / "training_metadata.json").read_text())
+    assert metadata["epoch"] == 2
+    # ...the other one wrote its own to a scratch folder, since removed.
+    scratch = Path(re.search(r"Starting run (\S+):", err).group(1))
+    assert scratch.is_relative_to(tmp_path / "worker1" / "tmp")
+    assert not scratch.exists() and not scratch.parent.exists()
+
+
+def backup_iterations(run_dir):
+    """The optimizer's step count in the backup that a rerun restores."""
+    with h5py.File(run_dir / "backup" / "latest.weights.h5", "r") as f:
+        return int(f["optimizer"]["vars"]["0"][()])
+
+
+def test_a_lost_worker_stops_the_cluster_and_the_rerun_resumes(tmp_path):
+    write_org_data(tmp_path / "data", sizes=(96, 8, 8))
+    steps = 4
+    common = [
+        *("--steps-per-epoch", str(steps), "--checkpoint-every", "2"),
+        # No decoding each epoch: only what a kill and a resume need.
+        *("--validation-rouge-examples", "0"),
+    ]
+    processes = start_cluster(tmp_path, "--epochs", "50", *common, "--skip-eval")
+    metadata = tmp_path / "run" / "backup" / "training_metadata.json"
+    deadline = time.monotonic() + 900
+    while (
+        time.monotonic() < deadline
+        and all(p.poll() is None for p in processes)
+        and not (metadata.exists() and json.loads(metadata.read_text())["epoch"] >= 1)
+    ):
+        time.sleep(0.5)
+    assert all(p.poll() is None for p in processes), "a worker exited early"
+    assert metadata.exists(), "no backup after 15 minutes"
+    processes[1].send_signal(signal.SIGKILL)
+    killed = time.monotonic()
+    (code, err), _ = wait_all(tmp_path, processes, timeout=240)
+    print(f"the chief exited {time.monotonic() - killed:.0f} s after the kill")
+    assert code == 2, err[-3000:]
+    errors = [line for line in err.splitlines() if line.startswith("train.py: error")]
+    assert len(errors) == 1 and "worker" in errors[0], err[-3000:]
+    assert "Traceback" not in err
+
+    # The same command again, on both: training resumes from the backup.
+    saved_epoch = json.loads(metadata.read_text())["epoch"]
+    restored = backup_iterations(tmp_path / "run")
+    assert restored >= steps
+    processes = start_cluster(
+        tmp_path, "--epochs", str(saved_epoch + 1), *common, "--skip-eval"
+    )
+    (chief_code, chief_err), (code, err) = wait_all(tmp_path, processes)
+    assert chief_code == 0, chief_err[-3000:]
+    assert code == 0, err[-3000:]
+    assert "Resuming run" in chief_err and "Resuming run" in err
+    chief_weights, chief_steps = final_state(tmp_path, 0)
+    weights, worker_steps = final_state(tmp_path, 1)
+    # One epoch run on top of the restored step count, on both workers.
+    assert chief_steps == worker_steps == restored + steps
+    assert_same_weights(chief_weights, weights)
+    assert (tmp_path / "export" / "1" / "saved_model.pb").exists()
