@@ -123,6 +123,11 @@ class AttentionCellWrapper(keras.layers.Layer):
         return_alignments=False,
         **kwargs,
     ):
+        # The single-class wrapper took every style's arguments; one that this
+        # style ignores is accepted at its old default (None), never used.
+        for name in self._legacy_args:
+            if name in kwargs and kwargs[name] is None:
+                del kwargs[name]
         super().__init__(**kwargs)
         if style is not None and style != self.style:
             raise ValueError(
