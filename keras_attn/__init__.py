@@ -4,6 +4,7 @@ from keras_attn.additive import BahdanauAttention, ConcatAttention
 from keras_attn.base import AttentionMemory, BaseAttention
 from keras_attn.coverage import CoverageAttention, coverage_loss
 from keras_attn.dot import DotAttention, ScaledDotAttention
+from keras_attn.entity_network import EntityMemoryCell, EntityOutput, PositionEncoder
 from keras_attn.general import BilinearAttention, GeneralAttention
 from keras_attn.masking import causal_mask, masked_softmax
 from keras_attn.network import NetworkAttention
@@ -30,9 +31,12 @@ __all__ = [
     "ConcatAttention",
     "CoverageAttention",
     "DotAttention",
+    "EntityMemoryCell",
+    "EntityOutput",
     "GeneralAttention",
     "NetworkAttention",
     "PointerGenerator",
+    "PositionEncoder",
     "ScaledDotAttention",
     "causal_mask",
     "copy_distribution",
