@@ -16,6 +16,8 @@ Usage:
 nice -n 5 python -m benchmarks.babi_table --minutes-per-task 1.5 \
     --output examples/output/babi
 python -m benchmarks.babi_table --tasks 1 4 --minutes-per-task 1
+python -m benchmarks.babi_table --merge run_a/babi_results.json \
+    run_b/babi_results.json --output examples/output/babi
 ```
 """
 
@@ -73,8 +75,20 @@ def summary(errors):
     return failed, sum(errors) / len(errors)
 
 
-def markdown_table(results, settings):
+def settings_line(results):
+    """The budget, runs, epochs, backend and CPU of `results`."""
+    first = results[0]
+    settings = first["settings"]
+    return (
+        f"budget {settings['minutes']:g} {first['clock']} min per task, "
+        f"{settings['runs']} run(s), at most {settings['max_epochs']} epochs; "
+        f"backend {first['backend']}; CPU {cpu_model()}"
+    )
+
+
+def markdown_table(results):
     """The Markdown table of `results` (one `run` dict per task)."""
+    results = sorted(results, key=lambda r: r["task"])
     lines = [
         "| Task | Training set | Test error (%) | Paper (%) | Val. error (%) "
         f"| Epochs (best) | Seconds ({results[0]['clock'] if results else ''}) |",
@@ -96,7 +110,7 @@ def markdown_table(results, settings):
         f"| **Failed (> {FAILED_ABOVE:g}%)** | | **{failed}** | {paper_failed} | | | |",
         f"| **Mean** | | **{mean:.1f}** | {paper_mean:.1f} | | | |",
         "",
-        f"{len(results)} task(s); {settings}",
+        f"{len(results)} task(s); {settings_line(results)}",
     ]
     return "\n".join(lines) + "\n"
 
@@ -112,15 +126,22 @@ def main(argv=None):
         "--data-dir", type=Path, default=entity_networks.DEFAULT_DATA_DIR
     )
     parser.add_argument("--output", type=Path, default=Path("examples/output/babi"))
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        help="train nothing: write the table of these babi_results.json files "
+        "(e.g. of runs that split the tasks between them)",
+    )
     args = parser.parse_args(argv)
     args.output.mkdir(parents=True, exist_ok=True)
-    settings = (
-        f"budget {args.minutes_per_task:g} {args.clock} min per task, "
-        f"{args.runs} run(s), "
-        f"at most {args.epochs} epochs; backend {keras.backend.backend()}; "
-        f"CPU {cpu_model()}"
-    )
-    print(settings, flush=True)
+    if args.merge:
+        results = [r for path in args.merge for r in json.loads(path.read_text())]
+        table = markdown_table(results)
+        (args.output / "babi_table.md").write_text(table)
+        print(table)
+        return
+    print(f"backend {keras.backend.backend()}; CPU {cpu_model()}", flush=True)
     results = []
     start = time.monotonic()
     for task in args.tasks:
@@ -135,10 +156,10 @@ def main(argv=None):
             plot=False,
         )
         results.append(result)
-        (args.output / "babi_table.md").write_text(markdown_table(results, settings))
+        (args.output / "babi_table.md").write_text(markdown_table(results))
         (args.output / "babi_results.json").write_text(json.dumps(results, indent=2))
         print(f"[{time.monotonic() - start:.0f}s] task {task} done", flush=True)
-    print(markdown_table(results, settings))
+    print(markdown_table(results))
 
 
 if __name__ == "__main__":
