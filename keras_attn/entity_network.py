@@ -131,8 +131,9 @@ class EntityMemoryCell(keras.layers.Layer):
     content term `s . h_j` finds the slot that holds an entity, the location
     term `s . w_j` the slot that is keyed to it.
 
-    The memory starts at the keys, `h_j = w_j` (as in the authors' release;
-    `initial_state="zeros"` starts it empty).
+    The memory starts at the keys, `h_j = w_j` (`initial_state="zeros"`
+    starts it empty). Vectors are rows: `U h_j` is computed as `h_j @ U`.
+    The PReLU slope starts at 1, so `phi` starts as the identity.
 
     State: one flat `(batch, num_slots * units)` tensor, slot `j` in columns
     `j * units : (j + 1) * units`. Output per step: the new memory, or with
