@@ -4,6 +4,7 @@ from keras_attn.additive import BahdanauAttention, ConcatAttention
 from keras_attn.base import AttentionMemory, BaseAttention
 from keras_attn.coverage import CoverageAttention, coverage_loss
 from keras_attn.dot import DotAttention, ScaledDotAttention
+from keras_attn.entity_network import EntityMemoryCell, EntityOutput, PositionEncoder
 from keras_attn.general import BilinearAttention, GeneralAttention
 from keras_attn.masking import causal_mask, masked_softmax
 from keras_attn.network import NetworkAttention
@@ -52,6 +53,8 @@ __all__ = [
     "CoverageAttention",
     "DecodingResult",
     "DotAttention",
+    "EntityMemoryCell",
+    "EntityOutput",
     "GeneralAttention",
     "LuongAttentionCell",
     "LogitsProcessor",
@@ -59,6 +62,7 @@ __all__ = [
     "NetworkAttention",
     "NoRepeatNgram",
     "PointerGenerator",
+    "PositionEncoder",
     "ScaledDotAttention",
     "SelfAttentionCell",
     "beam_search",

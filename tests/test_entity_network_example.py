@@ -1,0 +1,158 @@
+"""The bAbI example (`examples/entity_networks.py`): parser, data, smoke run.
+
+The tests write their own few stories in the bAbI format; they never read the
+real data. The end-to-end run trains a tiny EntNet for two epochs.
+"""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "entity_networks.py"
+
+STORIES = """\
+1 Mary moved to the bathroom.
+2 John went to the hallway.
+3 Where is Mary?\tbathroom\t1
+4 Daniel went back to the hallway.
+5 Where is Daniel?\thallway\t4
+1 Sandra travelled to the office.
+2 How do you go from the office to the garden?\tn,w\t1
+"""
+
+
+def _load_example():
+    # By path: `examples/` is not an installed package.
+    spec = importlib.util.spec_from_file_location("entnet_example", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def example():
+    return _load_example()
+
+
+def _write_task(root, subset, task, train, test):
+    folder = root / subset
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"qa{task}_made-up_train.txt").write_text(train)
+    (folder / f"qa{task}_made-up_test.txt").write_text(test)
+
+
+def _synthetic_stories(rng, n):
+    """Task-1-like stories: where is a person after a few moves."""
+    people = ["mary", "john", "sandra", "daniel"]
+    places = ["kitchen", "garden", "office", "hallway"]
+    lines = []
+    for _ in range(n):
+        where, ident = {}, 1
+        for _ in range(rng.integers(2, 6)):
+            who, place = rng.choice(people), rng.choice(places)
+            where[who] = place
+            lines.append(f"{ident} {who.title()} went to the {place}.")
+            ident += 1
+        who = rng.choice(sorted(where))
+        lines.append(f"{ident} Where is {who.title()}?\t{where[who]}\t1")
+    return "\n".join(lines) + "\n"
+
+
+def test_parse_babi_splits_stories_and_drops_questions(example):
+    examples = example.parse_babi(STORIES.splitlines())
+    assert examples == [
+        ([["mary", "moved", "to", "the", "bathroom"],
+          ["john", "went", "to", "the", "hallway"]],
+         ["where", "is", "mary"], "bathroom"),
+        ([["mary", "moved", "to", "the", "bathroom"],
+          ["john", "went", "to", "the", "hallway"],
+          ["daniel", "went", "back", "to", "the", "hallway"]],
+         ["where", "is", "daniel"], "hallway"),
+        ([["sandra", "travelled", "to", "the", "office"]],
+         ["how", "do", "you", "go", "from", "the", "office", "to", "the", "garden"],
+         "n,w"),
+    ]  # fmt: skip
+
+
+def test_parse_babi_rejects_a_line_without_id(example):
+    with pytest.raises(ValueError, match="line 2"):
+        example.parse_babi(["1 Mary moved to the bathroom.", "Where is Mary?"])
+
+
+def test_vectorize_keeps_the_last_sentences(example):
+    examples = example.parse_babi(STORIES.splitlines())
+    vocab = [
+        "<pad>",
+        *sorted({w for s, q, a in examples for x in [*s, q, [a]] for w in x}),
+    ]
+    index = {w: i for i, w in enumerate(vocab)}
+    stories, questions, answers = example.vectorize(examples, index, 2, 10)
+    assert stories.shape == (3, 2, 10) and questions.shape == (3, 10)
+    # The second question's story has three sentences: the first is cut.
+    assert [vocab[i] for i in stories[1, 0] if i] == [
+        "john",
+        "went",
+        "to",
+        "the",
+        "hallway",
+    ]
+    assert [vocab[i] for i in stories[2, 1]] == ["<pad>"] * 10
+    assert vocab[answers[2]] == "n,w"
+
+
+def test_task_files_fall_back_to_the_1k_set(example, tmp_path):
+    _write_task(tmp_path, "en-10k", 1, STORIES, STORIES)
+    _write_task(tmp_path, "en", 3, STORIES, STORIES)
+    assert example.task_files(tmp_path, 1)[2] == "en-10k"
+    assert example.task_files(tmp_path, 3)[2] == "en"
+    with pytest.raises(FileNotFoundError, match="task 2"):
+        example.task_files(tmp_path, 2)
+    assert example.max_story_sentences(3) == 130
+    assert example.max_story_sentences(1) == 70
+
+
+def test_length_buckets_cut_batches_to_their_bucket(example):
+    stories = np.zeros((10, 8, 3), "int32")
+    lengths = [1, 2, 2, 3, 4, 5, 6, 8, 8, 1]
+    for i, n in enumerate(lengths):
+        stories[i, :n, 0] = 1
+    split = (stories, np.ones((10, 3), "int32"), np.arange(10))
+    buckets = example.LengthBuckets(split, batch_size=2, seed=0)
+    assert buckets.bounds == [2, 4, 8]
+    seen = []
+    for i in range(len(buckets)):
+        (batch, questions), answers = buckets[i]
+        assert batch.shape[1] in (2, 4, 8) and len(batch) == len(questions)
+        # Every story fits its batch's length, in the smallest bucket that holds it.
+        for j, story in zip(answers, batch, strict=True):
+            assert lengths[j] <= batch.shape[1] < 2 * max(lengths[j], 2)
+            np.testing.assert_array_equal(story, stories[j, : batch.shape[1]])
+        seen.extend(answers)
+    assert sorted(seen) == list(range(10))
+    # The first batches show every length (the TensorFlow adapter peeks at them).
+    assert sorted(buckets[i][0][0].shape[1] for i in range(3)) == [2, 4, 8]
+
+
+@pytest.mark.slow
+@pytest.mark.tf_only
+def test_example_runs_end_to_end(example, tmp_path):
+    rng = np.random.default_rng(0)
+    _write_task(
+        tmp_path, "en-10k", 1, _synthetic_stories(rng, 60), _synthetic_stories(rng, 20)
+    )
+    output = tmp_path / "out"
+    result = example.run(
+        task=1, data_dir=tmp_path, output=output, epochs=2, runs=2, dim=8,
+        slots=3, batch_size=8, progress=False,
+    )  # fmt: skip
+    saved = json.loads((output / "entnet_task1.json").read_text())
+    assert saved["test_error"] == result["test_error"]
+    assert 0 <= result["test_error"] <= 1 and 0 <= result["val_error"] <= 1
+    assert [r["seed"] for r in result["runs"]] == [0, 1]
+    assert result["val_error"] == min(r["val_error"] for r in result["runs"])
+    assert all(1 <= r["best_epoch"] <= r["epochs"] <= 2 for r in result["runs"])
+    png = (output / "entnet_task1.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
