@@ -16,6 +16,11 @@ from keras_attn.pointer import (
     pointer_nll,
     target_probabilities,
 )
+from keras_attn.pointer_network import (
+    PointerNetwork,
+    pointer_log_probs,
+    pointer_network_nll,
+)
 from keras_attn.recurrent import AttentionCellWrapper, AttentionRNN
 
 __version__ = "0.1.0"
@@ -33,6 +38,7 @@ __all__ = [
     "GeneralAttention",
     "NetworkAttention",
     "PointerGenerator",
+    "PointerNetwork",
     "ScaledDotAttention",
     "causal_mask",
     "copy_distribution",
@@ -41,6 +47,8 @@ __all__ = [
     "mix_target_probabilities",
     "pointer_distribution",
     "pointer_log_distribution",
+    "pointer_log_probs",
+    "pointer_network_nll",
     "pointer_nll",
     "target_probabilities",
 ]
