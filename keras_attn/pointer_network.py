@@ -214,10 +214,15 @@ class PointerNetwork(keras.layers.Layer):
     def build(self, input_shape):
         points_shape, _ = self._validate_shapes(input_shape)
         input_dim = int(points_shape[-1])
-        self.encoder.build((None, None, input_dim))
-        self.decoder.build((None, None, input_dim))
         memory_shape = (None, None, self.units)
-        self.attention.build([memory_shape, memory_shape])
+        for layer, shape in (
+            (self.encoder, (None, None, input_dim)),
+            (self.decoder, (None, None, input_dim)),
+            # A deserialized score layer comes back built.
+            (self.attention, [memory_shape, memory_shape]),
+        ):
+            if not layer.built:
+                layer.build(shape)
         # Uniform in [-0.08, 0.08], the paper's initialization.
         init = keras.initializers.RandomUniform(-0.08, 0.08)
         self.start_vector = self.add_weight(
