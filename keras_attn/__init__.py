@@ -21,7 +21,20 @@ from keras_attn.pointer_network import (
     pointer_log_probs,
     pointer_network_nll,
 )
+from keras_attn.processors import (
+    BannedIds,
+    LogitsProcessor,
+    MinLength,
+    NoRepeatNgram,
+)
 from keras_attn.recurrent import AttentionCellWrapper, AttentionRNN
+from keras_attn.search import (
+    DecodingResult,
+    beam_search,
+    greedy_search,
+    sampling_search,
+    tile_batch,
+)
 
 __version__ = "0.1.0"
 
@@ -30,19 +43,26 @@ __all__ = [
     "AttentionMemory",
     "AttentionRNN",
     "BahdanauAttention",
+    "BannedIds",
     "BaseAttention",
     "BilinearAttention",
     "ConcatAttention",
     "CoverageAttention",
+    "DecodingResult",
     "DotAttention",
     "GeneralAttention",
+    "LogitsProcessor",
+    "MinLength",
     "NetworkAttention",
+    "NoRepeatNgram",
     "PointerGenerator",
     "PointerNetwork",
     "ScaledDotAttention",
+    "beam_search",
     "causal_mask",
     "copy_distribution",
     "coverage_loss",
+    "greedy_search",
     "masked_softmax",
     "mix_target_probabilities",
     "pointer_distribution",
@@ -50,5 +70,7 @@ __all__ = [
     "pointer_log_probs",
     "pointer_network_nll",
     "pointer_nll",
+    "sampling_search",
     "target_probabilities",
+    "tile_batch",
 ]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from models import decoding
+import keras_attn
 from models.config import SearchOptions
 from models.features import END_ID, PAD_ID, START_ID, UNK_ID
 
@@ -64,12 +64,13 @@ class HeadlineModule(tf.Module):
         )
         kernel = self.model.output_kernel()  # once, not at every step
         if beam_size > 1:
-            memory = decoding.tile_batch(memory, beam_size)
+            memory = keras_attn.tile_batch(memory, beam_size)
 
-            def step(ids, state, _):
-                return self.model.step(ids, state, memory, output_kernel=kernel)
+        def step(ids, state):
+            return self.model.step(ids, state, memory, output_kernel=kernel)
 
-            result = decoding.beam_search(
+        if beam_size > 1:
+            result = keras_attn.beam_search(
                 step,
                 state,
                 start_ids,
@@ -78,31 +79,19 @@ class HeadlineModule(tf.Module):
                 **common,
             )
         else:
-            # The memory rides in the state, so that the rows which have
-            # ended can leave the batch (`drop_finished`).
-            def step(ids, state, _):
-                log_probs, decoder, attention = self.model.step(
-                    ids, state["decoder"], state["memory"], output_kernel=kernel
-                )
-                new_state = {"decoder": decoder, "memory": state["memory"]}
-                return log_probs, new_state, attention
-
-            result = decoding.greedy_search(
-                step,
-                {"decoder": state, "memory": memory},
-                start_ids,
-                drop_finished=True,
-                **common,
-            )
-        tokens, headlines = self.features.decode(
-            result.ids, result.lengths, source["tokens"]
+            result = keras_attn.greedy_search(step, state, start_ids, **common)
+        # The search returns `max_length` steps; keep those any row used.
+        steps = tf.clip_by_value(
+            tf.reduce_max(result.lengths) + 1, 1, options.max_length
         )
+        ids, attention = result.ids[:, :steps], result.extras[:, :steps]
+        tokens, headlines = self.features.decode(ids, result.lengths, source["tokens"])
         return {
             "headlines": headlines,
             "scores": result.scores,
             "source_tokens": source["tokens"],
             "headline_tokens": tokens,
-            "attention": result.attention,
+            "attention": attention,
         }
 
     @tf.function(input_signature=[_DOCUMENTS])

@@ -28,16 +28,25 @@ def pytest_configure(config):
     )
     config.addinivalue_line(
         "markers",
+        "jax_only: needs the JAX backend (`jax.jit`); deselected on other backends",
+    )
+    config.addinivalue_line(
+        "markers",
         "specs(*ids): run a test taking `spec` on these score layers only",
     )
 
 
+_ONLY = {"tf_only": "tensorflow", "jax_only": "jax"}
+
+
 def pytest_collection_modifyitems(config, items):
-    if BACKEND == "tensorflow":
-        return
     selected, deselected = [], []
     for item in items:
-        (deselected if item.get_closest_marker("tf_only") else selected).append(item)
+        wrong = any(
+            item.get_closest_marker(marker) and backend != BACKEND
+            for marker, backend in _ONLY.items()
+        )
+        (deselected if wrong else selected).append(item)
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = selected

@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("statsmodels")
-pytest.importorskip("matplotlib")
-
 pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
+
+# Plain imports: a missing dependency fails the run, never skips it.
+import matplotlib  # noqa: E402, F401
+import statsmodels  # noqa: E402, F401
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "forecast.py"
 

@@ -23,10 +23,11 @@ from pathlib import Path  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-httpx = pytest.importorskip("httpx")
-pytest.importorskip("starlette")
-uvicorn = pytest.importorskip("uvicorn")
-tf = pytest.importorskip("tensorflow")
+# Plain imports: a missing dependency fails the run, never skips it.
+import httpx  # noqa: E402
+import starlette  # noqa: E402, F401
+import tensorflow as tf  # noqa: E402
+import uvicorn  # noqa: E402
 
 with warnings.catch_warnings():  # Starlette nags about httpx vs httpx2.
     warnings.simplefilter("ignore")

@@ -1,0 +1,89 @@
+"""Do two exported SavedModels write the same headlines?
+
+Runs every headline signature of both exports (`serving_default`, the beam
+search, and `greedy`) on the same documents, one per line of a text file,
+and prints per signature: identical headlines, documents, and the largest
+absolute score difference. Meant for an export of the same weights by two
+versions of the code (a new search, say).
+
+    python benchmarks/compare_exports.py saved_models/a/1 saved_models/b/1 \
+        ../shared/data/gigaword_sample/org_data/test.src.txt
+
+Exit status 1 when any headline differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+SIGNATURES = ("serving_default", "greedy")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("old", help="SavedModel folder (a version folder)")
+    p.add_argument("new", help="SavedModel folder to compare with")
+    p.add_argument("documents", help="text file, one document per line")
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--limit", type=int, default=None, help="first N documents")
+    p.add_argument("--show", type=int, default=3, help="differences printed")
+    return p.parse_args(argv)
+
+
+def run_signature(model, name, documents, batch_size):
+    """`(headlines, scores)` of signature `name`, as lists."""
+    import tensorflow as tf
+
+    fn = model.signatures[name]
+    headlines, scores = [], []
+    for start in range(0, len(documents), batch_size):
+        out = fn(documents=tf.constant(documents[start : start + batch_size]))
+        headlines += [h.decode("utf-8") for h in out["headlines"].numpy()]
+        scores += out["scores"].numpy().tolist()
+    return headlines, scores
+
+
+def compare(old, new, documents, batch_size=128):
+    """Per signature: `{"identical", "documents", "max_score_diff", "diffs"}`."""
+    import tensorflow as tf
+
+    models = tf.saved_model.load(old), tf.saved_model.load(new)
+    report = {}
+    for name in SIGNATURES:
+        (h_old, s_old), (h_new, s_new) = (
+            run_signature(m, name, documents, batch_size) for m in models
+        )
+        diffs = [i for i, (a, b) in enumerate(zip(h_old, h_new, strict=True)) if a != b]
+        report[name] = {
+            "identical": len(documents) - len(diffs),
+            "documents": len(documents),
+            "max_score_diff": max(
+                (abs(a - b) for a, b in zip(s_old, s_new, strict=True)), default=0.0
+            ),
+            "diffs": [(i, h_old[i], h_new[i]) for i in diffs],
+        }
+    return report
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    with open(args.documents, encoding="utf-8") as f:
+        documents = [line.rstrip("\n") for line in f]
+    documents = documents[: args.limit]
+    report = compare(args.old, args.new, documents, args.batch_size)
+    for name, r in report.items():
+        print(
+            f"{name}: {r['identical']}/{r['documents']} identical headlines, "
+            f"max |score difference| {r['max_score_diff']:.3g}"
+        )
+        for i, a, b in r["diffs"][: args.show]:
+            print(f"  #{i}\n    old: {a}\n    new: {b}")
+    return 0 if all(not r["diffs"] for r in report.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

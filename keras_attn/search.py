@@ -1,0 +1,463 @@
+"""Greedy, beam and sampling search over any one-token step, on every backend.
+
+The search knows nothing of the model (the design of OpenNMT-tf's
+`opennmt/utils/decoding.py`). A model exposes a step function
+
+    step(ids, state) -> (log_probs, state)            or
+    step(ids, state) -> (log_probs, state, extras)
+
+* `ids`: int32 `(N,)`, the previous token of each row (the start ids first).
+* `state`: a nested structure of tensors, each with the rows first `(N, ...)`
+  (`None` if the search was given none).
+* `log_probs`: float32 `(N, V)`; `V` may depend on the batch (a copy
+  mechanism's extended vocabulary) but is the same at every step.
+* the new `state`: the same structure, dtypes and shapes.
+* `extras`: optional tensor `(N, ...)`, recorded at every step for the chosen
+  hypothesis (the step's attention, for heatmaps).
+
+Constraints are processors (`keras_attn.processors`), composed in a list.
+
+The loops are `keras.ops.while_loop`s over buffers of `max_length` steps, so
+the same call runs eagerly, under `jax.jit`, inside a `tf.function` with a
+dynamic batch, in a SavedModel, and on torch; the loop stops once every row
+has ended. The first step runs before the loop, where the shape of `extras`
+is learnt.
+
+Outputs (every strategy returns a `DecodingResult`):
+
+* `ids` int32 `(B, max_length)`: the generated tokens, the start token
+  excluded. Positions `>= lengths[b]` hold `end_id`: the end token itself
+  when the hypothesis ended, then padding.
+* `lengths` int32 `(B,)`: tokens before the end token (not counted);
+  `max_length` for a hypothesis cut off without one.
+* `log_probs` float32 `(B,)`: the sum of the (constrained) log-probabilities
+  of the generated tokens, the end token included.
+* `scores` float32 `(B,)`: what ranks hypotheses. Greedy and sampling:
+  `log_probs`. Beam: `log_probs / lp(n)` with GNMT's length penalty
+  `lp(n) = ((5 + n) / 6) ** length_penalty`, `n` the scored tokens
+  (`lengths + 1` when the hypothesis ended, else `max_length`).
+* `extras` `(B, max_length, ...)` (None without): the step's extras of the
+  chosen hypothesis; zero from `lengths[b]` on (the end step included).
+
+An ended hypothesis only continues with `end_id` at zero cost. If a row has
+every token banned, the search still picks one (at `-inf`): keep constraints
+satisfiable.
+"""
+
+from typing import Any, NamedTuple
+
+import keras
+from keras import ops
+
+from keras_attn.processors import constraints
+
+_NEG_INF = float("-inf")
+
+
+class DecodingResult(NamedTuple):
+    """What the strategies return (see the module docstring).
+
+    Attributes:
+        ids: int32 `(B, max_length)`, padded with `end_id` from `lengths` on.
+        lengths: int32 `(B,)`, tokens before the end token.
+        scores: float32 `(B,)`, the ranking score (length-normalised for beam).
+        log_probs: float32 `(B,)`, the sum of token log-probabilities.
+        extras: `(B, max_length, ...)`, zero from `lengths` on; None when the
+            step function returns no extras.
+    """
+
+    ids: Any
+    lengths: Any
+    scores: Any
+    log_probs: Any
+    extras: Any
+
+
+def tile_batch(nested, beam_size):
+    """Repeats each row `beam_size` times: `(B, ...)` to `(B * beam_size, ...)`.
+
+    Rows are batch-major (row `b * beam_size + k` is beam `k` of example `b`),
+    the layout `beam_search` uses. `beam_search` tiles its `initial_state`
+    itself; use this for tensors a step function captures (the encoder
+    memory), which need no reordering since all beams of an example share them.
+
+    Args:
+        nested: A tensor or nested structure of tensors with the batch first.
+        beam_size: Python int, copies of each row.
+
+    Returns:
+        The same structure with every tensor tiled.
+    """
+    return keras.tree.map_structure(
+        lambda t: ops.repeat(ops.convert_to_tensor(t), beam_size, axis=0), nested
+    )
+
+
+def greedy_search(
+    step,
+    initial_state,
+    start_ids,
+    end_id,
+    max_length,
+    *,
+    min_length=0,
+    banned_ids=(),
+    no_repeat_ngram_size=0,
+    processors=(),
+):
+    """Decodes the most probable token at each step.
+
+    Args:
+        step: `step(ids, state) -> (log_probs, state[, extras])` (see the
+            module docstring).
+        initial_state: Nested tensors with the batch first `(B, ...)`, or None.
+        start_ids: int32 `(B,)`, the first input token of each example.
+        end_id: int scalar, the end token.
+        max_length: Python int >= 1, the most tokens generated (end included).
+        min_length: int scalar; `end_id` is banned for the first `min_length`
+            steps, so `lengths >= min_length` (`processors.MinLength`).
+        banned_ids: Ids never generated (`processors.BannedIds`).
+        no_repeat_ngram_size: Python int; if > 0, no n-gram of this size
+            appears twice in a hypothesis (`processors.NoRepeatNgram`).
+        processors: More processors, applied after those above.
+
+    Returns:
+        A `DecodingResult`; `scores == log_probs`.
+    """
+    processors = constraints(
+        end_id, min_length, banned_ids, no_repeat_ngram_size, processors
+    )
+    return _Search(step, end_id, max_length, processors).run(
+        initial_state, start_ids, _argmax
+    )
+
+
+def beam_search(
+    step,
+    initial_state,
+    start_ids,
+    end_id,
+    max_length,
+    beam_size,
+    *,
+    length_penalty=0.0,
+    min_length=0,
+    banned_ids=(),
+    no_repeat_ngram_size=0,
+    processors=(),
+):
+    """Beam search, batched; returns the best hypothesis of each example.
+
+    The step function sees `N = B * beam_size` rows, batch-major (row
+    `b * beam_size + k` is beam `k` of example `b`). `initial_state` is given
+    untiled, `(B, ...)`, and tiled here; after each step the state is
+    reordered with the surviving beams. Tensors the step function captures
+    (the encoder memory) must be tiled by the caller with `tile_batch`.
+
+    Ended hypotheses stay in the beam, frozen (they extend only with `end_id`
+    at zero cost), and compete with the open ones on their normalised score:
+    the pool of finished hypotheses is the beam itself. The loop stops when
+    every beam has ended (or is at `-inf`) or after `max_length` steps. With
+    `beam_size` at least the number of possible hypotheses it is exhaustive.
+
+    Args:
+        step: `step(ids, state) -> (log_probs, state[, extras])`.
+        initial_state: Nested tensors with the batch first `(B, ...)`, or None.
+        start_ids: int32 `(B,)`, the first input token of each example.
+        end_id: int scalar, the end token.
+        max_length: Python int >= 1, the most tokens generated (end included).
+        beam_size: Python int >= 1.
+        length_penalty: GNMT's alpha (float or scalar tensor): hypotheses
+            are ranked by `log_probs / ((5 + n) / 6) ** alpha`, `n` the scored
+            tokens (end included). 0 ranks by the raw sum; larger favours
+            longer ones.
+        min_length, banned_ids, no_repeat_ngram_size, processors: As in
+            `greedy_search`.
+
+    Returns:
+        A `DecodingResult` for the best beam of each example; `scores` is the
+        normalised score, `log_probs` the raw sum.
+    """
+    if not isinstance(beam_size, int) or beam_size < 1:
+        raise ValueError(
+            f"`beam_size` must be a Python int >= 1. Received: beam_size={beam_size!r}"
+        )
+    processors = constraints(
+        end_id, min_length, banned_ids, no_repeat_ngram_size, processors
+    )
+    search = _Search(step, end_id, max_length, processors, beam_size, length_penalty)
+    return search.run(initial_state, start_ids, _top_k(beam_size))
+
+
+def sampling_search(
+    step,
+    initial_state,
+    start_ids,
+    end_id,
+    max_length,
+    *,
+    temperature=1.0,
+    top_k=0,
+    top_p=1.0,
+    seed=None,
+    min_length=0,
+    banned_ids=(),
+    no_repeat_ngram_size=0,
+    processors=(),
+):
+    """Draws each token from the (constrained) next-token distribution.
+
+    The distribution is `softmax(log_probs / temperature)`, cut to the `top_k`
+    most probable tokens, then to the smallest set whose probability reaches
+    `top_p` (nucleus sampling; the most probable token is always kept, and
+    tokens tied with the last one kept stay too). The draws are inverse-CDF
+    lookups of `max_length * B` uniforms drawn once before the loop: the same
+    `seed` gives the same tokens, under `jit` too, and no random op runs
+    inside the loop.
+
+    Args:
+        step, initial_state, start_ids, end_id, max_length: As in
+            `greedy_search`.
+        temperature: Positive float; < 1 sharpens, > 1 flattens.
+        top_k: Python int; if > 0, only the `top_k` most probable tokens.
+        top_p: Float in (0, 1]; 1 keeps every token.
+        seed: int, `keras.random.SeedGenerator` or None (Keras' global
+            generator). Under `jax.jit`, pass an int.
+        min_length, banned_ids, no_repeat_ngram_size, processors: As in
+            `greedy_search`.
+
+    Returns:
+        A `DecodingResult`; `scores == log_probs`, the sum of the constrained
+        log-probabilities before temperature and truncation.
+    """
+    if not isinstance(top_k, int) or top_k < 0:
+        raise ValueError(
+            f"`top_k` must be a Python int >= 0. Received: top_k={top_k!r}"
+        )
+    processors = constraints(
+        end_id, min_length, banned_ids, no_repeat_ngram_size, processors
+    )
+    search = _Search(step, end_id, max_length, processors)
+    start_ids = ops.convert_to_tensor(start_ids, "int32")
+    batch = ops.shape(start_ids)[0]
+    uniforms = keras.random.uniform((max_length, batch), seed=seed)
+
+    def choose(candidates, t):
+        return _sample(
+            candidates, ops.take(uniforms, t, axis=0), temperature, top_k, top_p
+        )
+
+    return search.run(initial_state, start_ids, choose)
+
+
+# ------------------------------------------------------------------ choosers
+# `choose(candidates, t) -> indices`: candidates `(B, K * V)` (the running
+# scores of every extension of every beam), indices int32 `(B, K)`.
+
+
+def _argmax(candidates, t):
+    return ops.cast(ops.argmax(candidates, axis=-1), "int32")[:, None]
+
+
+def _top_k(k):
+    def choose(candidates, t):
+        return ops.cast(ops.top_k(candidates, k)[1], "int32")
+
+    return choose
+
+
+def _sample(candidates, uniforms, temperature, top_k, top_p):
+    """One token per row, by inverse CDF of `uniforms` `(B,)` in [0, 1)."""
+    logits = candidates / temperature
+    if top_k:
+        kth = ops.top_k(logits, top_k)[0][:, -1:]
+        logits = ops.where(logits < kth, _NEG_INF, logits)
+    probs = ops.softmax(logits, axis=-1)
+    if not (isinstance(top_p, (int, float)) and top_p >= 1.0):
+        ordered = ops.flip(ops.sort(probs, axis=-1), axis=-1)
+        # Keep a token while the probability before it is short of `top_p`.
+        kept = ops.cumsum(ordered, axis=-1) - ordered < top_p
+        cutoff = ops.min(ops.where(kept, ordered, 2.0), axis=-1, keepdims=True)
+        probs = ops.where(probs >= cutoff, probs, 0.0)
+    cdf = ops.cumsum(probs, axis=-1)
+    # Zero-probability tokens do not move the CDF, so they are never chosen.
+    below = ops.sum(ops.cast(cdf <= (uniforms * cdf[:, -1])[:, None], "int32"), -1)
+    return ops.minimum(below, ops.shape(probs)[1] - 1)[:, None]
+
+
+# ------------------------------------------------------------------ the loop
+
+
+class _Search:
+    """The loop all strategies share; they differ in `choose`."""
+
+    def __init__(
+        self, step, end_id, max_length, processors, beam_size=1, length_penalty=0.0
+    ):
+        if not isinstance(max_length, int) or max_length < 1:
+            raise ValueError(
+                "`max_length` must be a Python int >= 1 (it sizes the "
+                f"buffers). Received: max_length={max_length!r}"
+            )
+        self.step = step
+        self.end_id = end_id
+        self.max_length = max_length
+        self.processors = processors
+        self.beam_size = beam_size
+        self.use_penalty = not (
+            isinstance(length_penalty, (int, float)) and length_penalty == 0
+        )
+        self.length_penalty = length_penalty
+
+    def run(self, initial_state, start_ids, choose):
+        k, length = self.beam_size, self.max_length
+        start_ids = ops.convert_to_tensor(start_ids, "int32")
+        batch = ops.shape(start_ids)[0]
+        rows = batch * k
+        self.has_state = initial_state is not None
+        state = tile_batch(initial_state, k) if self.has_state else ()
+        if k > 1:
+            # All beams start identical: only the first is live, or the first
+            # step would fill the beam with copies of the same hypotheses.
+            first = ops.where(ops.arange(rows) % k == 0, 0.0, _NEG_INF)
+        else:
+            first = ops.zeros((rows,))
+        loop = {
+            "t": ops.convert_to_tensor(0, "int32"),
+            "ids": ops.repeat(start_ids, k, axis=0),
+            "state": state,
+            "cum": first,
+            "score": first,
+            "finished": ops.zeros((rows,), "bool"),
+            "lengths": ops.zeros((rows,), "int32"),
+            "history": ops.full((rows, length), -1, "int32"),
+        }
+        # Step 0 outside the loop: it gives the shape of the extras' buffer.
+        log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
+        if extras is not None:
+            loop["extras"] = ops.zeros(
+                (length,) + tuple(ops.shape(extras)), extras.dtype
+            )
+            if k > 1:
+                # Which row (before each step's reordering) each row came from.
+                loop["parents"] = ops.broadcast_to(
+                    ops.arange(rows, dtype="int32")[None], (length, rows)
+                )
+        loop = self._advance(loop, log_probs, state, extras, choose, batch)
+
+        def cond(loop):
+            done = ops.logical_or(loop["finished"], ops.isinf(loop["cum"]))
+            return ops.logical_and(loop["t"] < length, ops.logical_not(ops.all(done)))
+
+        def body(loop):
+            log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
+            return (self._advance(loop, log_probs, state, extras, choose, batch),)
+
+        (loop,) = ops.while_loop(cond, body, (loop,))
+        return self._finalize(loop, batch)
+
+    def _call_step(self, ids, state):
+        out = self.step(ids, state if self.has_state else None)
+        if len(out) not in (2, 3):
+            raise ValueError(
+                "`step` must return `(log_probs, state)` or `(log_probs, state, "
+                f"extras)`. Received {len(out)} outputs."
+            )
+        log_probs, state = out[0], (out[1] if self.has_state else ())
+        return (
+            ops.cast(log_probs, "float32"),
+            state,
+            (out[2] if len(out) == 3 else None),
+        )
+
+    def _advance(self, loop, log_probs, state, extras, choose, batch):
+        """Constrains, chooses, and records step `loop["t"]`."""
+        k, t = self.beam_size, loop["t"]
+        for processor in self.processors:
+            log_probs = processor(log_probs, loop["history"], t)
+        vocab = ops.shape(log_probs)[1]
+        # An ended row only continues with the end token, for free.
+        frozen = ops.where(ops.arange(vocab) == self.end_id, 0.0, _NEG_INF)
+        log_probs = ops.where(loop["finished"][:, None], frozen[None], log_probs)
+        total = loop["cum"][:, None] + log_probs
+        candidates = total
+        if self.use_penalty:
+            # Every candidate has `lengths + 1` scored tokens: an open row
+            # adds one (the end token included), an ended row has its end.
+            n = ops.cast(loop["lengths"] + 1, "float32")
+            penalty = ops.power((5.0 + n) / 6.0, self.length_penalty)
+            candidates = total / penalty[:, None]
+        candidates = ops.reshape(candidates, (batch, k * vocab))
+        top = choose(candidates, t)
+        word = ops.reshape(top % vocab, (-1,))
+        cum = ops.take_along_axis(ops.reshape(total, (batch, k * vocab)), top, 1)
+        score = ops.take_along_axis(candidates, top, axis=1)
+        new = dict(loop, t=t + 1, cum=ops.reshape(cum, (-1,)))
+        new["score"] = ops.reshape(score, (-1,))
+        finished, lengths, history = loop["finished"], loop["lengths"], loop["history"]
+        if k > 1:
+            parent = ops.reshape(
+                ops.arange(batch, dtype="int32")[:, None] * k + top // vocab, (-1,)
+            )
+            finished = ops.take(finished, parent, axis=0)
+            lengths = ops.take(lengths, parent, axis=0)
+            history = ops.take(history, parent, axis=0)
+            state = keras.tree.map_structure(
+                lambda s: ops.take(s, parent, axis=0), state
+            )
+            if extras is not None:
+                new["parents"] = ops.slice_update(loop["parents"], (t, 0), parent[None])
+        is_end = word == self.end_id
+        new["lengths"] = lengths + ops.cast(
+            ops.logical_and(ops.logical_not(finished), ops.logical_not(is_end)),
+            "int32",
+        )
+        new["finished"] = ops.logical_or(finished, is_end)
+        new["history"] = ops.slice_update(history, (0, t), word[:, None])
+        new["ids"], new["state"] = word, state
+        if extras is not None:
+            start = (t,) + (0,) * len(ops.shape(extras))
+            extras = ops.cast(extras, loop["extras"].dtype)
+            new["extras"] = ops.slice_update(loop["extras"], start, extras[None])
+        return new
+
+    def _finalize(self, loop, batch):
+        k, length = self.beam_size, self.max_length
+        best = ops.cast(ops.argmax(ops.reshape(loop["score"], (batch, k)), 1), "int32")
+        chosen = ops.arange(batch, dtype="int32") * k + best
+        lengths = ops.take(loop["lengths"], chosen, axis=0)
+        valid = ops.arange(length)[None] < lengths[:, None]
+        ids = ops.where(valid, ops.take(loop["history"], chosen, axis=0), self.end_id)
+        extras = None
+        if "extras" in loop:
+            extras = self._chosen_extras(loop, chosen)
+            mask = ops.reshape(valid, ops.shape(valid) + (1,) * (len(extras.shape) - 2))
+            extras = extras * ops.cast(mask, extras.dtype)
+        return DecodingResult(
+            ids=ids,
+            lengths=lengths,
+            scores=ops.take(loop["score"], chosen, axis=0),
+            log_probs=ops.take(loop["cum"], chosen, axis=0),
+            extras=extras,
+        )
+
+    def _chosen_extras(self, loop, chosen):
+        """The extras of the chosen rows, `(B, max_length, ...)`."""
+        buffer = loop["extras"]  # (max_length, N, ...)
+        if self.beam_size > 1:
+            # Back through the parents: at step s the chosen hypothesis was
+            # row `parents[s][row after s]`, where step s's extras are.
+            length = self.max_length
+
+            def back(i, rows_and_at):
+                row, at = rows_and_at
+                s = length - 1 - i
+                row = ops.take(ops.take(loop["parents"], s, axis=0), row, axis=0)
+                return row, ops.slice_update(at, (s, 0), row[None])
+
+            at = ops.zeros((length, ops.shape(chosen)[0]), "int32")
+            _, at = ops.fori_loop(0, length, back, (chosen, at))
+            index = ops.reshape(at, ops.shape(at) + (1,) * (len(buffer.shape) - 2))
+            buffer = ops.take_along_axis(buffer, index, axis=1)
+        perm = (1, 0) + tuple(range(2, len(buffer.shape)))
+        return ops.transpose(buffer, perm)
