@@ -25,6 +25,9 @@ id are both 0.
 * `pointer_log_probs`: the output of one score layer over a prepared memory,
   a masked log-softmax.
 * `pointer_network_nll`: the training loss over padded target sequences.
+* `PointerNetwork.decode`: greedy or beam search through `keras_attn.search`;
+  with `permutation=True` only permutations of the input are searched
+  (`NoRepeatNgram(1)` and `EndAfterAll`).
 """
 
 import copy
@@ -35,6 +38,8 @@ from keras import ops
 from keras_attn.additive import BahdanauAttention
 from keras_attn.base import AttentionMemory, BaseAttention
 from keras_attn.masking import softmax_dtype
+from keras_attn.processors import LogitsProcessor, NoRepeatNgram
+from keras_attn.search import beam_search, greedy_search, tile_batch
 
 END = 0
 _NEG_INF = float("-inf")
@@ -106,6 +111,26 @@ def pointer_network_nll(log_probs, targets, reduction="mean"):
     if reduction == "sum":
         return total
     return total / ops.maximum(ops.sum(ops.cast(valid, "float32")), 1.0)
+
+
+class EndAfterAll(LogitsProcessor):
+    """Bans END (position 0) until every real input position was chosen.
+
+    With `NoRepeatNgram(1)` (no position twice), a hypothesis can only end
+    after a full permutation of its row's input: a valid tour for TSP.
+
+    Args:
+        counts: int `(N,)`, the real (unpadded) input positions of each
+            search row (tile them with `tile_batch` for a beam).
+    """
+
+    def __init__(self, counts):
+        self.counts = ops.cast(counts, "int32")
+
+    def __call__(self, log_probs, history, step):
+        is_end = ops.arange(ops.shape(log_probs)[1]) == END
+        early = step < self.counts
+        return self.ban(log_probs, ops.logical_and(is_end[None], early[:, None]))
 
 
 def _deserialize(obj):
@@ -359,6 +384,67 @@ class PointerNetwork(keras.layers.Layer):
             chosen_mask = ops.logical_not(state["chosen"])
         memory = AttentionMemory(state["keys"], state["values"], state["mask"])
         return pointer_log_probs(self.attention, h, memory, chosen_mask), state
+
+    def decode(
+        self,
+        points,
+        points_mask=None,
+        beam_size=1,
+        permutation=None,
+        length_penalty=0.0,
+        max_length=None,
+        processors=(),
+    ):
+        """Greedy (`beam_size=1`) or beam search over the output positions.
+
+        Args:
+            points: `(batch, n, input_dim)`.
+            points_mask: Optional boolean `(batch, n)`, False at padding.
+            beam_size: Python int; 1 decodes greedily.
+            permutation: If True, only permutations of each row's real
+                points, then END: `NoRepeatNgram(1)` and `EndAfterAll` in
+                the search. Defaults to `mask_chosen`.
+            length_penalty: GNMT's alpha for the beam (0: raw sum).
+            max_length: Python int, the most steps (END included). Defaults
+                to `n + 1`, enough for any sequence without repeats.
+            processors: More processors (`keras_attn.processors`), applied
+                after the permutation constraint.
+
+        Returns:
+            A `keras_attn.search.DecodingResult`: `ids` `(batch,
+            max_length)` are positions (1-based, END = 0 after the last one),
+            `lengths` the positions before END.
+        """
+        if permutation is None:
+            permutation = self.mask_chosen
+        if max_length is None:
+            max_length = int(points.shape[1]) + 1
+        batch = ops.shape(points)[0]
+        constraints = []
+        if permutation:
+            if points_mask is None:
+                counts = ops.full((batch,), ops.shape(points)[1], "int32")
+            else:
+                counts = ops.sum(ops.cast(points_mask, "int32"), axis=1)
+            counts = tile_batch(counts, beam_size)
+            constraints = [NoRepeatNgram(1), EndAfterAll(counts)]
+        constraints += list(processors)
+        state = self.initial_state(points, points_mask)
+        start_ids = ops.full((batch,), END, "int32")
+        if beam_size == 1:
+            return greedy_search(
+                self.step, state, start_ids, END, max_length, processors=constraints
+            )
+        return beam_search(
+            self.step,
+            state,
+            start_ids,
+            END,
+            max_length,
+            beam_size,
+            length_penalty=length_penalty,
+            processors=constraints,
+        )
 
     # ----------------------------------------------------------- config
 

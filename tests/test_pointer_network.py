@@ -1,5 +1,6 @@
 """The Pointer Network layer: hand-computed steps, masks, training, saving."""
 
+import itertools
 import json
 
 import keras
@@ -215,6 +216,63 @@ def test_training_reduces_the_loss(rng):
     history = model.fit([points, targets], targets, epochs=30, verbose=0)
     losses = history.history["loss"]
     assert losses[-1] < 0.5 * losses[0]
+
+
+# ------------------------------------------------------------ decoding
+
+
+def test_greedy_decoding_by_hand():
+    layer, points = hand_layer()
+    layer.mask_chosen = False
+    # Step 0 picks 1 (STEP0); then the query is e_1 = (0.5, 0), whose scores
+    # [0, 0.25, 0, 0.125] pick 1 again, and again: no constraint, no END.
+    free = layer.decode(points[:1], permutation=False)
+    np.testing.assert_array_equal(to_np(free.ids), [[1, 1, 1, 1]])
+    assert to_np(free.lengths)[0] == 4
+    # Permutations only (the layer masks chosen positions too, so its
+    # log-probabilities are those of the constrained choice): then 3
+    # (0.125 > 0: STEP1), then the query e_3 = (0.25, 0.25) scores
+    # [0, -, 0.125, -]: 2, then END. The padded row has 2 points: after 1,
+    # END and 2 both score 0, but END is banned until both are chosen.
+    layer.mask_chosen = True
+    mask = np.array([[1, 1, 1], [1, 1, 0]], bool)
+    result = layer.decode(points, mask)
+    np.testing.assert_array_equal(to_np(result.ids), [[1, 3, 2, 0], [1, 2, 0, 0]])
+    np.testing.assert_array_equal(to_np(result.lengths), [3, 2])
+    # STEP0[1] + STEP1[3] + (0.125 - log(1 + e^0.125)) + log 1 (END alone)
+    #   = -1.242536 - 1.017038 - 0.632599 = -2.892173.
+    np.testing.assert_allclose(to_np(result.log_probs)[0], -2.892173, atol=1e-5)
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_permutation_decoding_gives_permutations(rng, beam_size):
+    layer = ka.PointerNetwork(6)
+    points, mask, _ = random_problem(rng, n=6)
+    result = layer.decode(points, mask, beam_size=beam_size, permutation=True)
+    ids, lengths = to_np(result.ids).astype(int), to_np(result.lengths)
+    for row, count, length in zip(ids, mask.sum(1), lengths, strict=True):
+        assert length == count
+        assert sorted(row[:count]) == list(range(1, count + 1))
+        assert np.all(row[count:] == 0)
+
+
+def test_exhaustive_beam_finds_the_most_probable_permutation(rng):
+    layer = ka.PointerNetwork(6, mask_chosen=True)
+    points = rng.uniform(size=(2, 3, 2)).astype("float32")
+    perms = np.array(list(itertools.permutations([1, 2, 3])), "int32")
+    targets = np.concatenate([perms, np.zeros((6, 1), "int32")], axis=1)
+    best = []
+    for example in points:
+        log_probs = to_np(layer([np.repeat(example[None], 6, 0), targets]))
+        total = np.take_along_axis(log_probs, targets[..., None], -1).sum((1, 2))
+        best.append((targets[np.argmax(total)], total.max()))
+    # 6 beams hold every partial permutation of 3 points.
+    result = layer.decode(points, beam_size=6)
+    for (target, total), ids, log_p in zip(
+        best, to_np(result.ids), to_np(result.log_probs), strict=True
+    ):
+        np.testing.assert_array_equal(ids, target)
+        np.testing.assert_allclose(log_p, total, atol=1e-5)
 
 
 # ------------------------------------------------------------ the loss
