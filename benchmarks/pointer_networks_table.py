@@ -117,6 +117,10 @@ def main(argv=None):
     parser.add_argument("--units", type=int, default=128)
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--tsp-beam", type=int, default=5)
+    # Sizes are padded up to a multiple of this: each padded width is one
+    # more trace (tens of seconds on a loaded CPU) taken from the budget.
+    parser.add_argument("--hull-pad-to", type=int, default=25)
+    parser.add_argument("--tsp-pad-to", type=int, default=10)
     parser.add_argument("--optimizer", choices=["adam", "sgd"], default="adam")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -140,6 +144,7 @@ def main(argv=None):
             test_size=args.test_size,
             units=args.units,
             batch_size=args.batch_size,
+            pad_to=args.hull_pad_to if task == "hull" else args.tsp_pad_to,
             minutes=args.minutes_per_model,
             beam_size=args.tsp_beam if task == "tsp" else 1,
             optimizer=args.optimizer,
@@ -159,7 +164,8 @@ def main(argv=None):
             f"{args.minutes_per_model} min of training per model, "
             f"{args.train_size} training examples, {args.test_size} test "
             f"examples per size, {args.units} units, batch {args.batch_size}, "
-            f"{args.optimizer}; TSP beam {args.tsp_beam}; total "
+            f"{args.optimizer}; sizes padded to multiples of {args.hull_pad_to} "
+            f"(hull) and {args.tsp_pad_to} (TSP); TSP beam {args.tsp_beam}; total "
             f"{(time.perf_counter() - start) / 60:.1f} min.\n\n"
         )
         output.write_text(header + table(runs) + "\n")
