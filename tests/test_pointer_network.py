@@ -244,6 +244,17 @@ def test_greedy_decoding_by_hand():
     np.testing.assert_allclose(to_np(result.log_probs)[0], -2.892173, atol=1e-5)
 
 
+def test_end_after_all_bans_end_until_every_point_is_chosen():
+    processor = ka.pointer_network.EndAfterAll(np.array([1, 2], "int32"))
+    log_probs = np.full((2, 3), -1.0, "float32")
+    history = np.array([[2, -1, -1], [1, -1, -1]], "int32")
+    # Step 1: row 0 (one point) chose it and may end; row 1 (two) may not.
+    got = to_np(processor(log_probs, history, np.int32(1)))
+    np.testing.assert_array_equal(got, [[-1, -1, -1], [NEG_INF, -1, -1]])
+    got = to_np(processor(log_probs, history, np.int32(2)))
+    np.testing.assert_array_equal(got, log_probs)
+
+
 @pytest.mark.parametrize("beam_size", [1, 3])
 def test_permutation_decoding_gives_permutations(rng, beam_size):
     layer = ka.PointerNetwork(6)
