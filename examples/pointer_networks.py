@@ -347,20 +347,23 @@ def _pad_batch(points, targets, width):
     return padded, mask, out
 
 
-class Batches(keras.utils.PyDataset):
-    """Shuffled batches of one size each, padded up to a multiple of `pad_to`."""
+class Batches:
+    """Shuffled batches of one size each, padded up to a multiple of `pad_to`.
+
+    Batches have different shapes, so they go to `train_on_batch` one by one
+    (`fit`'s dataset adapters expect one shape on TensorFlow).
+    """
 
     def __init__(self, groups, batch_size, pad_to, seed):
-        super().__init__()
         self.items = []
         for g in groups:
             for start in range(0, len(g["points"]), batch_size):
                 self.items.append((g, start))
         self.batch_size, self.pad_to = batch_size, pad_to
         self.rng = np.random.default_rng(seed)
-        self.on_epoch_end()
+        self.shuffle()
 
-    def on_epoch_end(self):
+    def shuffle(self):
         self.order = self.rng.permutation(len(self.items))
 
     def __len__(self):
@@ -376,23 +379,24 @@ class Batches(keras.utils.PyDataset):
         return (points, targets, mask), targets
 
 
-class TimeBudget(keras.callbacks.Callback):
-    """Stops training after `seconds` (checked after every batch)."""
+def train(model, batches, seconds, max_steps=None, progress=True):
+    """Trains epoch after epoch until `seconds` have passed (or `max_steps`).
 
-    def __init__(self, seconds, max_steps=None):
-        super().__init__()
-        self.seconds, self.max_steps = seconds, max_steps
-        self.steps = 0
-
-    def on_train_begin(self, logs=None):
-        self.start = time.perf_counter()
-
-    def on_train_batch_end(self, batch, logs=None):
-        self.steps += 1
-        self.last_loss = None if logs is None else logs.get("loss")
-        elapsed = time.perf_counter() - self.start
-        if elapsed > self.seconds or (self.max_steps and self.steps >= self.max_steps):
-            self.model.stop_training = True
+    Returns:
+        `(steps, last loss, seconds)`.
+    """
+    start, steps, loss = time.perf_counter(), 0, None
+    while True:
+        for index in range(len(batches)):
+            x, y = batches[index]
+            loss = float(np.asarray(model.train_on_batch(x, y)))
+            steps += 1
+            elapsed = time.perf_counter() - start
+            if progress and steps % 50 == 0:
+                print(f"step {steps}: loss {loss:.4f} ({elapsed:.0f} s)", flush=True)
+            if elapsed > seconds or (max_steps and steps >= max_steps):
+                return steps, loss, elapsed
+        batches.shuffle()
 
 
 # ------------------------------------------------------------------ model
@@ -480,19 +484,17 @@ def run(
         raise ValueError(f"`task` must be 'hull' or 'tsp'. Received: task={task!r}")
     keras.utils.set_random_seed(seed)
     start = time.perf_counter()
-    train = make_split(task, train_n, train_size, seed=seed + 1)
+    train_groups = make_split(task, train_n, train_size, seed=seed + 1)
     test = make_split(task, test_n, test_size * len(test_n), seed=seed + 2)
     data_seconds = time.perf_counter() - start
     model, layer = build_model(units, task == "tsp", optimizer, learning_rate)
-    budget = TimeBudget(minutes * 60, max_steps)
-    start = time.perf_counter()
-    model.fit(
-        Batches(train, batch_size, pad_to, seed),
-        epochs=10**6,
-        callbacks=[budget],
-        verbose=2 if progress else 0,
+    steps, loss, train_seconds = train(
+        model,
+        Batches(train_groups, batch_size, pad_to, seed),
+        minutes * 60,
+        max_steps,
+        progress,
     )
-    train_seconds = time.perf_counter() - start
     result = {
         "task": task,
         "train_n": f"{min(train_n)}-{max(train_n)}",
@@ -503,9 +505,9 @@ def run(
         "beam_size": beam_size,
         "backend": keras.backend.backend(),
         "data_seconds": data_seconds,
-        "train_steps": budget.steps,
+        "train_steps": steps,
         "train_seconds": train_seconds,
-        "final_loss": budget.last_loss,
+        "final_loss": loss,
         "results": evaluate(task, layer, test, beam_size),
     }
     if output is not None:
