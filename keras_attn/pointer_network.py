@@ -300,8 +300,8 @@ class PointerNetwork(keras.layers.Layer):
         previous = ops.concatenate(
             [ops.zeros((batch, 1), dtype="int32"), targets[:, :-1]], axis=1
         )
-        # A one-hot product rather than a gather: the start vector in row 0
-        # gets its gradient, and n + 1 is small.
+        # A one-hot product rather than a batched gather: one matmul on every
+        # backend, and n + 1 is small.
         decoder_inputs = ops.matmul(self._one_hot(previous, depth, table.dtype), table)
         queries = self.decoder(decoder_inputs, initial_state=state, training=training)
         chosen_mask = None
