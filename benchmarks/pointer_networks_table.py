@@ -19,7 +19,7 @@ The paper trained on 1M examples per task on GPUs with SGD (lr 1.0, batch
 (`--optimizer`), `--units` and a few minutes of a shared CPU: far less
 training, so the figures are what this budget reaches, not a reproduction.
 
-    nice -n 5 python -m benchmarks.pointer_networks_table --minutes-per-model 8
+    nice -n 5 python -m benchmarks.pointer_networks_table --minutes-per-model 7
 """
 
 import argparse
