@@ -17,6 +17,11 @@ from keras_attn.pointer import (
     pointer_nll,
     target_probabilities,
 )
+from keras_attn.pointer_network import (
+    PointerNetwork,
+    pointer_log_probs,
+    pointer_network_nll,
+)
 from keras_attn.processors import (
     BannedIds,
     LogitsProcessor,
@@ -62,6 +67,7 @@ __all__ = [
     "NetworkAttention",
     "NoRepeatNgram",
     "PointerGenerator",
+    "PointerNetwork",
     "PositionEncoder",
     "ScaledDotAttention",
     "SelfAttentionCell",
@@ -74,6 +80,8 @@ __all__ = [
     "mix_target_probabilities",
     "pointer_distribution",
     "pointer_log_distribution",
+    "pointer_log_probs",
+    "pointer_network_nll",
     "pointer_nll",
     "sampling_search",
     "target_probabilities",

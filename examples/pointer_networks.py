@@ -1,0 +1,567 @@
+"""Pointer Networks on planar convex hulls and the travelling salesman problem.
+
+Vinyals, Fortunato & Jaitly (2015) train `keras_attn.PointerNetwork` (an LSTM
+encoder, an LSTM decoder whose attention over the input points is the
+output) on two tasks whose output dictionary is the input itself:
+
+* `hull`: the convex hull of `n` points. Target: the hull's points starting
+  from the lowest input index, counter-clockwise, then END.
+* `tsp`: a shortest closed tour through `n` cities. Target: the tour from the
+  first city (index 0), in its counter-clockwise direction, then END. For
+  `n <= 10` the tour is optimal (Held-Karp, exact); above, it is a HEURISTIC
+  (nearest neighbour then 2-opt to a local optimum), not optimal: exact
+  Held-Karp at `n = 20` needs `20 * 2^19` states per instance, too slow in
+  numpy for training sets.
+
+Data as in the paper: points uniform in `[0, 1]^2`, a fixed seed per split.
+A training set with a range of sizes (`--train-n 5-50`) has as many examples
+of each size; batches hold one size range (`--pad-to`: sizes are padded up
+to a multiple of it, so few shapes are compiled, and the padding is masked).
+
+Metrics (on `--test-size` examples of each `--test-n`):
+
+* hull: *accuracy*, the share of outputs equal to the true hull as a cyclic
+  sequence (any starting point, same counter-clockwise order: the paper's
+  "exactly correct"); *area*, the mean of area(output) / area(true hull)
+  over the outputs that are simple polygons (3+ distinct points, no two
+  non-adjacent edges meeting); *FAIL* when over 1% of the outputs are not
+  simple polygons (the paper's rule).
+* tsp: the mean length of the output tours. The search only considers valid
+  tours (`PointerNetwork.decode(permutation=True)`: no city twice, END only
+  after every city), so every output is valid; also the mean length of the
+  reference tours (optimal for `n <= 10`).
+
+Usage:
+
+```
+python -m examples.pointer_networks hull --train-n 5-50 --test-n 5,10,50
+python -m examples.pointer_networks tsp --train-n 5-10 --test-n 5,10 --beam 5
+python -m examples.pointer_networks hull --quick       # a smoke run
+```
+"""
+
+import argparse
+import itertools
+import json
+import os
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+from keras import ops  # noqa: E402
+
+import keras_attn as ka  # noqa: E402
+
+HELD_KARP_MAX_N = 10
+_EPS = 1e-12
+
+
+# ------------------------------------------------------------------ data
+
+
+def make_points(num, n, seed):
+    """`(num, n, 2)` float32 points uniform in the unit square."""
+    return np.random.default_rng(seed).uniform(size=(num, n, 2)).astype("float32")
+
+
+def signed_area(points, order):
+    """Shoelace area of the polygon `points[order]`; > 0 counter-clockwise."""
+    p = np.asarray(points, np.float64)[list(order)]
+    x, y = p[:, 0], p[:, 1]
+    return 0.5 * float(np.sum(x * np.roll(y, -1) - np.roll(x, -1) * y))
+
+
+def _cross(o, a, b):
+    return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+
+
+def convex_hull(points):
+    """Hull vertex indices, counter-clockwise from the lowest index.
+
+    Andrew's monotone chain; collinear points on an edge are left out.
+    """
+    pts = np.asarray(points, np.float64).tolist()  # Python floats: 10x faster.
+    order = sorted(range(len(pts)), key=lambda i: pts[i])
+    if len(order) < 3:
+        return order
+
+    def chain(indices):
+        out = []
+        for i in indices:
+            while len(out) >= 2 and _cross(pts[out[-2]], pts[out[-1]], pts[i]) <= 0:
+                out.pop()
+            out.append(i)
+        return out[:-1]
+
+    hull = chain(order) + chain(order[::-1])
+    start = hull.index(min(hull))
+    return hull[start:] + hull[:start]
+
+
+def _distances(points):
+    p = np.asarray(points, np.float64)
+    return np.sqrt(((p[..., :, None, :] - p[..., None, :, :]) ** 2).sum(-1))
+
+
+def tour_length(points, tour):
+    """Length of the closed tour `points[tour]` (back to the first city)."""
+    p = np.asarray(points, np.float64)[list(tour)]
+    return float(np.sqrt(((p - np.roll(p, -1, axis=0)) ** 2).sum(-1)).sum())
+
+
+def _counter_clockwise(points, tour):
+    """The tour from its first city, in the direction of positive area."""
+    tour = list(tour)
+    if len(tour) > 2 and signed_area(points, tour) < 0:
+        tour = tour[:1] + tour[1:][::-1]
+    return tour
+
+
+def held_karp(points):
+    """Optimal tours from city 0 by Held-Karp, vectorized over the batch.
+
+    `dp[b, S, j]`: the shortest path from city 0 through the cities of the
+    subset `S` of `{1..n-1}` (bit `k` is city `k + 1`), ending at city
+    `j + 1`. Subsets are filled by size; the tour is read back from `dp`.
+    Memory `O(B * 2^(n-1) * n)`: for `n <= ~13`.
+
+    Args:
+        points: `(B, n, 2)`.
+
+    Returns:
+        `(tours, lengths)`: int `(B, n)` starting with 0, counter-clockwise,
+        and float64 `(B,)`.
+    """
+    points = np.asarray(points, np.float64)
+    batch, n = points.shape[:2]
+    if n <= 3:
+        tours = [_counter_clockwise(p, range(n)) for p in points]
+        return np.array(tours), np.array([tour_length(p, range(n)) for p in points])
+    d = _distances(points)
+    m = n - 1
+    full = (1 << m) - 1
+    dp = np.full((batch, 1 << m, m), np.inf)
+    for j in range(m):
+        dp[:, 1 << j, j] = d[:, 0, j + 1]
+    sizes = np.array([bin(s).count("1") for s in range(1 << m)])
+    between = d[:, 1:, 1:]  # (B, m, m): from city k + 1 to city j + 1.
+    for size in range(2, m + 1):
+        subsets = np.flatnonzero(sizes == size)
+        for j in range(m):
+            sel = subsets[(subsets >> j) & 1 == 1]
+            prev = dp[:, sel ^ (1 << j), :]  # (B, |sel|, m), inf off the subset.
+            dp[:, sel, j] = (prev + between[:, None, :, j]).min(-1)
+    rows = np.arange(batch)
+    last = np.argmin(dp[:, full, :] + d[:, 1:, 0], axis=1)
+    lengths = dp[rows, full, last] + d[rows, last + 1, 0]
+    tours = np.zeros((batch, n), int)
+    subset = np.full(batch, full)
+    for position in range(m, 0, -1):
+        tours[:, position] = last + 1
+        if position == 1:
+            break
+        subset = subset ^ (1 << last)
+        prev = dp[rows, subset, :] + between[rows, :, last]
+        last = np.argmin(prev, axis=1)
+    tours = np.array(
+        [_counter_clockwise(p, t) for p, t in zip(points, tours, strict=True)]
+    )
+    return tours, lengths
+
+
+def two_opt(points, tour=None):
+    """A 2-opt local optimum from city 0 (a HEURISTIC: not optimal).
+
+    Starts from the nearest-neighbour tour; applies the best improving
+    segment reversal until none improves.
+
+    Returns:
+        `(tour, length)`: counter-clockwise from city 0.
+    """
+    d = _distances(points)
+    n = len(d)
+    if tour is None:
+        tour, left = [0], set(range(1, n))
+        while left:
+            nxt = min(left, key=lambda c: d[tour[-1], c])
+            tour.append(nxt)
+            left.remove(nxt)
+    tour = np.array(tour)
+    i, j = np.triu_indices(n, k=1)
+    keep = i >= 1
+    i, j = i[keep], j[keep]
+    while True:
+        a, b, c, e = tour[i - 1], tour[i], tour[j], tour[(j + 1) % n]
+        delta = d[a, c] + d[b, e] - d[a, b] - d[c, e]
+        best = int(np.argmin(delta))
+        if delta[best] > -1e-10:
+            break
+        lo, hi = i[best], j[best]
+        tour[lo : hi + 1] = tour[lo : hi + 1][::-1].copy()
+    tour = _counter_clockwise(points, tour)
+    return np.array(tour), tour_length(points, tour)
+
+
+def tsp_targets(points):
+    """Reference tours `(B, n)` and lengths: Held-Karp, or 2-opt above 10."""
+    points = np.asarray(points)
+    if points.shape[1] <= HELD_KARP_MAX_N:
+        out, lengths = [], []
+        for chunk in np.array_split(points, max(1, len(points) // 2000)):
+            tours, lens = held_karp(chunk)
+            out.append(tours)
+            lengths.append(lens)
+        return np.concatenate(out), np.concatenate(lengths)
+    pairs = [two_opt(p) for p in points]
+    return np.array([t for t, _ in pairs]), np.array([length for _, length in pairs])
+
+
+def brute_force_tsp(points):
+    """The optimal tour length by trying every tour from city 0 (tests)."""
+    n = len(points)
+    return min(
+        tour_length(points, (0, *p)) for p in itertools.permutations(range(1, n))
+    )
+
+
+# ------------------------------------------------------------------ metrics
+
+
+def cyclic_equal(pred, true):
+    """Whether `pred` is `true` up to its starting point (same direction)."""
+    pred, true = list(pred), list(true)
+    if len(pred) != len(true):
+        return False
+    if not true:
+        return True
+    doubled = true + true
+    return any(doubled[s : s + len(true)] == pred for s in range(len(true)))
+
+
+def _segments_meet(p1, p2, q1, q2):
+    d1, d2 = _cross(q1, q2, p1), _cross(q1, q2, p2)
+    d3, d4 = _cross(p1, p2, q1), _cross(p1, p2, q2)
+    if ((d1 > _EPS and d2 < -_EPS) or (d1 < -_EPS and d2 > _EPS)) and (
+        (d3 > _EPS and d4 < -_EPS) or (d3 < -_EPS and d4 > _EPS)
+    ):
+        return True
+
+    def on(a, b, c):  # c on the segment ab (collinear case)
+        return (
+            min(a[0], b[0]) - _EPS <= c[0] <= max(a[0], b[0]) + _EPS
+            and min(a[1], b[1]) - _EPS <= c[1] <= max(a[1], b[1]) + _EPS
+        )
+
+    return (
+        (abs(d1) <= _EPS and on(q1, q2, p1))
+        or (abs(d2) <= _EPS and on(q1, q2, p2))
+        or (abs(d3) <= _EPS and on(p1, p2, q1))
+        or (abs(d4) <= _EPS and on(p1, p2, q2))
+    )
+
+
+def is_simple_polygon(points, order):
+    """3+ distinct vertices, non-zero area, no two non-adjacent edges meeting."""
+    order = list(order)
+    m = len(order)
+    if m < 3 or len(set(order)) != m:
+        return False
+    p = np.asarray(points, np.float64)[order]
+    if abs(signed_area(p, range(m))) <= _EPS:
+        return False
+    for a in range(m):
+        for b in range(a + 1, m):
+            if b == a + 1 or (a == 0 and b == m - 1):
+                continue  # adjacent edges share a vertex
+            if _segments_meet(p[a], p[(a + 1) % m], p[b], p[(b + 1) % m]):
+                return False
+    return True
+
+
+def hull_metrics(points, predictions, targets):
+    """Accuracy, area coverage (simple polygons only) and the non-simple share.
+
+    Args:
+        points: `(B, n, 2)`.
+        predictions, targets: Lists of 0-based index sequences (no END).
+    """
+    correct, coverage, not_simple = 0, [], 0
+    for p, pred, true in zip(points, predictions, targets, strict=True):
+        correct += cyclic_equal(pred, true)
+        if is_simple_polygon(p, pred):
+            coverage.append(abs(signed_area(p, pred)) / abs(signed_area(p, true)))
+        else:
+            not_simple += 1
+    total = len(targets)
+    return {
+        "accuracy": correct / total,
+        "area": float(np.mean(coverage)) if coverage else float("nan"),
+        "not_simple": not_simple / total,
+        "fail": not_simple / total > 0.01,
+    }
+
+
+# ------------------------------------------------------------------ batches
+
+
+def parse_sizes(text):
+    """`"5-50"` -> [5, ..., 50]; `"5,10"` -> [5, 10]."""
+    if "-" in text:
+        lo, hi = (int(x) for x in text.split("-"))
+        return list(range(lo, hi + 1))
+    return [int(x) for x in text.split(",")]
+
+
+def make_split(task, sizes, num, seed):
+    """`num` examples split evenly over `sizes`: [(points, target lists)]."""
+    groups = []
+    for k, n in enumerate(sizes):
+        count = num // len(sizes) + (k < num % len(sizes))
+        if count == 0:
+            continue
+        points = make_points(count, n, seed * 1000 + n)
+        if task == "hull":
+            targets = [convex_hull(p) for p in points]
+            reference = None
+        else:
+            tours, reference = tsp_targets(points)
+            targets = [list(t) for t in tours]
+        groups.append({"n": n, "points": points, "targets": targets, "ref": reference})
+    return groups
+
+
+def _pad_batch(points, targets, width):
+    """Points padded to `width`, their mask, and targets as positions + END."""
+    batch, n = points.shape[:2]
+    padded = np.zeros((batch, width, 2), "float32")
+    padded[:, :n] = points
+    mask = np.zeros((batch, width), bool)
+    mask[:, :n] = True
+    out = np.full((batch, width + 1), -1, "int32")
+    for b, t in enumerate(targets):
+        out[b, : len(t)] = np.asarray(t) + 1
+        out[b, len(t)] = ka.pointer_network.END
+    return padded, mask, out
+
+
+class Batches:
+    """Shuffled batches of one size each, padded up to a multiple of `pad_to`.
+
+    Batches have different shapes, so they go to `train_on_batch` one by one
+    (`fit`'s dataset adapters expect one shape on TensorFlow).
+    """
+
+    def __init__(self, groups, batch_size, pad_to, seed):
+        self.items = []
+        for g in groups:
+            for start in range(0, len(g["points"]), batch_size):
+                self.items.append((g, start))
+        self.batch_size, self.pad_to = batch_size, pad_to
+        self.rng = np.random.default_rng(seed)
+        self.shuffle()
+
+    def shuffle(self):
+        self.order = self.rng.permutation(len(self.items))
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, index):
+        g, start = self.items[self.order[index]]
+        end = start + self.batch_size
+        width = -(-g["n"] // self.pad_to) * self.pad_to
+        points, mask, targets = _pad_batch(
+            g["points"][start:end], g["targets"][start:end], width
+        )
+        return (points, targets, mask), targets
+
+
+def train(model, batches, seconds, max_steps=None, progress=True):
+    """Trains epoch after epoch until `seconds` have passed (or `max_steps`).
+
+    Returns:
+        `(steps, last loss, seconds)`.
+    """
+    start, steps, loss = time.perf_counter(), 0, None
+    while True:
+        for index in range(len(batches)):
+            x, y = batches[index]
+            loss = float(np.asarray(model.train_on_batch(x, y)))
+            steps += 1
+            elapsed = time.perf_counter() - start
+            if progress and steps % 50 == 0:
+                print(f"step {steps}: loss {loss:.4f} ({elapsed:.0f} s)", flush=True)
+            if elapsed > seconds or (max_steps and steps >= max_steps):
+                return steps, loss, elapsed
+        batches.shuffle()
+
+
+# ------------------------------------------------------------------ model
+
+
+def build_model(units, mask_chosen, optimizer="adam", learning_rate=None):
+    """A functional model `[points, targets, mask] -> log-probs`, and its layer."""
+    points = keras.Input((None, 2), name="points")
+    targets = keras.Input((None,), dtype="int32", name="targets")
+    mask = keras.Input((None,), dtype="bool", name="mask")
+    layer = ka.PointerNetwork(units, mask_chosen=mask_chosen, name="pointer_network")
+    model = keras.Model(
+        [points, targets, mask], layer([points, targets], points_mask=mask)
+    )
+    # The paper: SGD at 1.0, gradients clipped at norm 2.0.
+    if optimizer == "sgd":
+        opt = keras.optimizers.SGD(learning_rate or 1.0, clipnorm=2.0)
+    else:
+        opt = keras.optimizers.Adam(learning_rate or 1e-3, clipnorm=2.0)
+    model.compile(optimizer=opt, loss=lambda y, p: ka.pointer_network_nll(p, y))
+    return model, layer
+
+
+def decode(layer, points, beam_size, permutation, batch_size=250):
+    """0-based index sequences decoded for `points` `(B, n, 2)`."""
+    out = []
+    for start in range(0, len(points), batch_size):
+        chunk = points[start : start + batch_size]
+        result = layer.decode(chunk, beam_size=beam_size, permutation=permutation)
+        ids = ops.convert_to_numpy(result.ids)
+        lengths = ops.convert_to_numpy(result.lengths)
+        out += [
+            list(row[:length] - 1) for row, length in zip(ids, lengths, strict=True)
+        ]
+    return out
+
+
+def evaluate(task, layer, test_groups, beam_size):
+    """Metrics per test size."""
+    results = {}
+    for g in test_groups:
+        start = time.perf_counter()
+        preds = decode(layer, g["points"], beam_size, permutation=task == "tsp")
+        if task == "hull":
+            metrics = hull_metrics(g["points"], preds, g["targets"])
+        else:
+            lengths = [
+                tour_length(p, t) for p, t in zip(g["points"], preds, strict=True)
+            ]
+            metrics = {
+                "tour_length": float(np.mean(lengths)),
+                "reference_length": float(np.mean(g["ref"])),
+                "reference": "optimal" if g["n"] <= HELD_KARP_MAX_N else "2-opt",
+            }
+        metrics["decode_seconds"] = time.perf_counter() - start
+        results[g["n"]] = metrics
+    return results
+
+
+def run(
+    task,
+    train_n,
+    test_n,
+    train_size=10000,
+    test_size=500,
+    units=128,
+    batch_size=128,
+    pad_to=10,
+    minutes=5.0,
+    max_steps=None,
+    beam_size=1,
+    optimizer="adam",
+    learning_rate=None,
+    seed=0,
+    output=None,
+    progress=True,
+):
+    """Builds the data, trains within the budget, evaluates each test size.
+
+    Returns:
+        A dict: the settings, `train_steps`, `train_seconds`, `final_loss`,
+        `data_seconds` and `results` (metrics per test size).
+    """
+    if task not in ("hull", "tsp"):
+        raise ValueError(f"`task` must be 'hull' or 'tsp'. Received: task={task!r}")
+    keras.utils.set_random_seed(seed)
+    start = time.perf_counter()
+    train_groups = make_split(task, train_n, train_size, seed=seed + 1)
+    test = make_split(task, test_n, test_size * len(test_n), seed=seed + 2)
+    data_seconds = time.perf_counter() - start
+    model, layer = build_model(units, task == "tsp", optimizer, learning_rate)
+    steps, loss, train_seconds = train(
+        model,
+        Batches(train_groups, batch_size, pad_to, seed),
+        minutes * 60,
+        max_steps,
+        progress,
+    )
+    result = {
+        "task": task,
+        "train_n": f"{min(train_n)}-{max(train_n)}",
+        "train_size": train_size,
+        "units": units,
+        "batch_size": batch_size,
+        "optimizer": optimizer,
+        "beam_size": beam_size,
+        "backend": keras.backend.backend(),
+        "data_seconds": data_seconds,
+        "train_steps": steps,
+        "train_seconds": train_seconds,
+        "final_loss": loss,
+        "results": evaluate(task, layer, test, beam_size),
+    }
+    if output is not None:
+        output = Path(output)
+        output.mkdir(parents=True, exist_ok=True)
+        (output / f"{task}.json").write_text(
+            json.dumps(result, indent=2, default=float)
+        )
+    return result
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("task", choices=["hull", "tsp"])
+    parser.add_argument("--train-n", default=None, help="e.g. 5-50 or 5,10")
+    parser.add_argument("--test-n", default=None, help="e.g. 5,10,50")
+    parser.add_argument("--train-size", type=int, default=10000)
+    parser.add_argument("--test-size", type=int, default=500)
+    parser.add_argument("--units", type=int, default=128)
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--pad-to", type=int, default=10)
+    parser.add_argument("--minutes", type=float, default=5.0)
+    parser.add_argument("--max-steps", type=int, default=None)
+    parser.add_argument("--beam", type=int, default=1)
+    parser.add_argument("--optimizer", choices=["adam", "sgd"], default="adam")
+    parser.add_argument("--learning-rate", type=float, default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output", default="examples/output/pointer_networks")
+    parser.add_argument("--quick", action="store_true", help="a tiny smoke run")
+    args = parser.parse_args(argv)
+    defaults = {"hull": ("5-50", "5,10,50"), "tsp": ("5-10", "5,10")}[args.task]
+    train_n = parse_sizes(args.train_n or defaults[0])
+    test_n = parse_sizes(args.test_n or defaults[1])
+    if args.quick:
+        args.train_size, args.test_size, args.units, args.max_steps = 256, 20, 16, 5
+    result = run(
+        args.task,
+        train_n,
+        test_n,
+        train_size=args.train_size,
+        test_size=args.test_size,
+        units=args.units,
+        batch_size=args.batch_size,
+        pad_to=args.pad_to,
+        minutes=args.minutes,
+        max_steps=args.max_steps,
+        beam_size=args.beam,
+        optimizer=args.optimizer,
+        learning_rate=args.learning_rate,
+        seed=args.seed,
+        output=args.output,
+    )
+    print(json.dumps(result, indent=2, default=float))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+"""The Pointer Networks example (`examples/pointer_networks.py`).
+
+Its geometry against brute force and hand-made polygons, and a few training
+steps of each task on a tiny problem so the script keeps working.
+"""
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pointer_networks.py"
+
+
+@pytest.fixture(scope="module")
+def pn():
+    # By path: `examples/` is not an installed package.
+    spec = importlib.util.spec_from_file_location("pointer_networks", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# A unit square (indices 0-3 counter-clockwise from (0, 0)) and its centre.
+SQUARE = np.array([[0, 0], [1, 0], [1, 1], [0, 1], [0.5, 0.5]], "float64")
+
+
+# ------------------------------------------------------------------ TSP
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 6, 7])
+def test_held_karp_matches_brute_force(pn, n):
+    points = pn.make_points(12, n, seed=n)
+    tours, lengths = pn.held_karp(points)
+    for p, tour, length in zip(points, tours, lengths, strict=True):
+        assert tour[0] == 0 and sorted(tour) == list(range(n))
+        np.testing.assert_allclose(pn.tour_length(p, tour), length, rtol=1e-12)
+        np.testing.assert_allclose(length, pn.brute_force_tsp(p), rtol=1e-12)
+        if n > 2:
+            assert pn.signed_area(p, tour) > 0  # counter-clockwise
+
+
+def test_held_karp_by_hand(pn):
+    # The square's corners shuffled: the optimal tour is its perimeter, 4.
+    points = SQUARE[[0, 2, 1, 3]][None]
+    tours, lengths = pn.held_karp(points)
+    np.testing.assert_allclose(lengths, [4.0])
+    # From corner (0, 0) counter-clockwise: (1, 0), (1, 1), (0, 1).
+    np.testing.assert_array_equal(tours, [[0, 2, 1, 3]])
+
+
+def test_two_opt_is_a_local_optimum_from_city_0(pn):
+    points = pn.make_points(5, 9, seed=3)
+    exact = pn.held_karp(points)[1]
+    for p, best in zip(points, exact, strict=True):
+        tour, length = pn.two_opt(p)
+        assert tour[0] == 0 and sorted(tour) == list(range(9))
+        assert length >= best - 1e-9
+        np.testing.assert_allclose(length, pn.tour_length(p, tour))
+    # A crossing tour of the square gets uncrossed: 2 + 2 sqrt 2 -> 4.
+    crossing = [0, 2, 1, 3]
+    assert pn.tour_length(SQUARE[:4], crossing) == pytest.approx(2 + 2 * math.sqrt(2))
+    tour, length = pn.two_opt(SQUARE[:4], crossing)
+    assert length == pytest.approx(4.0)
+    np.testing.assert_array_equal(tour, [0, 1, 2, 3])
+
+
+# ------------------------------------------------------------------ hulls
+
+
+def test_hull_order_by_hand(pn):
+    # The centre (4) is inside; starting from index 0, counter-clockwise.
+    assert pn.convex_hull(SQUARE) == [0, 1, 2, 3]
+    # Shuffled so the lowest hull index is not the leftmost point:
+    # [(1, 1), (0, 0), (0.5, 0.5), (0, 1), (1, 0)].
+    shuffled = SQUARE[[2, 0, 4, 3, 1]]
+    assert pn.convex_hull(shuffled) == [0, 3, 1, 4]
+    # A point on an edge is not a vertex.
+    on_edge = np.vstack([SQUARE[:4], [[0.5, 0.0]]])
+    assert pn.convex_hull(on_edge) == [0, 1, 2, 3]
+
+
+def test_cyclic_equal(pn):
+    assert pn.cyclic_equal([2, 3, 0, 1], [0, 1, 2, 3])
+    assert not pn.cyclic_equal([3, 2, 1, 0], [0, 1, 2, 3])  # clockwise
+    assert not pn.cyclic_equal([0, 1, 2], [0, 1, 2, 3])
+    assert not pn.cyclic_equal([0, 1, 3, 2], [0, 1, 2, 3])
+
+
+def test_simple_polygons_by_hand(pn):
+    assert pn.is_simple_polygon(SQUARE, [0, 1, 2, 3])
+    assert pn.is_simple_polygon(SQUARE, [3, 2, 1, 0])  # either direction
+    assert pn.is_simple_polygon(SQUARE, [0, 1, 4])  # a triangle
+    assert not pn.is_simple_polygon(SQUARE, [0, 2, 1, 3])  # a bow tie
+    assert not pn.is_simple_polygon(SQUARE, [0, 1])  # two points
+    assert not pn.is_simple_polygon(SQUARE, [0, 1, 2, 1])  # a repeat
+    assert not pn.is_simple_polygon(SQUARE, [0, 4, 2])  # collinear: no area
+    # Non-adjacent edges touching at a point: (0,0)-(1,0) and the vertex
+    # (0.5, 0) of a dart.
+    dart = np.array([[0, 0], [1, 0], [1, 1], [0.5, 0.0], [0, 1]], "float64")
+    assert not pn.is_simple_polygon(dart, [0, 1, 2, 3, 4])
+
+
+def test_hull_metrics_by_hand(pn):
+    points = np.stack([SQUARE] * 4)
+    targets = [[0, 1, 2, 3]] * 4
+    predictions = [
+        [1, 2, 3, 0],  # correct, area 1
+        [0, 1, 2],  # a triangle, area 1/2
+        [0, 1, 2, 4, 3],  # through the centre: area 1 - 1/4 = 3/4
+        [0, 2, 1, 3],  # a bow tie: not simple
+    ]
+    metrics = pn.hull_metrics(points, predictions, targets)
+    assert metrics["accuracy"] == 0.25
+    assert metrics["area"] == pytest.approx((1 + 0.5 + 0.75) / 3)
+    assert metrics["not_simple"] == 0.25
+    assert metrics["fail"]  # 25% > 1%
+
+
+# ------------------------------------------------------------------ batches
+
+
+def test_batches_pad_and_mask(pn):
+    groups = pn.make_split("hull", [4, 6], 8, seed=0)
+    assert [g["n"] for g in groups] == [4, 6]
+    batches = pn.Batches(groups, batch_size=2, pad_to=5, seed=0)
+    assert len(batches) == 4
+    for index in range(len(batches)):
+        (points, targets, mask), y = batches[index]
+        width = points.shape[1]
+        n = int(mask[0].sum())
+        assert width == (5 if n == 4 else 10)
+        assert targets.shape == (2, width + 1)
+        np.testing.assert_array_equal(y, targets)
+        for row in targets:
+            length = int(np.argmax(row == 0))  # END
+            assert set(row[:length]) <= set(range(1, n + 1))
+            assert np.all(row[length + 1 :] == -1)
+
+
+# ------------------------------------------------------------------ end to end
+
+
+@pytest.mark.tf_only
+@pytest.mark.slow
+@pytest.mark.parametrize("task", ["hull", "tsp"])
+def test_example_runs(pn, task, tmp_path):
+    result = pn.run(
+        task,
+        train_n=[4, 5],
+        test_n=[5],
+        train_size=16,
+        test_size=4,
+        units=8,
+        batch_size=8,
+        max_steps=2,
+        beam_size=2,
+        output=tmp_path,
+        progress=False,
+    )
+    assert (tmp_path / f"{task}.json").exists()
+    assert result["train_steps"] == 2
+    assert math.isfinite(result["final_loss"])
+    metrics = result["results"][5]
+    if task == "hull":
+        assert 0.0 <= metrics["accuracy"] <= 1.0
+        assert 0.0 <= metrics["not_simple"] <= 1.0
+    else:
+        # Every tour is valid, so at least as long as the optimal ones.
+        assert metrics["reference"] == "optimal"
+        assert metrics["tour_length"] >= metrics["reference_length"] - 1e-9
+    assert set(result["results"]) == {5}
