@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -45,8 +46,9 @@ def test_export_layout_and_metrics(trained):
     ]
     assert all(s.recall == 1.0 for s in lead)
     lead_8 = metrics["systems"]["lead_8"]["rouge1"]
+    # metrics.json keeps four decimals.
     assert lead_8["f1"] == pytest.approx(
-        100 * np.mean([s.fmeasure for s in lead]), abs=1e-6
+        100 * np.mean([s.fmeasure for s in lead]), abs=1e-4
     )
     for system in metrics["systems"].values():
         assert (
@@ -78,16 +80,20 @@ def test_decoding_settings_are_tuned_on_validation(trained):
 
 
 @pytest.mark.slow  # end to end: trains
-def test_a_finished_run_exports_again_as_the_next_version(trained):
+def test_a_finished_run_exports_again_as_the_next_version(trained, tmp_path_factory):
     tmp_path, _ = trained
+    copy_tmp = tmp_path_factory.mktemp("again")
     sys.path.insert(0, str(ROOT))
     import tensorflow as tf
 
     from models.export import export_run
 
-    first = tmp_path / "export" / "1"
-    again = export_run(tmp_path / "run", tmp_path / "export")
-    assert again == tmp_path / "export" / "2"
+    # A copy of the export folder: the fixture's is shared, and its server
+    # tests expect version 1 alone.
+    first = copy_tmp / "export" / "1"
+    shutil.copytree(tmp_path / "export" / "1", first)
+    again = export_run(tmp_path / "run", copy_tmp / "export")
+    assert again == copy_tmp / "export" / "2"
     # The run's tuned decoding settings, as in the first export.
     assert json.loads((again / "search_options.json").read_text()) == json.loads(
         (first / "search_options.json").read_text()
@@ -193,7 +199,8 @@ def _killed_run(tmp_path, args, epochs_done):
     backed up; returns the backup's epoch and each epoch's validation ROUGE-1.
 
     The kill comes within 0.1 s of the epoch's backup, long before the next
-    one (`--checkpoint-every` steps later): it never tears a backup's files.
+    one (an epoch and its validation later, with `--checkpoint-every` above
+    an epoch's steps): it never tears a backup's files.
     """
     log = tmp_path / "killed.log"
     # Unbuffered, so that every line printed before the kill is in the log.
@@ -235,9 +242,11 @@ def test_resume_after_kill(tmp_path, monkeypatch, capsys):
     from models import pipeline, training
     from models.config import TrainOptions
 
-    # 10 steps an epoch, a backup after step 7 and at the end of each.
+    # 10 steps an epoch and a backup at the end of each, none within one: a
+    # tiny step takes milliseconds, so a backup every few steps would be
+    # written again (and torn by the kill) right after the one waited for.
     write_org_data(tmp_path / "data", sizes=(80, 8, 8))
-    args = ["--checkpoint-every", "7", "--skip-eval", "--patience", "40"]
+    args = ["--checkpoint-every", "1000", "--skip-eval", "--patience", "40"]
     saved_epoch, rouge = _killed_run(tmp_path, args, epochs_done=2)
 
     # What the backup holds, read into a fresh model.
