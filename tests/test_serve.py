@@ -1,6 +1,6 @@
 """Tests of `models.serve` against a fake SavedModel with the export's signatures.
 
-The signatures are those `models/export.py` writes (see its docstring; a
+The signatures are those `models/inference.py` defines (see its docstring; a
 real export is served in test_serve_export.py). The fake `headlines` model
 writes the first three words of a document (upper-cased in version 1,
 lower-cased in version 2) and attends from headline word `t` to source word
