@@ -19,6 +19,7 @@ from keras_attn.pointer import (
 from keras_attn.processors import (
     BannedIds,
     LogitsProcessor,
+    MaxLength,
     MinLength,
     NoRepeatNgram,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "GeneralAttention",
     "LuongAttentionCell",
     "LogitsProcessor",
+    "MaxLength",
     "MinLength",
     "NetworkAttention",
     "NoRepeatNgram",

@@ -14,6 +14,12 @@ Signatures (all take `documents`, tf.string `[batch]`):
 * `greedy`: the same outputs, greedy search.
 * `attention`: beam search, plus `source_tokens` `[batch, S]`,
   `headline_tokens` `[batch, T]` and `attention` float32 `[batch, T, S]`.
+* `length_control`: beam search with the length settings as inputs, the
+  `attention` signature's outputs. Besides `documents`: `min_length` int32
+  scalar (tokens before the end; clipped to `[0, max_length]`),
+  `max_length` int32 scalar (most tokens; clipped to `[1, the export's
+  max_length]`), `length_penalty` float32 scalar (GNMT's alpha). With the
+  values of `search_options.json` it gives `serving_default`'s headlines.
 """
 
 import tensorflow as tf
@@ -22,6 +28,14 @@ import keras_attn
 from models.features import END_ID, PAD_ID, START_ID, UNK_ID
 
 _DOCUMENTS = tf.TensorSpec([None], tf.string, name="documents")
+# Signatures cannot have defaults: `search_options.json`, beside the
+# SavedModel, holds the values the other signatures use.
+_LENGTH_CONTROL = [
+    _DOCUMENTS,
+    tf.TensorSpec([], tf.int32, name="min_length"),
+    tf.TensorSpec([], tf.int32, name="max_length"),
+    tf.TensorSpec([], tf.float32, name="length_penalty"),
+]
 
 
 class HeadlineModule(tf.Module):
@@ -33,15 +47,35 @@ class HeadlineModule(tf.Module):
         self.features = features
         self.options = options
 
-    def search(self, documents, beam_size, length_penalty=None):
+    def search(
+        self,
+        documents,
+        beam_size,
+        length_penalty=None,
+        min_length=None,
+        max_length=None,
+    ):
         """Headlines for `documents` (eager or in a `tf.function`).
 
-        `length_penalty` (a float or a scalar tensor) overrides the options'
-        one: one traced graph then serves every value.
+        `length_penalty`, `min_length` and `max_length` (Python numbers or
+        scalar tensors) override the options' ones: one traced graph then
+        serves every value. The search's buffers stay `options.max_length`
+        steps long, so a given `max_length` is clipped to `[1,
+        options.max_length]` and applied by forcing the end token
+        (`keras_attn.MaxLength`); `min_length` is clipped to `[0, max_length]`.
         """
         options = self.options
         if length_penalty is None:
             length_penalty = options.length_penalty
+        processors = []
+        if max_length is not None:
+            max_length = tf.clip_by_value(max_length, 1, options.max_length)
+            processors.append(keras_attn.MaxLength(max_length, END_ID))
+        if min_length is None:
+            min_length = options.min_length
+        else:
+            limit = options.max_length if max_length is None else max_length
+            min_length = tf.clip_by_value(min_length, 0, limit)
         source = self.features.encode_source(documents)
         state, memory = self.model.initial_decoder_state(
             source["ids"], source["ext_ids"]
@@ -52,9 +86,10 @@ class HeadlineModule(tf.Module):
         common = dict(
             end_id=END_ID,
             max_length=options.max_length,
-            min_length=options.min_length,
+            min_length=min_length,
             banned_ids=banned,
             no_repeat_ngram_size=options.no_repeat_ngram_size,
+            processors=processors,
         )
         kernel = self.model.output_kernel()  # once, not at every step
         if beam_size > 1:
@@ -104,12 +139,19 @@ class HeadlineModule(tf.Module):
     def attention(self, documents):
         return self.search(documents, self.options.beam_size)
 
+    @tf.function(input_signature=_LENGTH_CONTROL)
+    def length_control(self, documents, min_length, max_length, length_penalty):
+        return self.search(
+            documents, self.options.beam_size, length_penalty, min_length, max_length
+        )
+
     def signatures(self):
         """The SavedModel's signatures: name to concrete function."""
         return {
             "serving_default": self.beam.get_concrete_function(),
             "greedy": self.greedy.get_concrete_function(),
             "attention": self.attention.get_concrete_function(),
+            "length_control": self.length_control.get_concrete_function(),
         }
 
 

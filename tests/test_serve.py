@@ -60,38 +60,55 @@ CHROMIUM_ARGS = [
 # ----------------------------------------------------------------- fake SavedModel
 
 
+_DOCS_SPEC = tf.TensorSpec([None], tf.string, name="documents")
+# The fake's `search_options.json`: `length_control` with these values
+# answers what `serving_default` answers.
+FAKE_OPTIONS = {"min_length": 0, "max_length": 3, "length_penalty": 1.0}
+
+
 class _FakeHeadlines(tf.Module):
     def __init__(self, upper: bool):
         super().__init__()
         self._upper = upper
 
-    def _headline_words(self, documents):
-        words = tf.strings.split(documents)
+    def _outputs(self, documents, words=3, length_penalty=1.0):
+        """The first `words` words; scores `-length_penalty * source words`."""
+        words_of = tf.strings.split(documents)
         change = tf.strings.upper if self._upper else tf.strings.lower
-        return words, tf.ragged.map_flat_values(change, words[:, :3])
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="documents")])
-    def serve(self, documents):
-        words, first = self._headline_words(documents)
-        return {
-            "headlines": tf.strings.reduce_join(first, axis=1, separator=" "),
-            "scores": -tf.cast(words.row_lengths(), tf.float32),
-        }
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="documents")])
-    def attention(self, documents):
-        words, first = self._headline_words(documents)
-        source = words.to_tensor("")
+        first = tf.ragged.map_flat_values(change, words_of[:, :words])
+        source = words_of.to_tensor("")
         headline = first.to_tensor("")
         eye = tf.eye(tf.shape(headline)[1], tf.shape(source)[1])
         valid = tf.cast(headline != "", tf.float32)[:, :, None]
         return {
             "headlines": tf.strings.reduce_join(first, axis=1, separator=" "),
-            "scores": -tf.cast(words.row_lengths(), tf.float32),
+            "scores": -length_penalty * tf.cast(words_of.row_lengths(), tf.float32),
             "source_tokens": source,
             "headline_tokens": headline,
             "attention": eye[None] * valid,
         }
+
+    @tf.function(input_signature=[_DOCS_SPEC])
+    def serve(self, documents):
+        out = self._outputs(documents)
+        return {k: out[k] for k in ("headlines", "scores")}
+
+    @tf.function(input_signature=[_DOCS_SPEC])
+    def attention(self, documents):
+        return self._outputs(documents)
+
+    @tf.function(
+        input_signature=[
+            _DOCS_SPEC,
+            tf.TensorSpec([], tf.int32, name="min_length"),
+            tf.TensorSpec([], tf.int32, name="max_length"),
+            tf.TensorSpec([], tf.float32, name="length_penalty"),
+        ]
+    )
+    def length_control(self, documents, min_length, max_length, length_penalty):
+        # Three words, or as many as the lengths demand.
+        words = tf.minimum(tf.maximum(3, min_length), max_length)
+        return self._outputs(documents, words, length_penalty)
 
 
 def _save_fake(path: Path, upper: bool) -> None:
@@ -102,9 +119,12 @@ def _save_fake(path: Path, upper: bool) -> None:
         str(tmp),
         signatures={
             "serving_default": module.serve.get_concrete_function(),
+            "greedy": module.serve.get_concrete_function(),
             "attention": module.attention.get_concrete_function(),
+            "length_control": module.length_control.get_concrete_function(),
         },
     )
+    (tmp / "search_options.json").write_text(json.dumps(FAKE_OPTIONS))
     os.rename(tmp, path)  # Atomic, as the real exporter does.
 
 
@@ -226,7 +246,11 @@ def test_status_and_metadata(client):
         "version": "1",
     }
     sigs = meta["metadata"]["signature_def"]["signature_def"]
-    assert set(sigs) == {"serving_default", "attention"}
+    assert set(sigs) == {"serving_default", "greedy", "attention", "length_control"}
+    assert sigs["length_control"]["inputs"]["max_length"]["tensor_shape"] == {
+        "dim": [],
+        "unknown_rank": False,
+    }
     doc_in = sigs["serving_default"]["inputs"]["documents"]
     assert doc_in["dtype"] == "DT_STRING"
     assert doc_in["tensor_shape"]["dim"][0]["size"] == "-1"
@@ -303,6 +327,86 @@ def test_attention_signature_and_page_api(client):
     assert client.get("/static/app.js").status_code == 200
 
 
+def test_length_fields_run_the_length_control_signature(client):
+    url = "/v1/models/headlines:predict"
+    docs = [DOC, "one two"]
+
+    def predict(**fields):
+        resp = client.post(url, json={"instances": docs, **fields})
+        assert resp.status_code == 200, resp.text
+        return resp.json()["predictions"]
+
+    default = predict()
+    assert predict(min_length=0, max_length=3, length_penalty=1) == default
+    # serving_default's outputs only, with the lengths applied.
+    assert predict(max_length=2) == [
+        {"headlines": "ALPHA BETA", "scores": -5.0},
+        {"headlines": "ONE TWO", "scores": -2.0},
+    ]
+    # The fake's default maximum (3) caps a longer minimum, as the export's
+    # max_length does; the penalty reaches the scores.
+    assert predict(min_length=4, length_penalty=0.5) == [
+        {"headlines": "ALPHA BETA GAMMA", "scores": -2.5},
+        {"headlines": "ONE TWO", "scores": -1.0},
+    ]
+    attention = client.post(
+        url,
+        json={"signature_name": "attention", "instances": [DOC], "max_length": 1},
+    ).json()["predictions"][0]
+    assert attention["headline_tokens"] == ["ALPHA"]
+    assert len(attention["attention"]) == 1
+    # Scalar inputs of length_control named directly come from the fields.
+    direct = client.post(
+        url,
+        json={"signature_name": "length_control", "inputs": docs, "max_length": 1},
+    ).json()["outputs"]
+    assert direct["headlines"] == ["ALPHA", "ONE"]
+
+    page = client.post("/api/headline", json={"document": DOC, "max_length": 2})
+    assert page.status_code == 200, page.text
+    assert page.json()["headline"] == "ALPHA BETA"
+    assert page.json()["headline_tokens"] == ["ALPHA", "BETA"]
+
+
+def test_batches_never_mix_length_settings():
+    from models.serve.batcher import Batcher, Job
+
+    class Recorder:
+        def __init__(self):
+            self.calls = []
+
+        def run(self, signature, inputs):
+            self.calls.append((inputs["documents"], inputs.get("max_length")))
+            return {
+                "headlines": [
+                    f"{d}/{inputs.get('max_length')}" for d in inputs["documents"]
+                ]
+            }
+
+    servable = Recorder()
+    batcher = Batcher(max_batch_size=64, timeout_s=0.0, max_queue=16)
+    jobs = [
+        Job(servable, "length_control", {"documents": [doc]}, 1, params)
+        for doc, params in [
+            ("a", {"max_length": 2}),
+            ("b", {"max_length": 5}),
+            ("c", {"max_length": 2}),
+            ("d", {}),
+        ]
+    ]
+    for job in jobs:  # Queued before the worker starts: collected together.
+        batcher.submit(job)
+    batcher.start()
+    try:
+        results = [job.future.result(timeout=10)[0]["headlines"] for job in jobs]
+    finally:
+        batcher.stop()
+    assert results == [["a/2"], ["b/5"], ["c/2"], ["d/None"]]
+    assert sorted(servable.calls, key=str) == sorted(
+        [(["a", "c"], 2), (["b"], 5), (["d"], None)], key=str
+    )
+
+
 @pytest.mark.parametrize(
     "path, body, status, fragment",
     [
@@ -377,6 +481,43 @@ def test_attention_signature_and_page_api(client):
         ("/v1/models/headlines:frobnicate", {"instances": [DOC]}, 404, "Unknown"),
         ("/api/headline", {"document": ""}, 400, "non-empty string"),
         ("/api/headline", {"doc": DOC}, 400, '{"document": "..."}'),
+        (
+            "/v1/models/headlines:predict",
+            {"instances": [DOC], "min_length": -1},
+            400,
+            "`min_length` must be an integer >= 0. Received: min_length=-1",
+        ),
+        (
+            "/v1/models/headlines:predict",
+            {"instances": [DOC], "max_length": 2.5},
+            400,
+            "`max_length` must be an integer >= 1. Received: max_length=2.5",
+        ),
+        (
+            "/v1/models/headlines:predict",
+            {"instances": [DOC], "max_length": True},
+            400,
+            "Received: max_length=true",
+        ),
+        (
+            "/v1/models/headlines:predict",
+            {"instances": [DOC], "min_length": 4, "max_length": 2},
+            400,
+            "Received: min_length=4, max_length=2",
+        ),
+        (
+            "/v1/models/headlines:predict",
+            {"instances": [DOC], "length_penalty": "long"},
+            400,
+            'Received: length_penalty="long"',
+        ),
+        (
+            "/v1/models/headlines:predict",
+            {"signature_name": "greedy", "instances": [DOC], "max_length": 2},
+            400,
+            "apply to beam search",
+        ),
+        ("/api/headline", {"document": DOC, "max_length": 0}, 400, "max_length=0"),
     ],
 )
 def test_bad_input_is_a_4xx_json_error(strict_client, path, body, status, fragment):
