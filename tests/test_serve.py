@@ -29,6 +29,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 # Plain imports: a missing dependency fails the run, never skips it.
 import httpx  # noqa: E402
+import numpy as np  # noqa: E402
 import starlette  # noqa: E402, F401
 import tensorflow as tf  # noqa: E402
 import uvicorn  # noqa: E402
@@ -377,10 +378,9 @@ def test_batches_never_mix_length_settings():
 
         def run(self, signature, inputs):
             self.calls.append((inputs["documents"], inputs.get("max_length")))
+            limit = inputs.get("max_length")
             return {
-                "headlines": [
-                    f"{d}/{inputs.get('max_length')}" for d in inputs["documents"]
-                ]
+                "headlines": np.array([f"{d}/{limit}" for d in inputs["documents"]])
             }
 
     servable = Recorder()
@@ -398,7 +398,9 @@ def test_batches_never_mix_length_settings():
         batcher.submit(job)
     batcher.start()
     try:
-        results = [job.future.result(timeout=10)[0]["headlines"] for job in jobs]
+        results = [
+            job.future.result(timeout=10)[0]["headlines"].tolist() for job in jobs
+        ]
     finally:
         batcher.stop()
     assert results == [["a/2"], ["b/5"], ["c/2"], ["d/None"]]
@@ -672,6 +674,17 @@ def test_web_page_in_headless_chromium(model_dir, tmp_path):
                 "1.0000"
             )
             assert page.locator("#heatmap th.src").count() == len(article.split())
+            # The slider starts at the model's default and sends nothing; set
+            # to two words, it sends max_length=2.
+            assert page.text_content("#max-words-value") == "model default"
+            page.get_by_label("Longest headline").fill("2")
+            assert page.text_content("#max-words-value") == "2 words"
+            page.get_by_role("button", name="Generate headline").click()
+            page.wait_for_function(
+                "document.getElementById('headline').textContent === \"AUSTRALIA 'S\"",
+                timeout=15_000,
+            )
+            assert page.locator("#heatmap tbody tr").count() == 2
             page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
             shot = os.environ.get("SERVE_SCREENSHOT")
             if shot:
