@@ -29,7 +29,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 # Plain imports: a missing dependency fails the run, never skips it.
 import httpx  # noqa: E402
-import numpy as np  # noqa: E402
 import starlette  # noqa: E402, F401
 import tensorflow as tf  # noqa: E402
 import uvicorn  # noqa: E402
@@ -328,87 +327,6 @@ def test_attention_signature_and_page_api(client):
     assert client.get("/static/app.js").status_code == 200
 
 
-def test_length_fields_run_the_length_control_signature(client):
-    url = "/v1/models/headlines:predict"
-    docs = [DOC, "one two"]
-
-    def predict(**fields):
-        resp = client.post(url, json={"instances": docs, **fields})
-        assert resp.status_code == 200, resp.text
-        return resp.json()["predictions"]
-
-    default = predict()
-    assert predict(min_length=0, max_length=3, length_penalty=1) == default
-    # serving_default's outputs only, with the lengths applied.
-    assert predict(max_length=2) == [
-        {"headlines": "ALPHA BETA", "scores": -5.0},
-        {"headlines": "ONE TWO", "scores": -2.0},
-    ]
-    # The fake's default maximum (3) caps a longer minimum, as the export's
-    # max_length does; the penalty reaches the scores.
-    assert predict(min_length=4, length_penalty=0.5) == [
-        {"headlines": "ALPHA BETA GAMMA", "scores": -2.5},
-        {"headlines": "ONE TWO", "scores": -1.0},
-    ]
-    attention = client.post(
-        url,
-        json={"signature_name": "attention", "instances": [DOC], "max_length": 1},
-    ).json()["predictions"][0]
-    assert attention["headline_tokens"] == ["ALPHA"]
-    assert len(attention["attention"]) == 1
-    # Scalar inputs of length_control named directly come from the fields.
-    direct = client.post(
-        url,
-        json={"signature_name": "length_control", "inputs": docs, "max_length": 1},
-    ).json()["outputs"]
-    assert direct["headlines"] == ["ALPHA", "ONE"]
-
-    page = client.post("/api/headline", json={"document": DOC, "max_length": 2})
-    assert page.status_code == 200, page.text
-    assert page.json()["headline"] == "ALPHA BETA"
-    assert page.json()["headline_tokens"] == ["ALPHA", "BETA"]
-
-
-def test_batches_never_mix_length_settings():
-    from models.serve.batcher import Batcher, Job
-
-    class Recorder:
-        def __init__(self):
-            self.calls = []
-
-        def run(self, signature, inputs):
-            self.calls.append((inputs["documents"], inputs.get("max_length")))
-            limit = inputs.get("max_length")
-            return {
-                "headlines": np.array([f"{d}/{limit}" for d in inputs["documents"]])
-            }
-
-    servable = Recorder()
-    batcher = Batcher(max_batch_size=64, timeout_s=0.0, max_queue=16)
-    jobs = [
-        Job(servable, "length_control", {"documents": [doc]}, 1, params)
-        for doc, params in [
-            ("a", {"max_length": 2}),
-            ("b", {"max_length": 5}),
-            ("c", {"max_length": 2}),
-            ("d", {}),
-        ]
-    ]
-    for job in jobs:  # Queued before the worker starts: collected together.
-        batcher.submit(job)
-    batcher.start()
-    try:
-        results = [
-            job.future.result(timeout=10)[0]["headlines"].tolist() for job in jobs
-        ]
-    finally:
-        batcher.stop()
-    assert results == [["a/2"], ["b/5"], ["c/2"], ["d/None"]]
-    assert sorted(servable.calls, key=str) == sorted(
-        [(["a", "c"], 2), (["b"], 5), (["d"], None)], key=str
-    )
-
-
 @pytest.mark.parametrize(
     "path, body, status, fragment",
     [
@@ -483,43 +401,6 @@ def test_batches_never_mix_length_settings():
         ("/v1/models/headlines:frobnicate", {"instances": [DOC]}, 404, "Unknown"),
         ("/api/headline", {"document": ""}, 400, "non-empty string"),
         ("/api/headline", {"doc": DOC}, 400, '{"document": "..."}'),
-        (
-            "/v1/models/headlines:predict",
-            {"instances": [DOC], "min_length": -1},
-            400,
-            "`min_length` must be an integer >= 0. Received: min_length=-1",
-        ),
-        (
-            "/v1/models/headlines:predict",
-            {"instances": [DOC], "max_length": 2.5},
-            400,
-            "`max_length` must be an integer >= 1. Received: max_length=2.5",
-        ),
-        (
-            "/v1/models/headlines:predict",
-            {"instances": [DOC], "max_length": True},
-            400,
-            "Received: max_length=true",
-        ),
-        (
-            "/v1/models/headlines:predict",
-            {"instances": [DOC], "min_length": 4, "max_length": 2},
-            400,
-            "Received: min_length=4, max_length=2",
-        ),
-        (
-            "/v1/models/headlines:predict",
-            {"instances": [DOC], "length_penalty": "long"},
-            400,
-            'Received: length_penalty="long"',
-        ),
-        (
-            "/v1/models/headlines:predict",
-            {"signature_name": "greedy", "instances": [DOC], "max_length": 2},
-            400,
-            "apply to beam search",
-        ),
-        ("/api/headline", {"document": DOC, "max_length": 0}, 400, "max_length=0"),
     ],
 )
 def test_bad_input_is_a_4xx_json_error(strict_client, path, body, status, fragment):
