@@ -55,8 +55,12 @@ def test_defaults_give_the_serving_default_headlines(export):
     call, defaults = export
     assert defaults["max_length"] == 5 and defaults["min_length"] == 1
     controlled, beam = call(), call("serving_default")
-    for key in ("headlines", "normalized_headlines", "scores"):
+    for key in ("headlines", "normalized_headlines"):
         np.testing.assert_array_equal(controlled[key].numpy(), beam[key].numpy())
+    # The penalty is a tensor here, a constant there: the last bit may differ.
+    np.testing.assert_allclose(
+        controlled["scores"].numpy(), beam["scores"].numpy(), rtol=1e-6
+    )
     # Beyond the export's max_length is clipped to it.
     np.testing.assert_array_equal(
         call(max_length=50)["headlines"].numpy(), beam["headlines"].numpy()
@@ -65,18 +69,22 @@ def test_defaults_give_the_serving_default_headlines(export):
 
 def test_a_longer_minimum_lengthens_only_the_short_headlines(export):
     call, _ = export
-    default, longer = call(), call(min_length=3)
+    # The tiny model's default headlines have 4 or 5 tokens: a minimum of 5
+    # (the export's max_length) binds on some and not on the others.
+    default, longer = call(), call(min_length=5)
     before, after = _lengths(default), _lengths(longer)
-    assert (after >= 3).all(), after
-    assert (before < 3).any(), "no short default headline: the test checks nothing"
-    not_binding = before >= 3
+    assert (after == 5).all(), after
+    assert (before < 5).any(), "no short default headline: the test checks nothing"
+    not_binding = before == 5
     assert not_binding.any()
     np.testing.assert_array_equal(
         longer["headlines"].numpy()[not_binding],
         default["headlines"].numpy()[not_binding],
     )
-    # A minimum above the maximum is clipped to it: every headline is full.
-    assert (_lengths(call(min_length=9)) == 5).all()
+    # A minimum above the maximum is clipped to it.
+    np.testing.assert_array_equal(
+        call(min_length=9)["headlines"].numpy(), longer["headlines"].numpy()
+    )
 
 
 def test_max_length_caps_the_headlines(export):
