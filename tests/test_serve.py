@@ -561,9 +561,9 @@ def test_web_page_in_headless_chromium(model_dir, tmp_path):
             page.get_by_label("Longest headline").fill("2")
             assert page.text_content("#max-words-value") == "2 words"
             page.get_by_role("button", name="Generate headline").click()
-            page.wait_for_function(
-                "document.getElementById('headline').textContent === \"AUSTRALIA 'S\"",
-                timeout=15_000,
+            # `expect` polls without `eval`, which the page's CSP forbids.
+            sync_api.expect(page.locator("#headline")).to_have_text(
+                "AUSTRALIA 'S", timeout=15_000
             )
             assert page.locator("#heatmap tbody tr").count() == 2
             page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
