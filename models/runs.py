@@ -11,6 +11,9 @@ import keras
 from models.config import SummarizerConfig
 from models.features import TextFeatures
 
+# Registers `HeadlineSummarizer` with Keras, which `load_trained_model` needs.
+from models.summarizer import HeadlineSummarizer  # noqa: F401
+
 
 def make_features(vocabulary, config):
     """`TextFeatures` of `vocabulary` as `config` sets them."""

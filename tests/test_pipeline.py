@@ -83,11 +83,14 @@ def test_a_finished_run_exports_again_as_the_next_version(trained):
     sys.path.insert(0, str(ROOT))
     import tensorflow as tf
 
-    from models.export import export_run
-
     first = tmp_path / "export" / "1"
-    again = export_run(tmp_path / "run", tmp_path / "export")
-    assert again == tmp_path / "export" / "2"
+    # The command line, in a fresh process: loading the run must register
+    # the model's classes itself.
+    command = [sys.executable, "-m", "models.export", "--run-dir"]
+    result = run(command + [str(tmp_path / "run"), "--export-dir", str(first.parent)])
+    assert result.returncode == 0, result.stderr[-3000:]
+    again = tmp_path / "export" / "2"
+    assert f"Exported {again}" in result.stdout
     # The run's tuned decoding settings, as in the first export.
     assert json.loads((again / "search_options.json").read_text()) == json.loads(
         (first / "search_options.json").read_text()
