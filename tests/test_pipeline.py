@@ -179,6 +179,8 @@ def test_saved_model_cli_lists_signatures(trained):
     assert result.returncode == 0, result.stderr[-2000:]
     for name in ("serving_default", "attention", "greedy", "headlines", "documents"):
         assert name in result.stdout
+    for name in ("length_control", "min_length", "max_length", "length_penalty"):
+        assert name in result.stdout
 
 
 ROUGE_LINE = re.compile(r"validation ROUGE-1/2/L on \d+ examples: ([\d.]+) /")
