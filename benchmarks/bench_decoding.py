@@ -133,7 +133,7 @@ def main(argv=None):
     from models import data
     from models.config import SearchOptions
     from models.layout import resolve_version_dir
-    from models.training import load_run, load_trained_model
+    from models.runs import load_run, load_trained_model
 
     version = resolve_version_dir(args.model_dir)
     saved = tf.saved_model.load(str(version))

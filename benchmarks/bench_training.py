@@ -207,7 +207,7 @@ def main(argv=None):
     import keras
     import tensorflow as tf
 
-    from models import data, training
+    from models import data, runs, training
     from models.config import SummarizerConfig, TrainOptions
     from models.features import TextFeatures
 
@@ -224,7 +224,7 @@ def main(argv=None):
         config.max_source_length = args.max_source_length
     options = TrainOptions(batch_size=args.batch_size)
     if Path(args.vocab).exists():
-        vocabulary = training.load_vocabulary(args.vocab)
+        vocabulary = runs.load_vocabulary(args.vocab)
         features = TextFeatures(
             vocabulary, config.max_source_length, config.max_target_length
         )

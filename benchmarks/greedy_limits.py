@@ -83,8 +83,8 @@ def main(argv=None):
     from common import interleaved, machine_info, markdown_table, median_ratio
 
     from models.config import SearchOptions
-    from models.export import HeadlineModule
-    from models.training import load_run, load_trained_model
+    from models.inference import HeadlineModule
+    from models.runs import load_run, load_trained_model
 
     run_dir = Path(args.run_dir)
     _, features = load_run(run_dir)

@@ -40,10 +40,10 @@ def main(argv=None):
 
     from keras_attn.pointer import pointer_log_distribution
     from models.config import SearchOptions
-    from models.export import HeadlineModule
     from models.features import START_ID
+    from models.inference import HeadlineModule
     from models.layout import resolve_version_dir
-    from models.training import load_run, load_trained_model
+    from models.runs import load_run, load_trained_model
 
     version = Path(resolve_version_dir(args.model_dir))
     options = SearchOptions(**json.loads((version / "search_options.json").read_text()))

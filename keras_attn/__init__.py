@@ -25,6 +25,7 @@ from keras_attn.pointer_network import (
 from keras_attn.processors import (
     BannedIds,
     LogitsProcessor,
+    MaxLength,
     MinLength,
     NoRepeatNgram,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "GeneralAttention",
     "LuongAttentionCell",
     "LogitsProcessor",
+    "MaxLength",
     "MinLength",
     "NetworkAttention",
     "NoRepeatNgram",

@@ -55,6 +55,29 @@ class MinLength(LogitsProcessor):
         )
 
 
+class MaxLength(LogitsProcessor):
+    """Forces `end_id` from step `max_length` on: at most `max_length` tokens.
+
+    The search's own `max_length` is a Python int that sizes its buffers (one
+    traced graph per value); this one may be a tensor, so one graph serves
+    every length up to the buffer's. A hypothesis cut this way ends with
+    `end_id`, whose log-probability is scored like any other token's.
+
+    Args:
+        max_length: int scalar (Python int or tensor) >= 0.
+        end_id: int scalar, the end token.
+    """
+
+    def __init__(self, max_length, end_id):
+        self.max_length = max_length
+        self.end_id = end_id
+
+    def __call__(self, log_probs, history, step):
+        is_end = ops.arange(ops.shape(log_probs)[1]) == self.end_id
+        others = ops.logical_and(ops.logical_not(is_end), step >= self.max_length)
+        return self.ban(log_probs, others[None])
+
+
 class BannedIds(LogitsProcessor):
     """Bans a fixed set of ids at every step (padding, start, unknown...).
 

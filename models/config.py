@@ -186,6 +186,10 @@ SEARCH_TUNING_FILE = "search_tuning.json"
 class SearchOptions:
     """Decoding settings baked into the exported graph.
 
+    Written beside the export as `search_options.json`, whose `min_length`,
+    `max_length` and `length_penalty` are the defaults the server fills in
+    for the `length_control` signature's inputs.
+
     Attributes:
         beam_size: Beams of the `serving_default` and `attention` signatures.
         length_penalty: GNMT's alpha: beams are ranked by log-probability

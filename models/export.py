@@ -1,22 +1,12 @@
-"""Exports a trained summarizer as a SavedModel that turns text into headlines.
+"""Writes a trained summarizer as a SavedModel that turns text into headlines.
 
 Apart from training: it takes a built `HeadlineSummarizer` and its
 `TextFeatures`, and writes TensorFlow Serving's layout,
 `<export_dir>/<version>/`, atomically (a temporary folder, then a rename), so
 a crash never leaves a half-written version for a server to pick up. A
 failure removes the temporary folder; one left by a kill is removed by a
-later export once it is an hour old.
-
-Signatures (all take `documents`, tf.string `[batch]`):
-
-* `serving_default`: beam search; `headlines` tf.string `[batch]` (readable
-  text: the source's casing and numbers, punctuation joined),
-  `normalized_headlines` tf.string `[batch]` (the model's tokens in the
-  data's normalized form, which ROUGE scores against the references),
-  `scores` float32 `[batch]` (length-normalised log-probability).
-* `greedy`: the same outputs, greedy search.
-* `attention`: beam search, plus `source_tokens` `[batch, S]`,
-  `headline_tokens` `[batch, T]` and `attention` float32 `[batch, T, S]`.
+later export once it is an hour old. The graph and its signatures are
+`models.inference.HeadlineModule`'s.
 """
 
 import dataclasses
@@ -29,111 +19,10 @@ from pathlib import Path
 
 import tensorflow as tf
 
-import keras_attn
 from models.config import SearchOptions
-from models.features import END_ID, PAD_ID, START_ID, UNK_ID
+from models.inference import HeadlineModule
 from models.layout import next_version
-
-_DOCUMENTS = tf.TensorSpec([None], tf.string, name="documents")
-
-
-class HeadlineModule(tf.Module):
-    """The exported graph: text features, encoder, decoder and search."""
-
-    def __init__(self, model, features, options):
-        super().__init__(name="headline_summarizer")
-        self.model = model
-        self.features = features
-        self.options = options
-
-    def search(self, documents, beam_size, length_penalty=None):
-        """Headlines for `documents` (eager or in a `tf.function`).
-
-        `length_penalty` (a float or a scalar tensor) overrides the options'
-        one: one traced graph then serves every value.
-        """
-        options = self.options
-        if length_penalty is None:
-            length_penalty = options.length_penalty
-        source = self.features.encode_source(documents)
-        state, memory = self.model.initial_decoder_state(
-            source["ids"], source["ext_ids"]
-        )
-        batch = tf.shape(documents)[0]
-        start_ids = tf.fill([batch], START_ID)
-        banned = [PAD_ID, START_ID] + ([UNK_ID] if options.suppress_unk else [])
-        common = dict(
-            end_id=END_ID,
-            max_length=options.max_length,
-            min_length=options.min_length,
-            banned_ids=banned,
-            no_repeat_ngram_size=options.no_repeat_ngram_size,
-        )
-        kernel = self.model.output_kernel()  # once, not at every step
-        if beam_size > 1:
-            memory = keras_attn.tile_batch(memory, beam_size)
-
-        def step(ids, state):
-            return self.model.step(ids, state, memory, output_kernel=kernel)
-
-        if beam_size > 1:
-            result = keras_attn.beam_search(
-                step,
-                state,
-                start_ids,
-                beam_size=beam_size,
-                length_penalty=length_penalty,
-                **common,
-            )
-        else:
-            result = keras_attn.greedy_search(step, state, start_ids, **common)
-        # The search returns `max_length` steps; keep those any row used.
-        steps = tf.clip_by_value(
-            tf.reduce_max(result.lengths) + 1, 1, options.max_length
-        )
-        ids, attention = result.ids[:, :steps], result.extras[:, :steps]
-        tokens, normalized = self.features.decode(ids, result.lengths, source["tokens"])
-        headlines = self.features.readable(
-            tokens, documents, source["tokens"], attention
-        )
-        return {
-            "headlines": headlines,
-            "normalized_headlines": normalized,
-            "scores": result.scores,
-            "source_tokens": source["tokens"],
-            "headline_tokens": tokens,
-            "attention": attention,
-        }
-
-    @tf.function(input_signature=[_DOCUMENTS])
-    def beam(self, documents):
-        return _headline_outputs(self.search(documents, self.options.beam_size))
-
-    @tf.function(input_signature=[_DOCUMENTS])
-    def greedy(self, documents):
-        return _headline_outputs(self.search(documents, 1))
-
-    @tf.function(input_signature=[_DOCUMENTS])
-    def attention(self, documents):
-        return self.search(documents, self.options.beam_size)
-
-
-def _headline_outputs(out):
-    return {k: out[k] for k in ("headlines", "normalized_headlines", "scores")}
-
-
-def headlines_in_batches(search_fn, documents, batch_size=128):
-    """`search_fn(tf.string [n]) -> tf.string [n]` over `documents`, as str.
-
-    For ROUGE, `search_fn` returns the `normalized_headlines`.
-    """
-    documents = tf.convert_to_tensor(documents, tf.string)
-    headlines = []
-    for start in range(0, int(tf.shape(documents)[0]), batch_size):
-        out = search_fn(documents[start : start + batch_size])
-        headlines += [h.decode("utf-8") for h in out.numpy()]
-    return headlines
-
+from models.runs import load_run, load_trained_model
 
 TMP_PREFIX = ".tmp-export-"
 # A temporary folder older than this is a killed export's: no export of a
@@ -181,11 +70,7 @@ def export(
             f"({final} exists)"
         )
     module = HeadlineModule(model, features, options)
-    signatures = {
-        "serving_default": module.beam.get_concrete_function(),
-        "greedy": module.greedy.get_concrete_function(),
-        "attention": module.attention.get_concrete_function(),
-    }
+    signatures = module.signatures()
     # A hidden temporary folder in the same directory: TF Serving ignores
     # names that are not integers, and the rename is atomic on one filesystem.
     tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=export_dir))
@@ -215,8 +100,6 @@ def export_run(run_dir, export_dir, options=None):
     settings are `options`, else those tuned on validation by the run
     (`search_tuning.json`), else the defaults.
     """
-    from models.training import load_run, load_trained_model
-
     run_dir = Path(run_dir)
     options = options or SearchOptions.tuned(run_dir)
     _, features = load_run(run_dir)

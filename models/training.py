@@ -17,10 +17,10 @@ import keras
 import tensorflow as tf
 
 from models import data, text
-from models.config import SearchOptions, SummarizerConfig
-from models.export import HeadlineModule, headlines_in_batches
-from models.features import TextFeatures
+from models.config import SearchOptions
+from models.inference import HeadlineModule, headlines_in_batches
 from models.metrics import mean_rouge
+from models.runs import load_run, make_features, save_vocabulary
 from models.summarizer import HeadlineSummarizer
 
 # ---------------------------------------------------------------- vocabulary
@@ -45,24 +45,6 @@ def build_features(train_dataset, config, min_count=2):
     )
     config.vocab_size = len(vocabulary)
     return make_features(vocabulary, config)
-
-
-def make_features(vocabulary, config):
-    """`TextFeatures` of `vocabulary` as `config` sets them."""
-    return TextFeatures(
-        vocabulary,
-        config.max_source_length,
-        config.max_target_length,
-        normalization=config.normalization,
-    )
-
-
-def save_vocabulary(vocabulary, path):
-    Path(path).write_text("\n".join(vocabulary) + "\n", encoding="utf-8")
-
-
-def load_vocabulary(path):
-    return Path(path).read_text(encoding="utf-8").rstrip("\n").split("\n")
 
 
 # ---------------------------------------------------------------- datasets
@@ -235,19 +217,6 @@ class ValidationRouge(keras.callbacks.Callback):
 
 
 # ---------------------------------------------------------------- the run
-
-
-def load_run(run_dir):
-    """Config and text features of an existing run folder."""
-    run_dir = Path(run_dir)
-    config = SummarizerConfig.load(run_dir / "config.json")
-    vocabulary = load_vocabulary(run_dir / "vocab.txt")
-    return config, make_features(vocabulary, config)
-
-
-def load_trained_model(run_dir):
-    """A finished run's model (`model.keras`, the best weights), for inference."""
-    return keras.saving.load_model(Path(run_dir) / "model.keras", compile=False)
 
 
 def prepare_run(run_dir, train_split, config, options):

@@ -13,7 +13,7 @@ import functools
 import numpy as np
 import tensorflow as tf
 
-from models.export import HeadlineModule, headlines_in_batches
+from models.inference import HeadlineModule, headlines_in_batches
 from models.metrics import mean_rouge
 
 

@@ -33,6 +33,10 @@ class _EchoModule(tf.Module):
     greedy = beam
     attention = beam
 
+    def signatures(self):
+        fn = self.beam.get_concrete_function()
+        return {"serving_default": fn, "greedy": fn, "attention": fn}
+
 
 @pytest.fixture(autouse=True)
 def echo_module(monkeypatch):

@@ -24,8 +24,8 @@ import tensorflow as tf  # noqa: E402
 import keras_attn  # noqa: E402
 from models import data, pipeline, training  # noqa: E402
 from models.config import SearchOptions, SummarizerConfig, TrainOptions  # noqa: E402
-from models.export import HeadlineModule  # noqa: E402
 from models.features import RESERVED, TextFeatures  # noqa: E402
+from models.inference import HeadlineModule  # noqa: E402
 
 WORDS = ["alpha", "beta", "gamma", "delta", "said", "."]
 LAYERS = {

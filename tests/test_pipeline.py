@@ -86,14 +86,17 @@ def test_a_finished_run_exports_again_as_the_next_version(trained, tmp_path_fact
     sys.path.insert(0, str(ROOT))
     import tensorflow as tf
 
-    from models.export import export_run
-
     # A copy of the export folder: the fixture's is shared, and its server
     # tests expect version 1 alone.
     first = copy_tmp / "export" / "1"
     shutil.copytree(tmp_path / "export" / "1", first)
-    again = export_run(tmp_path / "run", copy_tmp / "export")
-    assert again == copy_tmp / "export" / "2"
+    # The command line, in a fresh process: loading the run must register
+    # the model's classes itself.
+    command = [sys.executable, "-m", "models.export", "--run-dir"]
+    result = run(command + [str(tmp_path / "run"), "--export-dir", str(first.parent)])
+    assert result.returncode == 0, result.stderr[-3000:]
+    again = copy_tmp / "export" / "2"
+    assert f"Exported {again}" in result.stdout
     # The run's tuned decoding settings, as in the first export.
     assert json.loads((again / "search_options.json").read_text()) == json.loads(
         (first / "search_options.json").read_text()
@@ -181,6 +184,8 @@ def test_saved_model_cli_lists_signatures(trained):
     result = run([str(cli), "show", "--all", "--dir", str(tmp_path / "export" / "1")])
     assert result.returncode == 0, result.stderr[-2000:]
     for name in ("serving_default", "attention", "greedy", "headlines", "documents"):
+        assert name in result.stdout
+    for name in ("length_control", "min_length", "max_length", "length_penalty"):
         assert name in result.stdout
 
 

@@ -328,6 +328,35 @@ def test_max_length_cuts_open_hypotheses():
         np.testing.assert_array_equal(result.extras, np.ones((2, 5, 2)))
 
 
+@pytest.mark.parametrize("beam_size", [1, 2])
+def test_max_length_processor_forces_the_end_token(beam_size):
+    # Token 3 is the likeliest at every step; the end token is never chosen
+    # unless forced.
+    def step(ids, state):
+        return ops.log_softmax(ops.one_hot(ops.full_like(ids, 3), V) * 9.0), state
+
+    def search(max_length, min_length=0):
+        processors = [ka.MaxLength(ops.convert_to_tensor(max_length), END)]
+        args = (step, None, [0, 0], END, 5)
+        kwargs = dict(min_length=min_length, processors=processors)
+        if beam_size == 1:
+            return np_result(ka.greedy_search(*args, **kwargs))
+        return np_result(ka.beam_search(*args, beam_size, **kwargs))
+
+    result = search(2)
+    np.testing.assert_array_equal(result.lengths, [2, 2])
+    np.testing.assert_array_equal(result.ids, [[3, 3, END, END, END]] * 2)
+    # Two tokens at logit 9, then the forced end at logit 0.
+    lse = np.log(np.exp(9.0) + 4.0)
+    np.testing.assert_allclose(result.log_probs, [18.0 - 3 * lse] * 2, rtol=1e-6)
+    # A maximum at the buffer's length or above cuts nothing.
+    np.testing.assert_array_equal(search(5).lengths, [5, 5])
+    np.testing.assert_array_equal(search(9).ids, np.full((2, 5), 3))
+    # Zero: only the end token; a minimum as long as the maximum still ends.
+    np.testing.assert_array_equal(search(0).lengths, [0, 0])
+    np.testing.assert_array_equal(search(1, min_length=1).lengths, [1, 1])
+
+
 def test_custom_processor():
     class OddOnly(ka.LogitsProcessor):
         def __call__(self, log_probs, history, step):

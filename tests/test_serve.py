@@ -1,6 +1,6 @@
 """Tests of `models.serve` against a fake SavedModel with the export's signatures.
 
-The signatures are those `models/export.py` writes (see its docstring; a
+The signatures are those `models/inference.py` defines (see its docstring; a
 real export is served in test_serve_export.py). The fake `headlines` model
 writes the first three words of a document (upper-cased in version 1,
 lower-cased in version 2) and attends from headline word `t` to source word
@@ -60,38 +60,55 @@ CHROMIUM_ARGS = [
 # ----------------------------------------------------------------- fake SavedModel
 
 
+_DOCS_SPEC = tf.TensorSpec([None], tf.string, name="documents")
+# The fake's `search_options.json`: `length_control` with these values
+# answers what `serving_default` answers.
+FAKE_OPTIONS = {"min_length": 0, "max_length": 3, "length_penalty": 1.0}
+
+
 class _FakeHeadlines(tf.Module):
     def __init__(self, upper: bool):
         super().__init__()
         self._upper = upper
 
-    def _headline_words(self, documents):
-        words = tf.strings.split(documents)
+    def _outputs(self, documents, words=3, length_penalty=1.0):
+        """The first `words` words; scores `-length_penalty * source words`."""
+        words_of = tf.strings.split(documents)
         change = tf.strings.upper if self._upper else tf.strings.lower
-        return words, tf.ragged.map_flat_values(change, words[:, :3])
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="documents")])
-    def serve(self, documents):
-        words, first = self._headline_words(documents)
-        return {
-            "headlines": tf.strings.reduce_join(first, axis=1, separator=" "),
-            "scores": -tf.cast(words.row_lengths(), tf.float32),
-        }
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="documents")])
-    def attention(self, documents):
-        words, first = self._headline_words(documents)
-        source = words.to_tensor("")
+        first = tf.ragged.map_flat_values(change, words_of[:, :words])
+        source = words_of.to_tensor("")
         headline = first.to_tensor("")
         eye = tf.eye(tf.shape(headline)[1], tf.shape(source)[1])
         valid = tf.cast(headline != "", tf.float32)[:, :, None]
         return {
             "headlines": tf.strings.reduce_join(first, axis=1, separator=" "),
-            "scores": -tf.cast(words.row_lengths(), tf.float32),
+            "scores": -length_penalty * tf.cast(words_of.row_lengths(), tf.float32),
             "source_tokens": source,
             "headline_tokens": headline,
             "attention": eye[None] * valid,
         }
+
+    @tf.function(input_signature=[_DOCS_SPEC])
+    def serve(self, documents):
+        out = self._outputs(documents)
+        return {k: out[k] for k in ("headlines", "scores")}
+
+    @tf.function(input_signature=[_DOCS_SPEC])
+    def attention(self, documents):
+        return self._outputs(documents)
+
+    @tf.function(
+        input_signature=[
+            _DOCS_SPEC,
+            tf.TensorSpec([], tf.int32, name="min_length"),
+            tf.TensorSpec([], tf.int32, name="max_length"),
+            tf.TensorSpec([], tf.float32, name="length_penalty"),
+        ]
+    )
+    def length_control(self, documents, min_length, max_length, length_penalty):
+        # Three words, or as many as the lengths demand.
+        words = tf.minimum(tf.maximum(3, min_length), max_length)
+        return self._outputs(documents, words, length_penalty)
 
 
 def _save_fake(path: Path, upper: bool) -> None:
@@ -102,9 +119,12 @@ def _save_fake(path: Path, upper: bool) -> None:
         str(tmp),
         signatures={
             "serving_default": module.serve.get_concrete_function(),
+            "greedy": module.serve.get_concrete_function(),
             "attention": module.attention.get_concrete_function(),
+            "length_control": module.length_control.get_concrete_function(),
         },
     )
+    (tmp / "search_options.json").write_text(json.dumps(FAKE_OPTIONS))
     os.rename(tmp, path)  # Atomic, as the real exporter does.
 
 
@@ -226,7 +246,11 @@ def test_status_and_metadata(client):
         "version": "1",
     }
     sigs = meta["metadata"]["signature_def"]["signature_def"]
-    assert set(sigs) == {"serving_default", "attention"}
+    assert set(sigs) == {"serving_default", "greedy", "attention", "length_control"}
+    assert sigs["length_control"]["inputs"]["max_length"]["tensor_shape"] == {
+        "dim": [],
+        "unknown_rank": False,
+    }
     doc_in = sigs["serving_default"]["inputs"]["documents"]
     assert doc_in["dtype"] == "DT_STRING"
     assert doc_in["tensor_shape"]["dim"][0]["size"] == "-1"
@@ -531,6 +555,17 @@ def test_web_page_in_headless_chromium(model_dir, tmp_path):
                 "1.0000"
             )
             assert page.locator("#heatmap th.src").count() == len(article.split())
+            # The slider starts at the model's default and sends nothing; set
+            # to two words, it sends max_length=2.
+            assert page.text_content("#max-words-value") == "model default"
+            page.get_by_label("Longest headline").fill("2")
+            assert page.text_content("#max-words-value") == "2 words"
+            page.get_by_role("button", name="Generate headline").click()
+            # `expect` polls without `eval`, which the page's CSP forbids.
+            sync_api.expect(page.locator("#headline")).to_have_text(
+                "AUSTRALIA 'S", timeout=15_000
+            )
+            assert page.locator("#heatmap tbody tr").count() == 2
             page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
             shot = os.environ.get("SERVE_SCREENSHOT")
             if shot:

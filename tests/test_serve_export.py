@@ -8,6 +8,7 @@ import pytest
 
 pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
 
+import json  # noqa: E402
 import os  # noqa: E402
 import socket  # noqa: E402
 import subprocess  # noqa: E402
@@ -70,11 +71,22 @@ def direct(trained):
     import tensorflow as tf
 
     tmp_path, _ = trained
-    model = tf.saved_model.load(str(tmp_path / "export" / "1"))
-    return {
+    version = tmp_path / "export" / "1"
+    model = tf.saved_model.load(str(version))
+    out = {
         name: model.signatures[name](documents=tf.constant(DOCS))
         for name in ("serving_default", "attention")
     }
+    # What a request with `"max_length": 2` must get: the other settings are
+    # search_options.json's.
+    defaults = json.loads((version / "search_options.json").read_text())
+    out["max_length=2"] = model.signatures["length_control"](
+        documents=tf.constant(DOCS),
+        min_length=tf.constant(defaults["min_length"]),
+        max_length=tf.constant(2),
+        length_penalty=tf.constant(float(defaults["length_penalty"])),
+    )
+    return out
 
 
 def test_status_lists_the_exported_version(server):
@@ -112,3 +124,30 @@ def test_attention_signature_over_rest(server, direct):
         outputs["attention"], want["attention"].numpy()[:, :t, :s], rtol=1e-5
     )
     assert t >= 1 and s == (source != "").sum(axis=1).max()
+
+
+def test_length_fields_over_rest(server, direct):
+    body = {"instances": DOCS, "max_length": 2}
+    response = httpx.post(f"{server}:predict", json=body, timeout=120)
+    assert response.status_code == 200, response.text
+    predictions = response.json()["predictions"]
+    want = direct["max_length=2"]
+    assert [p["headlines"] for p in predictions] == [
+        h.decode("utf-8") for h in want["headlines"].numpy()
+    ]
+    assert [p["scores"] for p in predictions] == pytest.approx(
+        want["scores"].numpy().tolist(), rel=1e-5
+    )
+    assert all(len(p["normalized_headlines"].split()) <= 2 for p in predictions)
+    assert set(predictions[0]) == {"headlines", "normalized_headlines", "scores"}
+
+    bad = httpx.post(
+        f"{server}:predict",
+        json={"instances": DOCS, "min_length": 3, "max_length": 2},
+        timeout=120,
+    )
+    assert bad.status_code == 400
+    assert bad.json() == {
+        "error": "`min_length` must be at most `max_length`. "
+        "Received: min_length=3, max_length=2"
+    }

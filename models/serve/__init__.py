@@ -8,7 +8,9 @@ python -m models.serve --model-dir saved_models/headlines --port 8501
 
 It speaks TensorFlow Serving's REST API (`/v1/models/<name>[:predict|/metadata]`,
 row and columnar formats, `/versions/<v>` paths), batches requests that arrive
-within a few milliseconds into one call of the signature, hot-swaps to a newer
+within a few milliseconds into one call of the signature (requests with
+different length settings, `min_length` / `max_length` / `length_penalty`,
+never share one), hot-swaps to a newer
 integer version folder when one appears, and serves a web page at `/` that shows
 the headline and its attention heatmap.
 

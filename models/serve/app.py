@@ -26,8 +26,11 @@ from models.errors import HttpError
 from models.serve.batcher import Batcher, Job
 from models.serve.codec import (
     DEFAULT_SIGNATURE,
+    LENGTH_FIELDS,
+    LENGTH_SIGNATURE,
     crop_batch_padding,
     parse_columnar,
+    parse_lengths,
     parse_row,
     preview,
     to_json,
@@ -37,6 +40,9 @@ from models.serve.servable import ModelManager, Servable
 logger = logging.getLogger("models.serve")
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
+# The beam-search signatures whose outputs `length_control` also gives: a
+# request to one of them with length fields is answered by it.
+_LENGTH_CONTROLLED = (DEFAULT_SIGNATURE, "attention")
 
 
 @dataclass
@@ -187,11 +193,15 @@ class HeadlineServer:
     async def api_headline(self, request: Request) -> Response:
         """Endpoint for the web page: one document -> tokens + attention matrix."""
         payload = await self._read_json(request)
-        if not isinstance(payload, dict) or set(payload) != {"document"}:
+        if (
+            not isinstance(payload, dict)
+            or "document" not in payload
+            or not set(payload) <= {"document", *LENGTH_FIELDS}
+        ):
             raise HttpError(
                 400,
-                'The body must be a JSON object {"document": "..."}. '
-                f"Received: {preview(payload)}",
+                'The body must be a JSON object {"document": "..."}, optionally '
+                f"with {', '.join(LENGTH_FIELDS)}. Received: {preview(payload)}",
             )
         document = payload["document"]
         if not isinstance(document, str) or not document.strip():
@@ -203,6 +213,9 @@ class HeadlineServer:
         signature = "attention"
         if signature not in servable.signatures:
             signature = DEFAULT_SIGNATURE
+        signature, params = self._length_params(
+            servable, signature, parse_lengths(payload)
+        )
         dtypes = servable.input_dtypes[signature]
         if len(dtypes) != 1:
             raise HttpError(
@@ -212,7 +225,7 @@ class HeadlineServer:
             )
         inputs = {next(iter(dtypes)): [document.encode("utf-8")]}
         outputs, batch_requests, batch_size = await self._call(
-            servable, signature, inputs, 1
+            servable, signature, inputs, 1, params
         )
         outputs = crop_batch_padding(outputs)
         first = {k: to_json(v[0] if v.ndim else v) for k, v in outputs.items()}
@@ -307,12 +320,14 @@ class HeadlineServer:
                 "A predict request must be a JSON object with 'instances' or "
                 f"'inputs'. Received: {type(payload).__name__}",
             )
-        unknown = sorted(set(payload) - {"signature_name", "instances", "inputs"})
+        known = {"signature_name", "instances", "inputs", *LENGTH_FIELDS}
+        unknown = sorted(set(payload) - known)
         if unknown:
             raise HttpError(
                 400,
                 "A predict request has 'instances' (row format) or 'inputs' "
-                "(columnar format), and optionally 'signature_name'. "
+                "(columnar format), and optionally 'signature_name', "
+                f"{', '.join(map(repr, LENGTH_FIELDS))}. "
                 f"Received: unknown field(s) {unknown}",
             )
         if ("instances" in payload) == ("inputs" in payload):
@@ -337,7 +352,10 @@ class HeadlineServer:
                 f'Serving signature name: "{signature}" not found in signature def '
                 f"(available: {sorted(servable.signatures)})",
             )
-        dtypes = servable.input_dtypes[signature]
+        run_signature, params = self._length_params(
+            servable, signature, parse_lengths(payload)
+        )
+        dtypes = servable.input_dtypes[run_signature]
         row = "instances" in payload
         if row:
             inputs, size = parse_row(payload["instances"], dtypes)
@@ -350,7 +368,7 @@ class HeadlineServer:
                 f"instances. Received: {size} instances",
             )
         outputs, batch_requests, batch_size = await self._call(
-            servable, signature, inputs, size
+            servable, run_signature, inputs, size, params
         )
         outputs = crop_batch_padding(outputs)
         names = servable.output_names[signature]
@@ -370,9 +388,53 @@ class HeadlineServer:
             {"outputs": {k: to_json(outputs[k]) for k in names}}, headers=headers
         )
 
-    async def _call(self, servable, signature, inputs, size):
+    def _length_params(
+        self, servable: Servable, signature: str, lengths: dict[str, Any]
+    ) -> tuple[str, dict[str, Any]]:
+        """The signature to run and its scalar inputs, defaults filled in.
+
+        Length fields on a request to `serving_default` or `attention` run
+        `length_control`, which gives their outputs too. Its defaults, which a
+        signature cannot hold, are the export's `search_options.json`.
+        """
+        if lengths and not servable.param_dtypes[signature]:
+            given = ", ".join(f"{k}={v}" for k, v in lengths.items())
+            if signature not in _LENGTH_CONTROLLED:
+                raise HttpError(
+                    400,
+                    f"{', '.join(LENGTH_FIELDS)} apply to beam search: the "
+                    f"signature must be one of {list(_LENGTH_CONTROLLED)}. "
+                    f"Received: signature_name={signature}, {given}",
+                )
+            if LENGTH_SIGNATURE not in servable.signatures:
+                raise HttpError(
+                    400,
+                    f"Model version {servable.version} takes no length settings "
+                    f"(no '{LENGTH_SIGNATURE}' signature; export it again). "
+                    f"Received: {given}",
+                )
+            signature = LENGTH_SIGNATURE
+        params = {}
+        defaults = servable.search_options
+        for name in servable.param_dtypes[signature]:
+            if name not in lengths and name not in defaults:
+                raise HttpError(
+                    400,
+                    f"`{name}` must be given: model version {servable.version} "
+                    f"has no default for it. Received: none",
+                )
+            params[name] = lengths.get(name, defaults.get(name))
+        # The graph clips lengths to the export's `max_length`; clipping here
+        # too keeps them in int32 and lets equal settings share a batch.
+        limit = defaults.get("max_length")
+        for name in ("min_length", "max_length"):
+            if name in params and limit is not None:
+                params[name] = min(params[name], limit)
+        return signature, params
+
+    async def _call(self, servable, signature, inputs, size, params=None):
         self.requests += 1
-        job = Job(servable, signature, inputs, size)
+        job = Job(servable, signature, inputs, size, params or {})
         try:
             self.batcher.submit(job)
         except queue.Full:

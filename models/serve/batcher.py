@@ -22,11 +22,14 @@ class Job:
     signature: str
     inputs: dict[str, list]
     size: int
+    # Scalar inputs (the length settings): one value for all the job's rows,
+    # so only jobs with equal params share a batch.
+    params: dict[str, Any] = field(default_factory=dict)
     future: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
 
     @property
-    def key(self) -> tuple[int, str]:
-        return id(self.servable), self.signature
+    def key(self) -> tuple:
+        return id(self.servable), self.signature, tuple(sorted(self.params.items()))
 
 
 _STOP = object()
@@ -37,7 +40,7 @@ class Batcher:
 
     A single worker thread owns every model call. It blocks for a first job, then
     keeps collecting jobs for up to `timeout_s` or until `max_batch_size`
-    instances are waiting, groups them by (servable, signature), and runs each
+    instances are waiting, groups them by (servable, signature, params), and runs each
     group as one batch. The queue is bounded so overload is answered at once
     (503) instead of growing latency without limit.
     """
@@ -118,7 +121,7 @@ class Batcher:
             if first is _STOP:
                 return
             jobs, stop = self._collect(first)
-            groups: dict[tuple[int, str], list[Job]] = {}
+            groups: dict[tuple, list[Job]] = {}
             for job in jobs:
                 groups.setdefault(job.key, []).append(job)
             for group in groups.values():
@@ -163,7 +166,7 @@ class Batcher:
             for name, values in job.inputs.items():
                 merged[name].extend(values)
         total = sum(job.size for job in jobs)
-        outputs = servable.run(signature, merged)
+        outputs = servable.run(signature, {**merged, **jobs[0].params})
         with self._lock:
             self.batches += 1
             self.jobs += len(jobs)

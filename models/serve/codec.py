@@ -13,6 +13,10 @@ import tensorflow as tf
 from models.errors import HttpError
 
 DEFAULT_SIGNATURE = "serving_default"
+# The signature that takes the length settings as inputs, and the request
+# fields that set them (top-level, next to `instances` / `inputs`).
+LENGTH_SIGNATURE = "length_control"
+LENGTH_FIELDS = ("min_length", "max_length", "length_penalty")
 # Outputs of the `attention` signature padded to the longest row of the *batch*;
 # they are trimmed per request so a response never depends on its batch-mates.
 _PADDED_TOKEN_OUTPUTS = ("source_tokens", "headline_tokens")
@@ -132,6 +136,41 @@ def parse_columnar(
             for i, v in enumerate(column)
         ]
     return inputs, size
+
+
+def parse_lengths(payload: dict) -> dict[str, int | float]:
+    """The length fields a request gives, checked; the others are left out."""
+    given = {k: payload[k] for k in LENGTH_FIELDS if k in payload}
+    for name, low in (("min_length", 0), ("max_length", 1)):
+        if name not in given:
+            continue
+        value = given[name]
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise HttpError(
+                400,
+                f"`{name}` must be an integer >= {low}. "
+                f"Received: {name}={preview(value)}",
+            )
+    if "length_penalty" in given:
+        value = given["length_penalty"]
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
+            raise HttpError(
+                400,
+                "`length_penalty` must be a finite number. "
+                f"Received: length_penalty={preview(value)}",
+            )
+        given["length_penalty"] = float(value)
+    if given.get("min_length", 0) > given.get("max_length", math.inf):
+        raise HttpError(
+            400,
+            "`min_length` must be at most `max_length`. Received: "
+            f"min_length={given['min_length']}, max_length={given['max_length']}",
+        )
+    return given
 
 
 def _key_mismatch(where: str, given: dict, names: list[str]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -19,6 +20,10 @@ from tensorflow.core.protobuf import saved_model_pb2  # noqa: E402
 
 from models.errors import UserError  # noqa: E402
 from models.layout import SAVED_MODEL_FILE, version_dirs  # noqa: E402
+
+# Written beside the SavedModel by `models.export`; the server reads it as
+# JSON and imports none of the model code.
+SEARCH_OPTIONS_FILE = "search_options.json"
 
 logger = logging.getLogger("models.serve")
 
@@ -57,9 +62,14 @@ class Servable:
     loaded: Any
     signatures: dict[str, Any]
     # signature -> input name -> tf.DType, and signature -> output names.
+    # `input_dtypes` holds the batched inputs, `param_dtypes` the scalar ones
+    # (the length settings), which a request gives once for all its rows.
     input_dtypes: dict[str, dict[str, tf.DType]]
     output_names: dict[str, list[str]]
     signature_defs: dict[str, Any]
+    param_dtypes: dict[str, dict[str, tf.DType]]
+    # The export's `search_options.json`: the defaults of the scalar inputs.
+    search_options: dict[str, Any]
 
     @classmethod
     def load(cls, version: int, path: Path) -> Servable:
@@ -69,11 +79,20 @@ class Servable:
             raise UserError(
                 f"A SavedModel must have signatures. Received: none in {path}"
             )
-        input_dtypes, output_names = {}, {}
+        input_dtypes, param_dtypes, output_names = {}, {}, {}
         for name, fn in signatures.items():
             _, kwargs = fn.structured_input_signature
-            input_dtypes[name] = {k: spec.dtype for k, spec in kwargs.items()}
+            input_dtypes[name] = {
+                k: spec.dtype for k, spec in kwargs.items() if spec.shape.rank != 0
+            }
+            param_dtypes[name] = {
+                k: spec.dtype for k, spec in kwargs.items() if spec.shape.rank == 0
+            }
             output_names[name] = sorted(fn.structured_outputs)
+        options_path = path / SEARCH_OPTIONS_FILE
+        search_options = (
+            json.loads(options_path.read_text()) if options_path.exists() else {}
+        )
         return cls(
             version=version,
             path=path,
@@ -82,19 +101,27 @@ class Servable:
             input_dtypes=input_dtypes,
             output_names=output_names,
             signature_defs=_signature_defs(path),
+            param_dtypes=param_dtypes,
+            search_options=search_options,
         )
 
-    def run(self, signature: str, inputs: dict[str, list]) -> dict[str, np.ndarray]:
+    def run(self, signature: str, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        """Calls `signature` on the batched `inputs` and its scalar params."""
         fn = self.signatures[signature]
-        dtypes = self.input_dtypes[signature]
+        dtypes = {**self.input_dtypes[signature], **self.param_dtypes[signature]}
         tensors = {k: tf.constant(v, dtype=dtypes[k]) for k, v in inputs.items()}
         return {k: v.numpy() for k, v in fn(**tensors).items()}
 
     def warm_up(self) -> None:
         """Calls every signature once so the first request pays no first-call cost."""
         for name, dtypes in self.input_dtypes.items():
-            if all(d == tf.string for d in dtypes.values()):
-                self.run(name, {k: ["warm up"] for k in dtypes})
+            params = self.param_dtypes[name]
+            if not all(d == tf.string for d in dtypes.values()):
+                continue
+            if not all(k in self.search_options for k in params):
+                continue
+            inputs = {k: ["warm up"] for k in dtypes}
+            self.run(name, {**inputs, **{k: self.search_options[k] for k in params}})
 
 
 class ModelManager:

@@ -12,6 +12,8 @@
   const meta = document.getElementById("meta");
   const table = document.getElementById("heatmap");
   const modelInfo = document.getElementById("model-info");
+  const maxWords = document.getElementById("max-words");
+  const maxWordsValue = document.getElementById("max-words-value");
 
   // A light-to-dark blue ramp; readable on white and in greyscale.
   const LOW = [239, 246, 255];
@@ -83,6 +85,17 @@
     });
   }
 
+  // The slider's last position sends no `max_length`: the model's default.
+  function maxLength() {
+    const value = Number(maxWords.value);
+    return value < Number(maxWords.max) ? value : null;
+  }
+
+  function showMaxWords() {
+    const value = maxLength();
+    maxWordsValue.textContent = value === null ? "model default" : `${value} words`;
+  }
+
   async function generate() {
     const text = article.value.trim();
     if (!text) {
@@ -98,7 +111,9 @@
       const response = await fetch("/api/headline", {
         method: "POST",
         headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ document: text }),
+        body: JSON.stringify(
+          maxLength() === null ? { document: text }
+            : { document: text, max_length: maxLength() }),
       });
       let data;
       try {
@@ -124,6 +139,8 @@
     }
   }
 
+  maxWords.addEventListener("input", showMaxWords);
+  showMaxWords();
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     generate();

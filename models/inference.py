@@ -1,0 +1,172 @@
+"""Inference: the graph that turns text into headlines, in batches.
+
+`HeadlineModule` is what `export` saves and what validation and tuning
+decode with: text features, encoder, the search (greedy or beam) over the
+decoder's one-token step, and the readable output.
+
+Signatures (all take `documents`, tf.string `[batch]`):
+
+* `serving_default`: beam search; `headlines` tf.string `[batch]` (readable
+  text: the source's casing and numbers, punctuation joined),
+  `normalized_headlines` tf.string `[batch]` (the model's tokens in the
+  data's normalized form, which ROUGE scores against the references),
+  `scores` float32 `[batch]` (length-normalised log-probability).
+* `greedy`: the same outputs, greedy search.
+* `attention`: beam search, plus `source_tokens` `[batch, S]`,
+  `headline_tokens` `[batch, T]` and `attention` float32 `[batch, T, S]`.
+* `length_control`: beam search with the length settings as inputs, the
+  `attention` signature's outputs. Besides `documents`: `min_length` int32
+  scalar (tokens before the end; clipped to `[0, max_length]`),
+  `max_length` int32 scalar (most tokens; clipped to `[1, the export's
+  max_length]`), `length_penalty` float32 scalar (GNMT's alpha). With the
+  values of `search_options.json` it gives `serving_default`'s headlines.
+"""
+
+import tensorflow as tf
+
+import keras_attn
+from models.features import END_ID, PAD_ID, START_ID, UNK_ID
+
+_DOCUMENTS = tf.TensorSpec([None], tf.string, name="documents")
+# Signatures cannot have defaults: `search_options.json`, beside the
+# SavedModel, holds the values the other signatures use.
+_LENGTH_CONTROL = [
+    _DOCUMENTS,
+    tf.TensorSpec([], tf.int32, name="min_length"),
+    tf.TensorSpec([], tf.int32, name="max_length"),
+    tf.TensorSpec([], tf.float32, name="length_penalty"),
+]
+
+
+class HeadlineModule(tf.Module):
+    """The exported graph: text features, encoder, decoder and search."""
+
+    def __init__(self, model, features, options):
+        super().__init__(name="headline_summarizer")
+        self.model = model
+        self.features = features
+        self.options = options
+
+    def search(
+        self,
+        documents,
+        beam_size,
+        length_penalty=None,
+        min_length=None,
+        max_length=None,
+    ):
+        """Headlines for `documents` (eager or in a `tf.function`).
+
+        `length_penalty`, `min_length` and `max_length` (Python numbers or
+        scalar tensors) override the options' ones: one traced graph then
+        serves every value. The search's buffers stay `options.max_length`
+        steps long, so a given `max_length` is clipped to `[1,
+        options.max_length]` and applied by forcing the end token
+        (`keras_attn.MaxLength`); `min_length` is clipped to `[0, max_length]`.
+        """
+        options = self.options
+        if length_penalty is None:
+            length_penalty = options.length_penalty
+        processors = []
+        if max_length is not None:
+            max_length = tf.clip_by_value(max_length, 1, options.max_length)
+            processors.append(keras_attn.MaxLength(max_length, END_ID))
+        if min_length is None:
+            min_length = options.min_length
+        else:
+            limit = options.max_length if max_length is None else max_length
+            min_length = tf.clip_by_value(min_length, 0, limit)
+        source = self.features.encode_source(documents)
+        state, memory = self.model.initial_decoder_state(
+            source["ids"], source["ext_ids"]
+        )
+        batch = tf.shape(documents)[0]
+        start_ids = tf.fill([batch], START_ID)
+        banned = [PAD_ID, START_ID] + ([UNK_ID] if options.suppress_unk else [])
+        common = dict(
+            end_id=END_ID,
+            max_length=options.max_length,
+            min_length=min_length,
+            banned_ids=banned,
+            no_repeat_ngram_size=options.no_repeat_ngram_size,
+            processors=processors,
+        )
+        kernel = self.model.output_kernel()  # once, not at every step
+        if beam_size > 1:
+            memory = keras_attn.tile_batch(memory, beam_size)
+
+        def step(ids, state):
+            return self.model.step(ids, state, memory, output_kernel=kernel)
+
+        if beam_size > 1:
+            result = keras_attn.beam_search(
+                step,
+                state,
+                start_ids,
+                beam_size=beam_size,
+                length_penalty=length_penalty,
+                **common,
+            )
+        else:
+            result = keras_attn.greedy_search(step, state, start_ids, **common)
+        # The search returns `max_length` steps; keep those any row used.
+        steps = tf.clip_by_value(
+            tf.reduce_max(result.lengths) + 1, 1, options.max_length
+        )
+        ids, attention = result.ids[:, :steps], result.extras[:, :steps]
+        tokens, normalized = self.features.decode(ids, result.lengths, source["tokens"])
+        headlines = self.features.readable(
+            tokens, documents, source["tokens"], attention
+        )
+        return {
+            "headlines": headlines,
+            "normalized_headlines": normalized,
+            "scores": result.scores,
+            "source_tokens": source["tokens"],
+            "headline_tokens": tokens,
+            "attention": attention,
+        }
+
+    @tf.function(input_signature=[_DOCUMENTS])
+    def beam(self, documents):
+        return _headline_outputs(self.search(documents, self.options.beam_size))
+
+    @tf.function(input_signature=[_DOCUMENTS])
+    def greedy(self, documents):
+        return _headline_outputs(self.search(documents, 1))
+
+    @tf.function(input_signature=[_DOCUMENTS])
+    def attention(self, documents):
+        return self.search(documents, self.options.beam_size)
+
+    @tf.function(input_signature=_LENGTH_CONTROL)
+    def length_control(self, documents, min_length, max_length, length_penalty):
+        return self.search(
+            documents, self.options.beam_size, length_penalty, min_length, max_length
+        )
+
+    def signatures(self):
+        """The SavedModel's signatures: name to concrete function."""
+        return {
+            "serving_default": self.beam.get_concrete_function(),
+            "greedy": self.greedy.get_concrete_function(),
+            "attention": self.attention.get_concrete_function(),
+            "length_control": self.length_control.get_concrete_function(),
+        }
+
+
+def _headline_outputs(out):
+    return {k: out[k] for k in ("headlines", "normalized_headlines", "scores")}
+
+
+def headlines_in_batches(search_fn, documents, batch_size=128):
+    """`search_fn(tf.string [n]) -> tf.string [n]` over `documents`, as str.
+
+    For ROUGE, `search_fn` returns the `normalized_headlines`.
+    """
+    documents = tf.convert_to_tensor(documents, tf.string)
+    headlines = []
+    for start in range(0, int(tf.shape(documents)[0]), batch_size):
+        out = search_fn(documents[start : start + batch_size])
+        headlines += [h.decode("utf-8") for h in out.numpy()]
+    return headlines
