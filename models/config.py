@@ -155,6 +155,8 @@ class TrainOptions:
         min_count: Words seen fewer times stay out of the vocabulary.
         validation_rouge_examples: Validation examples decoded for ROUGE
             after each epoch (0: follow the validation loss instead).
+        ema_momentum: Validate, keep and export the exponential moving
+            average of the weights with this momentum (0: the raw weights).
         jit_compile: XLA-compile the train step.
         mixed_precision: Keras mixed-precision policy, one of
             `MIXED_PRECISION_CHOICES` (None: float32).
@@ -170,7 +172,8 @@ class TrainOptions:
     checkpoint_every: int = 200
     patience: int = 5
     min_count: int = 2
-    validation_rouge_examples: int = 200
+    validation_rouge_examples: int = 1000
+    ema_momentum: float = 0.999
     jit_compile: bool = False
     mixed_precision: str | None = dataclasses.field(
         default=None, metadata=_choices(MIXED_PRECISION_CHOICES)

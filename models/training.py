@@ -184,6 +184,57 @@ class TimeBudget(keras.callbacks.Callback):
             self.stopped = True
 
 
+class AveragedWeights(keras.callbacks.Callback):
+    """Validates and keeps the optimizer's moving average of the weights.
+
+    With `use_ema`, Keras' optimizer keeps an exponential moving average of
+    the weights, but validation, the best-model checkpoint and early stopping
+    would all see the raw weights. Placed first among the callbacks, this one
+    puts the average into the model for validation (`on_test_begin`) and the
+    epoch-end callbacks; `restorer()`, placed before the backup, puts the raw
+    weights back, so that training and backups go on from them.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self._raw = None
+
+    def _averages(self):
+        optimizer = getattr(
+            self.model.optimizer, "inner_optimizer", self.model.optimizer
+        )
+        return optimizer._model_variables_moving_average
+
+    def swap_in(self):
+        if self._raw is not None:
+            return
+        variables = self.model.trainable_variables
+        self._raw = [tf.identity(v) for v in variables]
+        for variable, average in zip(variables, self._averages(), strict=True):
+            variable.assign(average)
+
+    def swap_out(self):
+        if self._raw is None:
+            return
+        for variable, raw in zip(
+            self.model.trainable_variables, self._raw, strict=True
+        ):
+            variable.assign(raw)
+        self._raw = None
+
+    def on_test_begin(self, logs=None):
+        self.swap_in()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.swap_in()
+
+    def restorer(self):
+        """The callback that puts the raw weights back at an epoch's end."""
+        return keras.callbacks.LambdaCallback(
+            on_epoch_end=lambda epoch, logs: self.swap_out()
+        )
+
+
 class ValidationRouge(keras.callbacks.Callback):
     """ROUGE of greedy headlines on a validation sample after each epoch."""
 
@@ -250,7 +301,10 @@ def build_model(config, options, strategy=None):
         model(dummy)
         model.compile(
             optimizer=keras.optimizers.Adam(
-                options.learning_rate, clipnorm=options.clipnorm
+                options.learning_rate,
+                clipnorm=options.clipnorm,
+                use_ema=bool(options.ema_momentum),
+                ema_momentum=options.ema_momentum or 0.99,
             ),
             jit_compile=options.jit_compile,
         )
@@ -265,7 +319,8 @@ def fit(model, train_batches, validation_batches, run_dir, options, callbacks=()
 
     The best model and early stopping follow validation ROUGE-1 when a
     `ValidationRouge` callback computes it (the metric the model is for),
-    else the validation loss.
+    else the validation loss. With `options.ema_momentum`, all three see
+    the moving average of the weights (`AveragedWeights`).
     """
     run_dir = Path(run_dir)
     best_path = run_dir / "best.weights.h5"
@@ -281,11 +336,14 @@ def fit(model, train_batches, validation_batches, run_dir, options, callbacks=()
     stopping = keras.callbacks.EarlyStopping(
         monitor=monitor, mode=mode, patience=options.patience
     )
+    averaged = [AveragedWeights()] if options.ema_momentum else []
     all_callbacks = [
+        *averaged,
         # First, so that the metrics they add to the logs are seen below.
         *callbacks,
         checkpoint,
         stopping,
+        *[a.restorer() for a in averaged],
         Backup(
             str(run_dir / "backup"),
             save_freq=options.checkpoint_every,

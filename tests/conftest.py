@@ -100,12 +100,29 @@ def trained(tmp_path_factory):
     """`(folder, result)` of one tiny `train.py` run, shared by every module.
 
     The run is in `folder / "run"` and its export in `folder / "export" / "1"`.
-    For `tf_only` tests: it trains with TensorFlow in a subprocess.
+    For `tf_only` tests: it trains with TensorFlow in a subprocess. Under
+    pytest-xdist the workers share one run: the first to need it trains
+    while holding a lock, the others wait and read what it wrote.
     """
     from e2e import train_tiny_run
 
-    tmp_path = tmp_path_factory.mktemp("e2e")
-    return tmp_path, train_tiny_run(tmp_path)
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        tmp_path = tmp_path_factory.mktemp("e2e")
+        return tmp_path, train_tiny_run(tmp_path)
+    import fcntl
+    import json
+    import subprocess
+
+    shared = tmp_path_factory.getbasetemp().parent  # one per test session
+    folder, saved = shared / "e2e-trained", shared / "e2e-trained.json"
+    with open(shared / "e2e-trained.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not saved.exists():
+            folder.mkdir()
+            result = train_tiny_run(folder)
+            fields = ("args", "returncode", "stdout", "stderr")
+            saved.write_text(json.dumps({f: getattr(result, f) for f in fields}))
+    return folder, subprocess.CompletedProcess(**json.loads(saved.read_text()))
 
 
 @pytest.fixture
@@ -234,6 +251,31 @@ def _ref_network(layer, q, k):
     return (np.tanh(pairs @ w1 + b1) @ w2 + b2)[..., 0]
 
 
+def _ref_coverage_attention(layer, q, k, v, value_mask, query_mask):
+    """`(context, weights)` of `CoverageAttention`, one query step at a time.
+
+    Step t's scores add `w_c c^t_i` inside the tanh, where the coverage
+    `c^t` sums the weights of the earlier unmasked query steps.
+    """
+    bias = _np(layer.bias) if layer.use_bias else None
+    keys = k @ _np(layer.key_kernel)
+    w_c = _np(layer.coverage_kernel)
+    coverage = np.zeros(keys.shape[:2])
+    steps = []
+    for t in range(q.shape[1]):
+        scores = _additive(
+            q[:, t : t + 1] @ _np(layer.query_kernel),
+            keys + coverage[..., None] * w_c,
+            _score_vector(layer),
+            bias,
+        )
+        weights = np_masked_softmax(scores, value_mask)[:, 0] * query_mask[:, t, None]
+        coverage = coverage + weights
+        steps.append(weights)
+    weights = np.stack(steps, 1)
+    return weights @ v, weights
+
+
 def score_network(query_dim, key_dim, units=8, dtype=None):
     """A small `f(q, k)`: Dense(tanh) on `[q; k]`, then Dense(1)."""
     q = keras.Input((None, None, query_dim), dtype=dtype)
@@ -253,13 +295,18 @@ class Spec:
         make: `make(query_dim, key_dim, **kwargs) -> layer`.
         reference: `reference(layer, query, keys) -> scores (B, Tq, Tv)`.
         same_dims: Whether query and key must have the same last dimension.
+        attention: For a layer whose query steps depend on each other
+            (coverage), the whole reference instead of `reference`:
+            `attention(layer, query, keys, value, value_mask, query_mask) ->
+            (context, weights)`, masks as `(B, 1, Tv)` and `(B, Tq)` bools.
     """
 
-    def __init__(self, id, make, reference, same_dims=False):
+    def __init__(self, id, make, reference=None, same_dims=False, attention=None):
         self.id = id
         self.make = make
         self.reference = reference
         self.same_dims = same_dims
+        self.attention = attention
 
     def __repr__(self):
         return self.id
@@ -317,6 +364,16 @@ def _specs():
             ),
             _ref_network,
         ),
+        Spec(
+            "coverage",
+            lambda dq, dk, **kw: ka.CoverageAttention(units=5, **kw),
+            attention=_ref_coverage_attention,
+        ),
+        Spec(
+            "coverage_normalize",
+            lambda dq, dk, **kw: ka.CoverageAttention(units=5, normalize=True, **kw),
+            attention=_ref_coverage_attention,
+        ),
     ]
 
 
@@ -350,13 +407,23 @@ def np_masked_softmax(scores, mask=None):
     return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
 
 
-def np_attention(spec, layer, query, value, key=None, value_mask=None):
-    """Reference `(context, weights)` for a rank-3 query, in float64."""
+def np_attention(spec, layer, query, value, key=None, value_mask=None, query_mask=None):
+    """Reference `(context, weights)` for a rank-3 query, in float64.
+
+    Masked query steps get zero weights and context.
+    """
     query, value = np.asarray(query, np.float64), np.asarray(value, np.float64)
     key = value if key is None else np.asarray(key, np.float64)
-    scores = spec.reference(layer, query, key)
-    mask = None if value_mask is None else np.asarray(value_mask, bool)[:, None, :]
-    weights = np_masked_softmax(scores, mask)
+    if value_mask is None:
+        value_mask = np.ones((value.shape[0], value.shape[1]), bool)
+    mask = np.asarray(value_mask, bool)[:, None, :]
+    if query_mask is None:
+        query_mask = np.ones(query.shape[:2], bool)
+    query_mask = np.asarray(query_mask, bool)
+    if spec.attention is not None:
+        return spec.attention(layer, query, key, value, mask, query_mask)
+    weights = np_masked_softmax(spec.reference(layer, query, key), mask)
+    weights = weights * query_mask[..., None]
     return weights @ value, weights
 
 

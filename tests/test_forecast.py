@@ -3,8 +3,7 @@
 A smoke run (`quick=True`: tiny models, 2 epochs) on the real macrodata series:
 the outputs are written, the metrics are finite, the PNGs are valid images and
 every forecast's attention weights are a distribution over the past steps.
-Tracing the attention RNNs costs more than training them; the JAX backend
-compiles them much more slowly, hence TensorFlow only.
+The example is pure Keras: it runs on every backend.
 """
 
 import importlib.util
@@ -15,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 # Plain imports: a missing dependency fails the run, never skips it.
 import matplotlib  # noqa: E402, F401

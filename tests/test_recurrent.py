@@ -369,9 +369,7 @@ def _reverser(attention):
     return model
 
 
-# A few seconds of training: run once, on TensorFlow (deselected elsewhere).
-@pytest.mark.slow
-@pytest.mark.tf_only
+@pytest.mark.slow  # a few seconds of training
 def test_attention_learns_to_reverse_and_beats_no_attention():
     rng = np.random.default_rng(0)
     train, test = _reverse_data(3000, rng), _reverse_data(500, rng)
