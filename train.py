@@ -131,7 +131,7 @@ def parse_args(argv=None):
         "--tune-length-penalties",
         type=float,
         nargs="+",
-        default=[0.6, 1.0, 1.5, 2.0],
+        default=[0.6, 1.0, 1.5, 2.0, 2.5, 3.0],
         help="length penalties tried",
     )
     g.add_argument(

@@ -93,14 +93,15 @@ def tutorial_loop_greedy(reference, source_ids, steps):
     return tf.concat(tokens, axis=1)
 
 
-def decoded_flops(saved, docs, features, config, options):
+def decoded_flops(saved, docs, features, config, options, members=1):
     """`{"greedy": FLOPs, "beam": FLOPs}` of decoding `docs` (`flops.py`).
 
     Counted from the source lengths and the headlines each signature wrote:
     a headline of n tokens took n + 1 steps (the end token), or `max_length`
     without one. For the beam, every step runs `beam_size` rows, and the
     chosen hypothesis's length stands for the search's (a lower bound: the
-    search may run on until its other hypotheses end).
+    search may run on until its other hypotheses end). An ensemble's
+    `members` each do the whole count.
     """
     import numpy as np
     from flops import search_flops
@@ -116,7 +117,7 @@ def decoded_flops(saved, docs, features, config, options):
         tokens = [len(h.split()) for h in out[key].numpy()]
         steps = [min(n + 1, options.max_length) for n in tokens]
         counts = search_flops(config, source_lengths, steps, beam_size=rows)
-        work[kind] = counts["total"]
+        work[kind] = members * counts["total"]
     return work
 
 
@@ -191,7 +192,8 @@ def main(argv=None):
                 "serving_default"
             ](documents=d)["headlines"].numpy()
         times = interleaved(programs, repeats=args.repeats, number=1, warmup=1)
-        work = decoded_flops(saved, docs, features, config, options)
+        members = len(getattr(model, "members", [model]))
+        work = decoded_flops(saved, docs, features, config, options, members)
         for kind in ("greedy", "beam") if baseline is not None else ():
             ratio = median_ratio(times, f"baseline_{kind}", f"savedmodel_{kind}")
             against_baseline.append(

@@ -161,6 +161,9 @@ class TrainOptions:
         mixed_precision: Keras mixed-precision policy, one of
             `MIXED_PRECISION_CHOICES` (None: float32).
         seed: Seed of the weights and of the data's order.
+        ensemble: Members trained one after the other, with seeds `seed`,
+            `seed + 1`, ...; the export decodes with their mean distribution
+            (`models.ensemble`). They share `max_train_minutes`.
     """
 
     batch_size: int = 64
@@ -179,6 +182,13 @@ class TrainOptions:
         default=None, metadata=_choices(MIXED_PRECISION_CHOICES)
     )
     seed: int = 0
+    ensemble: int = 2
+
+    def __post_init__(self):
+        if self.ensemble < 1:
+            raise UserError(
+                f"`ensemble` must be >= 1. Received: ensemble={self.ensemble}"
+            )
 
 
 # In a run folder: the decoding settings chosen on validation, and the grid.

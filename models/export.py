@@ -22,7 +22,7 @@ import tensorflow as tf
 from models.config import SearchOptions
 from models.inference import HeadlineModule
 from models.layout import next_version
-from models.runs import load_run, load_trained_model
+from models.runs import load_run, load_trained_model, model_files
 
 TMP_PREFIX = ".tmp-export-"
 # A temporary folder older than this is a killed export's: no export of a
@@ -50,7 +50,7 @@ def export(
     """Writes `<export_dir>/<version>/` atomically and returns its path.
 
     Args:
-        model: A built `HeadlineSummarizer`.
+        model: A built `HeadlineSummarizer` or `SummarizerEnsemble`.
         features: Its `TextFeatures`.
         export_dir: The model's folder, e.g. `saved_models/headlines`.
         options: `SearchOptions`.
@@ -104,7 +104,7 @@ def export_run(run_dir, export_dir, options=None):
     options = options or SearchOptions.tuned(run_dir)
     _, features = load_run(run_dir)
     model = load_trained_model(run_dir)
-    files = {name: run_dir / name for name in ("config.json", "model.keras")}
+    files = {"config.json": run_dir / "config.json", **model_files(run_dir)}
     return export(model, features, export_dir, options=options, extra_files=files)
 
 

@@ -3,10 +3,12 @@
 import contextlib
 import dataclasses
 import json
+import math
 import re
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import keras
@@ -19,8 +21,10 @@ from models.config import (
     SummarizerConfig,
     TrainOptions,
 )
+from models.ensemble import SummarizerEnsemble
 from models.errors import LostWorker
 from models.export import export
+from models.runs import load_trained_model, member_dirs, model_files
 from models.training import (
     ValidationRouge,
     batched,
@@ -129,6 +133,41 @@ def _tune_decoding(args, model, features, validation, search, run_dir):
     return chosen
 
 
+def _train_member(
+    run_dir, config, features, options, encoded, validation_batches, sample, strategy
+):
+    """Trains one model (an ensemble's member) in `run_dir`, resuming."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    keras.utils.set_random_seed(options.seed)
+    train_batches = batched(
+        encoded, options.batch_size, training=True, seed=options.seed
+    )
+    if options.steps_per_epoch is None:
+        train_batches = _with_known_length(train_batches)
+    callbacks = []
+    if sample:
+        callbacks.append(
+            ValidationRouge(
+                features,
+                [d for d, _ in sample],
+                [s.decode("utf-8") for _, s in sample],
+                log_dir=run_dir / "logs" / "rouge",
+            )
+        )
+    model = build_model(config, options, strategy)
+    try:
+        fit(model, train_batches, validation_batches, run_dir, options, callbacks)
+    except _COLLECTIVE_ERRORS as error:
+        if strategy is None or not strategy.extended._in_multi_worker_mode():
+            raise
+        raise LostWorker(
+            "a worker left the cluster, so all stopped "
+            f"({type(error).__name__}: {_first_line(error.message)}); "
+            "run the same command on every worker to resume from the last backup"
+        ) from None
+    return model
+
+
 def _with_known_length(batches):
     """`batches` with its number of batches known to Keras.
 
@@ -186,14 +225,13 @@ def _run(args, cleanup):
         file=sys.stderr,
     )
 
-    train_batches = batched(
-        encode_dataset(train_split, features),
-        options.batch_size,
-        training=True,
-        seed=options.seed,
-    )
-    if options.steps_per_epoch is None:
-        train_batches = _with_known_length(train_batches)
+    if strategy is not None:
+        print(
+            f"Training with {type(strategy).__name__} on "
+            f"{strategy.num_replicas_in_sync} replicas",
+            file=sys.stderr,
+        )
+    encoded = encode_dataset(train_split, features)
     validation_batches = _with_known_length(
         batched(
             encode_dataset(splits["validation"], features),
@@ -204,41 +242,43 @@ def _run(args, cleanup):
     sample = list(
         splits["validation"].take(options.validation_rouge_examples).as_numpy_iterator()
     )
-    callbacks = []
-    if sample:
-        callbacks.append(
-            ValidationRouge(
-                features,
-                [d for d, _ in sample],
-                [s.decode("utf-8") for _, s in sample],
-                log_dir=run_dir / "logs" / "rouge",
-            )
+    deadline = time.monotonic() + 60 * (options.max_train_minutes or math.inf)
+    members = []
+    for k, member_dir in enumerate(member_dirs(run_dir, options.ensemble)):
+        if k and (member_dir / "model.keras").exists():
+            members.append(load_trained_model(member_dir))
+            continue
+        minutes_left = (deadline - time.monotonic()) / 60
+        if k and minutes_left <= 0:
+            print(f"No time left for ensemble member {k + 1}", file=sys.stderr)
+            break
+        if options.ensemble > 1:
+            print(f"Ensemble member {k + 1} of {options.ensemble}", file=sys.stderr)
+        member_options = dataclasses.replace(
+            options,
+            seed=options.seed + k,
+            max_train_minutes=options.max_train_minutes and minutes_left,
         )
-    if strategy is not None:
-        print(
-            f"Training with {type(strategy).__name__} on "
-            f"{strategy.num_replicas_in_sync} replicas",
-            file=sys.stderr,
+        model = _train_member(
+            member_dir,
+            config,
+            features,
+            member_options,
+            encoded,
+            validation_batches,
+            sample,
+            strategy,
         )
-    model = build_model(config, options, strategy)
-    try:
-        fit(model, train_batches, validation_batches, run_dir, options, callbacks)
-    except _COLLECTIVE_ERRORS as error:
-        if strategy is None or not strategy.extended._in_multi_worker_mode():
-            raise
-        raise LostWorker(
-            "a worker left the cluster, so all stopped "
-            f"({type(error).__name__}: {_first_line(error.message)}); "
-            "run the same command on every worker to resume from the last backup"
-        ) from None
+        if chief:
+            model.save(member_dir / "model.keras")
+        members.append(model)
     if not chief:
         print(
             "Trained in step with the chief, which exports the model", file=sys.stderr
         )
         return None
 
-    keras_path = run_dir / "model.keras"
-    model.save(keras_path)
+    model = members[0] if len(members) == 1 else SummarizerEnsemble(members)
     if args.tune_decoding and args.tune_examples > 0:
         search = _tune_decoding(
             args, model, features, splits["validation"], search, run_dir
@@ -250,7 +290,7 @@ def _run(args, cleanup):
         options=search,
         extra_files={
             "config.json": json.dumps(config.to_dict(), indent=2),
-            "model.keras": keras_path,
+            **model_files(run_dir),
         },
     )
     print(f"Exported {version_dir}", file=sys.stderr)

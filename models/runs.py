@@ -9,6 +9,7 @@ from pathlib import Path
 import keras
 
 from models.config import SummarizerConfig
+from models.ensemble import SummarizerEnsemble
 from models.features import TextFeatures
 
 # Registers `HeadlineSummarizer` with Keras, which `load_trained_model` needs.
@@ -41,6 +42,33 @@ def load_run(run_dir):
     return config, make_features(vocabulary, config)
 
 
+def member_dirs(run_dir, count):
+    """The folders of an ensemble's members: the run's own, then `member-K`."""
+    run_dir = Path(run_dir)
+    return [run_dir] + [run_dir / f"member-{k}" for k in range(1, count)]
+
+
 def load_trained_model(run_dir):
-    """A finished run's model (`model.keras`, the best weights), for inference."""
-    return keras.saving.load_model(Path(run_dir) / "model.keras", compile=False)
+    """A finished run's model (`model.keras`, the best weights), for inference.
+
+    A run trained with `--ensemble N` gives a `SummarizerEnsemble` of its
+    members that finished (their `model.keras` written).
+    """
+    paths = list(model_files(run_dir).values())
+    models = [keras.saving.load_model(p, compile=False) for p in paths]
+    return models[0] if len(models) == 1 else SummarizerEnsemble(models)
+
+
+def model_files(run_dir):
+    """`{name in an export: path}` of the trained models of a run folder.
+
+    `model.keras`, then `member-K.keras` for the ensemble members that
+    finished.
+    """
+    run_dir = Path(run_dir)
+    members = sorted(
+        run_dir.glob("member-*/model.keras"), key=lambda p: int(p.parent.name[7:])
+    )
+    return {"model.keras": run_dir / "model.keras"} | {
+        f"{p.parent.name}.keras": p for p in members
+    }

@@ -184,6 +184,15 @@ class TimeBudget(keras.callbacks.Callback):
             self.stopped = True
 
 
+def _inner(optimizer):
+    # Under mixed_float16 the optimizer is a `LossScaleOptimizer`.
+    return getattr(optimizer, "inner_optimizer", optimizer)
+
+
+def _uses_ema(optimizer):
+    return bool(getattr(_inner(optimizer), "use_ema", False))
+
+
 class AveragedWeights(keras.callbacks.Callback):
     """Validates and keeps the optimizer's moving average of the weights.
 
@@ -200,10 +209,7 @@ class AveragedWeights(keras.callbacks.Callback):
         self._raw = None
 
     def _averages(self):
-        optimizer = getattr(
-            self.model.optimizer, "inner_optimizer", self.model.optimizer
-        )
-        return optimizer._model_variables_moving_average
+        return _inner(self.model.optimizer)._model_variables_moving_average
 
     def swap_in(self):
         if self._raw is not None:
@@ -319,8 +325,9 @@ def fit(model, train_batches, validation_batches, run_dir, options, callbacks=()
 
     The best model and early stopping follow validation ROUGE-1 when a
     `ValidationRouge` callback computes it (the metric the model is for),
-    else the validation loss. With `options.ema_momentum`, all three see
-    the moving average of the weights (`AveragedWeights`).
+    else the validation loss. When the optimizer keeps a moving average of
+    the weights (`use_ema`, from `options.ema_momentum` in `build_model`),
+    all three see it (`AveragedWeights`).
     """
     run_dir = Path(run_dir)
     best_path = run_dir / "best.weights.h5"
@@ -336,7 +343,7 @@ def fit(model, train_batches, validation_batches, run_dir, options, callbacks=()
     stopping = keras.callbacks.EarlyStopping(
         monitor=monitor, mode=mode, patience=options.patience
     )
-    averaged = [AveragedWeights()] if options.ema_momentum else []
+    averaged = [AveragedWeights()] if _uses_ema(model.optimizer) else []
     all_callbacks = [
         *averaged,
         # First, so that the metrics they add to the logs are seen below.

@@ -37,6 +37,9 @@ TINY_MODEL = [
     "1",
     # Decoding tuning traces a search per n-gram size: only where tested.
     "--no-tune-decoding",
+    # One model: the ensemble (the default) only where tested.
+    "--ensemble",
+    "1",
 ]
 
 
@@ -81,7 +84,8 @@ def run(command, cwd=ROOT):
 
 
 def train_tiny_run(tmp_path):
-    """One tiny training run on two replicas, tuned, exported and evaluated.
+    """One tiny training run of a two-member ensemble on two replicas, tuned,
+    exported and evaluated.
 
     Returns the finished `subprocess.CompletedProcess`; the run is in
     `tmp_path / "run"`, its export in `tmp_path / "export" / "1"`.
@@ -102,6 +106,9 @@ def train_tiny_run(tmp_path):
             "8",
             "--sampled-softmax",
             "16",
+            # As the default recipe: two members, decoding as one.
+            "--ensemble",
+            "2",
             "--tune-decoding",
             "--tune-examples",
             "8",

@@ -1,0 +1,70 @@
+"""Several trained summarizers that decode as one.
+
+A run with `--ensemble N` trains N members that differ only in their seed
+(initial weights, data order). `SummarizerEnsemble` offers the decoding
+interface of one `HeadlineSummarizer` (`initial_decoder_state`,
+`output_kernel`, `step`), so that the search, the export and the tuning take
+it as they take one model: at each step the members' next-token
+distributions are averaged (in probability, over the same extended
+vocabulary, since the members share the vocabulary and the source's copy
+ids), and so are their attentions, which the readable output and the
+heatmaps use.
+"""
+
+import math
+
+import keras
+from keras import ops
+
+
+class SummarizerEnsemble(keras.Model):
+    """The mean next-token distribution of `members`.
+
+    Args:
+        members: trained `HeadlineSummarizer`s with the same config (all but
+            the seed) and vocabulary.
+    """
+
+    def __init__(self, members, **kwargs):
+        super().__init__(**kwargs)
+        if len(members) < 2:
+            raise ValueError(
+                "An ensemble needs at least two members. "
+                f"Received: {len(members)} member(s)"
+            )
+        self.members = list(members)
+
+    @property
+    def config(self):
+        return self.members[0].config
+
+    def initial_decoder_state(self, source_ids, source_ext_ids):
+        states, memories = zip(
+            *(
+                m.initial_decoder_state(source_ids, source_ext_ids)
+                for m in self.members
+            ),
+            strict=True,
+        )
+        return list(states), list(memories)
+
+    def output_kernel(self):
+        return [m.output_kernel() for m in self.members]
+
+    def step(self, ids, state, memory, output_kernel=None):
+        kernels = output_kernel or [None] * len(self.members)
+        log_probs, states, attentions = zip(
+            *(
+                m.step(ids, s, mem, output_kernel=k)
+                for m, s, mem, k in zip(
+                    self.members, state, memory, kernels, strict=True
+                )
+            ),
+            strict=True,
+        )
+        # log(mean(p)), stable: logsumexp over the members minus log N.
+        mean_log_probs = ops.logsumexp(ops.stack(log_probs), axis=0) - math.log(
+            len(self.members)
+        )
+        attention = ops.mean(ops.stack(attentions), axis=0)
+        return mean_log_probs, list(states), attention
