@@ -84,8 +84,7 @@ def run(command, cwd=ROOT):
 
 
 def train_tiny_run(tmp_path):
-    """One tiny training run of a two-member ensemble on two replicas, tuned,
-    exported and evaluated.
+    """One tiny training run on two replicas, tuned, exported and evaluated.
 
     Returns the finished `subprocess.CompletedProcess`; the run is in
     `tmp_path / "run"`, its export in `tmp_path / "export" / "1"`.
@@ -106,9 +105,6 @@ def train_tiny_run(tmp_path):
             "8",
             "--sampled-softmax",
             "16",
-            # As the default recipe: two members, decoding as one.
-            "--ensemble",
-            "2",
             "--tune-decoding",
             "--tune-examples",
             "8",

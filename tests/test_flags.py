@@ -106,9 +106,12 @@ def test_coverage_no_copy_gru_time_budget_export(tmp_path, monkeypatch, capsys):
         "3",
         "--steps-per-epoch",
         "4",
-        # 0.03 s: the budget is spent by the end of the first step.
+        # 0.03 s: the budget is spent by the end of the first step, so the
+        # ensemble's later members have no time left.
         "--max-train-minutes",
         "0.0005",
+        "--ensemble",
+        "3",
         "--tune-decoding",
         "--tune-examples",
         "4",
@@ -125,6 +128,8 @@ def test_coverage_no_copy_gru_time_budget_export(tmp_path, monkeypatch, capsys):
     assert set(splits) == {"train", "validation"}
     # The time budget stopped training after its first step.
     [model] = models
+    assert "No time left for ensemble member 2" in err
+    assert not (tmp_path / "run" / "member-1").exists()
     assert int(model.optimizer.iterations) == 1
     assert isinstance(model.attention, keras_attn.CoverageAttention)
     assert model.attention.normalize
@@ -138,6 +143,47 @@ def test_coverage_no_copy_gru_time_budget_export(tmp_path, monkeypatch, capsys):
     assert out["headlines"].shape == (1,)
     reloaded = keras.saving.load_model(version / "model.keras", compile=False)
     assert isinstance(reloaded.attention, keras_attn.CoverageAttention)
+
+
+def test_ensemble_exports_the_mean_of_its_members_and_resumes(tmp_path, capsys):
+    from models.ensemble import SummarizerEnsemble
+    from models.runs import load_run
+
+    write_org_data(tmp_path / "data", sizes=(48, 8, 8))
+    common = ("--epochs", "1", "--steps-per-epoch", "2", "--skip-eval")
+    argv = train_command(tmp_path, "--ensemble", "2", *common)[2:]
+    assert training_main(argv) == 0
+    err = capsys.readouterr().err
+    assert "Ensemble member 2 of 2" in err
+    run_dir, version = tmp_path / "run", tmp_path / "export" / "1"
+    assert (run_dir / "member-1" / "model.keras").exists()
+    assert (version / "member-1.keras").exists()
+
+    # The export decodes with the mean of the two members it was made from.
+    members = [
+        keras.saving.load_model(p, compile=False)
+        for p in (version / "model.keras", version / "member-1.keras")
+    ]
+    _, features = load_run(run_dir)
+    options = SearchOptions(**json.loads((version / "search_options.json").read_text()))
+    module = HeadlineModule(SummarizerEnsemble(members), features, options)
+    docs = tf.constant(["w1 w2 w3 corp. said w4", "w5 w6 w7 w8 w9 w10"])
+    saved = tf.saved_model.load(str(version))
+    for signature, beam in (("greedy", 1), ("serving_default", options.beam_size)):
+        out = saved.signatures[signature](documents=docs)
+        expected = module.search(docs, beam)
+        assert out["headlines"].numpy().tolist() == (
+            expected["headlines"].numpy().tolist()
+        )
+        np.testing.assert_allclose(
+            out["scores"].numpy(), expected["scores"].numpy(), atol=1e-5
+        )
+
+    # Run again: the finished second member is loaded, not trained again.
+    assert training_main(argv) == 0
+    err = capsys.readouterr().err
+    assert "Ensemble member 2 of 2" not in err
+    assert (tmp_path / "export" / "2" / "member-1.keras").exists()
 
 
 def training_main(argv):
