@@ -1,0 +1,53 @@
+"""Validation ROUGE-1 of a trained run over a grid of decoding settings.
+
+What `train.py` does after training (`models.tuning.tune_search_options`),
+on a run folder that exists, with any grid: to compare runs (one model
+against an ensemble) on the same validation examples and settings.
+
+    python benchmarks/tune_grid.py --run-dir runs/headlines \
+        --data-dir ../shared/data/gigaword_sample \
+        --length-penalties 2.0 2.5 3.0 --ngram-sizes 1
+"""
+
+import argparse
+import os
+import sys
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--run-dir", required=True)
+    parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--examples", type=int, default=500)
+    parser.add_argument("--length-penalties", type=float, nargs="+", default=[2.0])
+    parser.add_argument("--ngram-sizes", type=int, nargs="+", default=[1])
+    args = parser.parse_args(argv)
+
+    from models import data, tuning
+    from models.config import SearchOptions
+    from models.runs import load_run, load_trained_model
+
+    _, features = load_run(args.run_dir)
+    model = load_trained_model(args.run_dir)
+    validation = data.load_split("validation", data_dir=args.data_dir)
+    pairs = list(validation.take(args.examples).as_numpy_iterator())
+    chosen, rows = tuning.tune_search_options(
+        model,
+        features,
+        [d for d, _ in pairs],
+        [s.decode("utf-8") for _, s in pairs],
+        SearchOptions(),
+        args.length_penalties,
+        args.ngram_sizes,
+    )
+    members = len(getattr(model, "members", [model]))
+    print(f"{args.run_dir}: {members} model(s), {len(pairs)} validation examples")
+    print(tuning.format_rows(rows, chosen))
+
+
+if __name__ == "__main__":
+    main()
