@@ -34,10 +34,6 @@ class SummarizerEnsemble(keras.Model):
             )
         self.members = list(members)
 
-    @property
-    def config(self):
-        return self.members[0].config
-
     def initial_decoder_state(self, source_ids, source_ext_ids):
         states, memories = zip(
             *(

@@ -42,10 +42,14 @@ def load_run(run_dir):
     return config, make_features(vocabulary, config)
 
 
+# An ensemble's member K >= 1 lives in `<run>/member-K/`; member 0 is the run.
+_MEMBER = "member-"
+
+
 def member_dirs(run_dir, count):
     """The folders of an ensemble's members: the run's own, then `member-K`."""
     run_dir = Path(run_dir)
-    return [run_dir] + [run_dir / f"member-{k}" for k in range(1, count)]
+    return [run_dir] + [run_dir / f"{_MEMBER}{k}" for k in range(1, count)]
 
 
 def load_trained_model(run_dir):
@@ -67,7 +71,8 @@ def model_files(run_dir):
     """
     run_dir = Path(run_dir)
     members = sorted(
-        run_dir.glob("member-*/model.keras"), key=lambda p: int(p.parent.name[7:])
+        run_dir.glob(f"{_MEMBER}*/model.keras"),
+        key=lambda p: int(p.parent.name.removeprefix(_MEMBER)),
     )
     return {"model.keras": run_dir / "model.keras"} | {
         f"{p.parent.name}.keras": p for p in members

@@ -305,12 +305,14 @@ def build_model(config, options, strategy=None):
             "target_in": tf.ones([1, 2], tf.int32),
         }
         model(dummy)
+        average = (
+            {"use_ema": True, "ema_momentum": options.ema_momentum}
+            if options.ema_momentum
+            else {}
+        )
         model.compile(
             optimizer=keras.optimizers.Adam(
-                options.learning_rate,
-                clipnorm=options.clipnorm,
-                use_ema=bool(options.ema_momentum),
-                ema_momentum=options.ema_momentum or 0.99,
+                options.learning_rate, clipnorm=options.clipnorm, **average
             ),
             jit_compile=options.jit_compile,
         )
