@@ -48,6 +48,10 @@ class SummarizerConfig:
         coverage: Coverage attention and loss (See et al. 2017).
         coverage_weight: Weight of the coverage loss.
         dropout: Dropout on embeddings and decoder outputs.
+        word_dropout: Training only: the rate at which whole words of the
+            source and of the decoder's input are dropped (their embedding
+            zeroed), a regularizer for small data (Sennrich et al. 2016,
+            "Edinburgh Neural Machine Translation Systems for WMT 16").
         tie_embeddings: Output layer shares the embedding matrix.
         max_source_length: Source tokens kept (the rest is truncated).
         max_target_length: Headline tokens kept in training, and the decoding
@@ -78,6 +82,7 @@ class SummarizerConfig:
     coverage: bool = False
     coverage_weight: float = 1.0
     dropout: float = 0.3
+    word_dropout: float = 0.0
     tie_embeddings: bool = True
     max_source_length: int = 64
     max_target_length: int = 20
@@ -104,6 +109,11 @@ class SummarizerConfig:
             raise UserError(
                 "`sampled_softmax` must be >= 0 (0: full softmax). Received: "
                 f"sampled_softmax={self.sampled_softmax}"
+            )
+        if not 0 <= self.word_dropout < 1:
+            raise UserError(
+                "`word_dropout` must be in [0, 1). Received: "
+                f"word_dropout={self.word_dropout}"
             )
         if self.normalization not in NORMALIZATION_CHOICES:
             raise UserError(

@@ -89,6 +89,13 @@ class HeadlineSummarizer(keras.Model):
             c.vocab_size, c.embedding_dim, mask_zero=True, name="embedding"
         )
         self.embedding_dropout = keras.layers.Dropout(c.dropout)
+        # One draw per word, shared by its embedding's units.
+        self.source_word_dropout = keras.layers.Dropout(
+            c.word_dropout, noise_shape=(None, None, 1)
+        )
+        self.target_word_dropout = keras.layers.Dropout(
+            c.word_dropout, noise_shape=(None, None, 1)
+        )
         self.encoder = keras.layers.Bidirectional(
             rnn(c.hidden_size // 2, return_sequences=True, return_state=True),
             name="encoder",
@@ -134,7 +141,10 @@ class HeadlineSummarizer(keras.Model):
             bool `(batch, S)`, and the decoder's initial states.
         """
         mask = ops.not_equal(source_ids, 0)
-        embedded = self.embedding_dropout(self.embedding(source_ids), training=training)
+        embedded = self.source_word_dropout(
+            self.embedding(source_ids), training=training
+        )
+        embedded = self.embedding_dropout(embedded, training=training)
         outputs = self.encoder(embedded, mask=mask, training=training)
         memory, states = outputs[0], outputs[1:]
         n = self._state_count
@@ -153,6 +163,7 @@ class HeadlineSummarizer(keras.Model):
         ids = ops.where(ids >= self.config.vocab_size, UNK_ID, ids)
         # A plain lookup: the decoder needs no padding mask (the loss masks).
         embedded = ops.take(self.embedding.embeddings, ids, axis=0)
+        embedded = self.target_word_dropout(embedded, training=training)
         return self.embedding_dropout(embedded, training=training)
 
     def _features(self, context, states, training):
