@@ -49,9 +49,11 @@ def parse_args(argv=None):
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument(
         "--baseline-model-dir",
-        default=None,
-        help="another export of the same model (older code, say), timed in the "
-        "same interleaved rounds as `baseline_greedy` and `baseline_beam`",
+        nargs="+",
+        default=[],
+        help="other exports of the same model (older code, an opt-in speed "
+        "lever), timed in the same interleaved rounds, each named by its "
+        "`<name>/<version>`",
     )
     return p.parse_args(argv)
 
@@ -101,7 +103,8 @@ def decoded_flops(saved, docs, features, config, options, members=1):
     without one. For the beam, every step runs `beam_size` rows, and the
     chosen hypothesis's length stands for the search's (a lower bound: the
     search may run on until its other hypotheses end). An ensemble's
-    `members` each do the whole count.
+    `members` each do the whole count; a shortlist's output layer counts
+    its own columns.
     """
     import numpy as np
     from flops import search_flops
@@ -116,7 +119,9 @@ def decoded_flops(saved, docs, features, config, options, members=1):
         key = "normalized_headlines" if "normalized_headlines" in out else "headlines"
         tokens = [len(h.split()) for h in out[key].numpy()]
         steps = [min(n + 1, options.max_length) for n in tokens]
-        counts = search_flops(config, source_lengths, steps, beam_size=rows)
+        counts = search_flops(
+            config, source_lengths, steps, beam_size=rows, shortlist=options.shortlist
+        )
         work[kind] = members * counts["total"]
     return work
 
@@ -136,16 +141,20 @@ def main(argv=None):
     from models.layout import resolve_version_dir
     from models.runs import load_run, load_trained_model
 
-    version = resolve_version_dir(args.model_dir)
-    saved = tf.saved_model.load(str(version))
-    baseline = None
-    if args.baseline_model_dir:
-        baseline = tf.saved_model.load(
-            str(resolve_version_dir(args.baseline_model_dir))
+    def load(model_dir):
+        version = resolve_version_dir(model_dir)
+        options = SearchOptions(
+            **json.loads((Path(version) / "search_options.json").read_text())
         )
-    options = SearchOptions(
-        **json.loads((Path(version) / "search_options.json").read_text())
-    )
+        return tf.saved_model.load(str(version)), options
+
+    version = resolve_version_dir(args.model_dir)
+    saved, options = load(version)
+    # Label: <name>/<version>.
+    others = {
+        "/".join(resolve_version_dir(d).parts[-2:]): load(d)
+        for d in args.baseline_model_dir
+    }
     config, features = load_run(args.run_dir)
     model = load_trained_model(args.run_dir)
 
@@ -184,24 +193,30 @@ def main(argv=None):
                 documents=d
             )["headlines"].numpy(),
         }
-        if baseline is not None:
-            programs["baseline_greedy"] = lambda d=docs: baseline.signatures["greedy"](
-                documents=d
-            )["headlines"].numpy()
-            programs["baseline_beam"] = lambda d=docs: baseline.signatures[
+        exports = {"savedmodel": (saved, options), **others}
+        for label, (export, _) in others.items():
+            programs[f"{label} greedy"] = lambda d=docs, e=export: e.signatures[
+                "greedy"
+            ](documents=d)["headlines"].numpy()
+            programs[f"{label} beam"] = lambda d=docs, e=export: e.signatures[
                 "serving_default"
             ](documents=d)["headlines"].numpy()
         times = interleaved(programs, repeats=args.repeats, number=1, warmup=1)
         members = len(getattr(model, "members", [model]))
-        work = decoded_flops(saved, docs, features, config, options, members)
-        for kind in ("greedy", "beam") if baseline is not None else ():
-            ratio = median_ratio(times, f"baseline_{kind}", f"savedmodel_{kind}")
-            against_baseline.append(
-                f"batch {batch}: {kind} speed-up vs the baseline export {ratio:.2f}x"
-            )
+        work = {
+            label: decoded_flops(export, docs, features, config, opts, members)
+            for label, (export, opts) in exports.items()
+        }
+        for label in others:
+            for kind in ("greedy", "beam"):
+                ratio = median_ratio(times, f"savedmodel_{kind}", f"{label} {kind}")
+                against_baseline.append(
+                    f"batch {batch}: {label} {kind} speed-up vs {version} {ratio:.2f}x"
+                )
         for name in programs:
             seconds = sorted(times[name])[len(times[name]) // 2]
-            flop = work.get(name.rsplit("_", 1)[-1]) if "tutorial" not in name else None
+            label, kind = name.rsplit(" " if " " in name else "_", 1)
+            flop = work.get(label, {}).get(kind)
             gflops = flop / seconds / 1e9 if flop else None
             rows.append(
                 [

@@ -63,9 +63,16 @@ def encoder_flops(config, source_length: int) -> int:
     return source_length * per_token + 2 * h * h + per_source
 
 
-def step_flops(config, source_length: int) -> int:
-    """FLOPs of one decoder step for one row (one hypothesis)."""
+def step_flops(config, source_length: int, shortlist: int = 0) -> int:
+    """FLOPs of one decoder step for one row (one hypothesis).
+
+    `shortlist`: an export that scores only the `shortlist` most frequent
+    words and the source's (`SearchOptions.shortlist`) has `V = shortlist +
+    source_length` output columns (at most the vocabulary).
+    """
     e, h, v = config.embedding_dim, config.hidden_size, config.vocab_size
+    if shortlist:
+        v = min(v, shortlist + source_length)
     _, attention = attention_flops(config, source_length)
     output = 2 * (h * e + e * v) if config.tie_embeddings else 2 * h * v
     copy = 2 * (2 * h + e) if config.copy else 0
@@ -84,6 +91,7 @@ def search_flops(
     source_lengths: Sequence[int],
     steps: Sequence[int],
     beam_size: int = 1,
+    shortlist: int = 0,
 ) -> dict[str, int]:
     """FLOPs of decoding a batch.
 
@@ -93,6 +101,7 @@ def search_flops(
         steps: decoder steps each row ran (headline tokens + 1 for the end
             token, or the step limit). For a beam: the steps of the search.
         beam_size: rows per source in the decoder.
+        shortlist: as in `step_flops`.
 
     Returns:
         dict of `encoder`, `decoder` and `total` FLOPs.
@@ -104,7 +113,7 @@ def search_flops(
         )
     encoder = sum(encoder_flops(config, s) for s in source_lengths)
     decoder = sum(
-        beam_size * n * step_flops(config, s)
+        beam_size * n * step_flops(config, s, shortlist)
         for s, n in zip(source_lengths, steps, strict=True)
     )
     return {"encoder": encoder, "decoder": decoder, "total": encoder + decoder}

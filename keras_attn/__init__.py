@@ -43,6 +43,7 @@ from keras_attn.search import (
     sampling_search,
     tile_batch,
 )
+from keras_attn.shortlist import shortlist_log_distribution
 
 __version__ = "0.1.0"
 
@@ -86,6 +87,7 @@ __all__ = [
     "pointer_network_nll",
     "pointer_nll",
     "sampling_search",
+    "shortlist_log_distribution",
     "target_probabilities",
     "tile_batch",
 ]

@@ -339,24 +339,46 @@ def pointer_log_distribution(p_gen, logits, attention, source_ids, num_oov=0):
     if num_oov:
         generated = ops.pad(generated, [[0, 0], [0, num_oov]], constant_values=_NEG_INF)
     in_vocab = ops.less(source_ids, vocab_size)
-    source_generated = ops.where(
+    source_log_vocab = ops.where(
         in_vocab,
-        ops.take_along_axis(log_vocab, ops.minimum(source_ids, vocab_size - 1), axis=-1)
-        + log_p_gen,
+        ops.take_along_axis(log_vocab, ops.minimum(source_ids, vocab_size - 1), axis=-1),
         _NEG_INF,
     )
-    # Copy mass of each position's word: its duplicates' attention summed.
-    same_word = ops.equal(
-        ops.expand_dims(source_ids, -1), ops.expand_dims(source_ids, 1)
-    )
-    copied = (1.0 - p_gen) * ops.sum(
-        ops.where(same_word, ops.expand_dims(attention, 1), 0.0), axis=-1
-    )
-    has_copy = copied > 0
-    source_log_probs = ops.logaddexp(
-        source_generated,
-        ops.where(has_copy, ops.log(ops.where(has_copy, copied, 1.0)), _NEG_INF),
-    )
+    return write_source_words(generated, source_log_vocab, source_ids, p_gen, attention)
+
+
+def write_source_words(generated, source_log_vocab, source_ids, p_gen, attention):
+    """`generated` with each source word's entry mixed with its copy mass.
+
+    Args:
+        generated: float32 `(batch, V')`: `log p_gen + log P_vocab(w)` for
+            every word `w` of the extended vocabulary (`-inf` for OOVs).
+        source_log_vocab: float32 `(batch, Tv)`: `log P_vocab` of each source
+            position's word (`-inf` for an OOV).
+        source_ids: int32 `(batch, Tv)`, extended ids, below `V'`.
+        p_gen: float32 `(batch, 1)`, or None: no copying, the entries are
+            `source_log_vocab` as they are.
+        attention: `(batch, Tv)` weights (zero on padding); unused without
+            `p_gen`.
+
+    Returns:
+        float32 `(batch, V')`.
+    """
+    if p_gen is None:
+        source_log_probs = source_log_vocab
+    else:
+        # Copy mass of each position's word: its duplicates' attention summed.
+        same_word = ops.equal(
+            ops.expand_dims(source_ids, -1), ops.expand_dims(source_ids, 1)
+        )
+        copied = (1.0 - p_gen) * ops.sum(
+            ops.where(same_word, ops.expand_dims(attention, 1), 0.0), axis=-1
+        )
+        has_copy = copied > 0
+        source_log_probs = ops.logaddexp(
+            source_log_vocab + ops.log(p_gen),
+            ops.where(has_copy, ops.log(ops.where(has_copy, copied, 1.0)), _NEG_INF),
+        )
     rows = ops.zeros_like(source_ids) + ops.expand_dims(
         ops.arange(ops.shape(source_ids)[0], dtype="int32"), 1
     )

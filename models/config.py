@@ -223,6 +223,10 @@ class SearchOptions:
         suppress_unk: Never generate <unk> (off: Gigaword's test references
             hold UNK, which the model may then match; readable headlines
             leave it out).
+        shortlist: Opt-in speed lever: if > 0, each step scores only the
+            `shortlist` most frequent words and the source's words, and
+            renormalises over them (`keras_attn.shortlist_log_distribution`;
+            BENCHMARKS.md section 4d). 0: the whole vocabulary, exact.
     """
 
     beam_size: int = 5
@@ -231,6 +235,7 @@ class SearchOptions:
     max_length: int = 20
     no_repeat_ngram_size: int = 3
     suppress_unk: bool = False
+    shortlist: int = 0
 
     @classmethod
     def tuned(cls, run_dir):

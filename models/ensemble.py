@@ -34,18 +34,18 @@ class SummarizerEnsemble(keras.Model):
             )
         self.members = list(members)
 
-    def initial_decoder_state(self, source_ids, source_ext_ids):
+    def initial_decoder_state(self, source_ids, source_ext_ids, shortlist=0):
         states, memories = zip(
             *(
-                m.initial_decoder_state(source_ids, source_ext_ids)
+                m.initial_decoder_state(source_ids, source_ext_ids, shortlist)
                 for m in self.members
             ),
             strict=True,
         )
         return list(states), list(memories)
 
-    def output_kernel(self):
-        return [m.output_kernel() for m in self.members]
+    def output_kernel(self, shortlist=0):
+        return [m.output_kernel(shortlist) for m in self.members]
 
     def step(self, ids, state, memory, output_kernel=None):
         kernels = output_kernel or [None] * len(self.members)

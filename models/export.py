@@ -92,18 +92,19 @@ def export(
     return final
 
 
-def export_run(run_dir, export_dir, options=None):
+def export_run(run_dir, export_dir, options=None, dtype_policy=None):
     """Exports the trained model of a run folder again, with today's code.
 
     What a new version of this package needs to serve a model trained with
     an older one (a faster search, say), without retraining. The decoding
     settings are `options`, else those tuned on validation by the run
-    (`search_tuning.json`), else the defaults.
+    (`search_tuning.json`), else the defaults. `dtype_policy`: compute in
+    this Keras dtype policy (`"mixed_bfloat16"`, an opt-in speed lever).
     """
     run_dir = Path(run_dir)
     options = options or SearchOptions.tuned(run_dir)
     _, features = load_run(run_dir)
-    model = load_trained_model(run_dir)
+    model = load_trained_model(run_dir, dtype_policy)
     files = {"config.json": run_dir / "config.json", **model_files(run_dir)}
     return export(model, features, export_dir, options=options, extra_files=files)
 
@@ -120,12 +121,29 @@ def main(argv=None):
         "--search-options",
         help="a search_options.json (default: the run's tuned settings)",
     )
+    p.add_argument(
+        "--shortlist",
+        type=int,
+        metavar="K",
+        help="opt-in, approximate: score only the K most frequent words and "
+        "the source's words at each step (SearchOptions.shortlist)",
+    )
+    p.add_argument(
+        "--dtype-policy",
+        choices=["mixed_bfloat16"],
+        help="opt-in, approximate: compute in bfloat16 (fast on CPUs with "
+        "AVX512-BF16 or AMX)",
+    )
     args = p.parse_args(argv)
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-    options = None
     if args.search_options:
         options = SearchOptions(**json.loads(Path(args.search_options).read_text()))
-    print(f"Exported {export_run(args.run_dir, args.export_dir, options)}")
+    else:
+        options = SearchOptions.tuned(args.run_dir)
+    if args.shortlist is not None:
+        options = dataclasses.replace(options, shortlist=args.shortlist)
+    path = export_run(args.run_dir, args.export_dir, options, args.dtype_policy)
+    print(f"Exported {path}")
 
 
 if __name__ == "__main__":

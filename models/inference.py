@@ -78,7 +78,7 @@ class HeadlineModule(tf.Module):
             min_length = tf.clip_by_value(min_length, 0, limit)
         source = self.features.encode_source(documents)
         state, memory = self.model.initial_decoder_state(
-            source["ids"], source["ext_ids"]
+            source["ids"], source["ext_ids"], options.shortlist
         )
         batch = tf.shape(documents)[0]
         start_ids = tf.fill([batch], START_ID)
@@ -91,14 +91,13 @@ class HeadlineModule(tf.Module):
             no_repeat_ngram_size=options.no_repeat_ngram_size,
             processors=processors,
         )
-        kernel = self.model.output_kernel()  # once, not at every step
+        kernel = self.model.output_kernel(options.shortlist)  # once, not per step
         if beam_size > 1:
             memory = keras_attn.tile_batch(memory, beam_size)
 
-        def step(ids, state):
-            return self.model.step(ids, state, memory, output_kernel=kernel)
+            def step(ids, state):
+                return self.model.step(ids, state, memory, output_kernel=kernel)
 
-        if beam_size > 1:
             result = keras_attn.beam_search(
                 step,
                 state,
@@ -108,7 +107,20 @@ class HeadlineModule(tf.Module):
                 **common,
             )
         else:
-            result = keras_attn.greedy_search(step, state, start_ids, **common)
+            # Ended rows leave the batch, and the memory with them.
+            def step(ids, state):
+                log_probs, decoder, attention = self.model.step(
+                    ids, state["decoder"], state["memory"], output_kernel=kernel
+                )
+                return log_probs, dict(state, decoder=decoder), attention
+
+            result = keras_attn.greedy_search(
+                step,
+                {"decoder": state, "memory": memory},
+                start_ids,
+                drop_finished=True,
+                **common,
+            )
         # The search returns `max_length` steps; keep those any row used.
         steps = tf.clip_by_value(
             tf.reduce_max(result.lengths) + 1, 1, options.max_length

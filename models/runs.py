@@ -12,8 +12,9 @@ from models.config import SummarizerConfig
 from models.ensemble import SummarizerEnsemble
 from models.features import TextFeatures
 
-# Registers `HeadlineSummarizer` with Keras, which `load_trained_model` needs.
-from models.summarizer import HeadlineSummarizer  # noqa: F401
+# Also registers `HeadlineSummarizer` with Keras, which `load_trained_model`
+# needs.
+from models.summarizer import HeadlineSummarizer
 
 
 def make_features(vocabulary, config):
@@ -52,15 +53,33 @@ def member_dirs(run_dir, count):
     return [run_dir] + [run_dir / f"{_MEMBER}{k}" for k in range(1, count)]
 
 
-def load_trained_model(run_dir):
+def load_trained_model(run_dir, dtype_policy=None):
     """A finished run's model (`model.keras`, the best weights), for inference.
 
     A run trained with `--ensemble N` gives a `SummarizerEnsemble` of its
-    members that finished (their `model.keras` written).
+    members that finished (their `model.keras` written). `dtype_policy`: a
+    Keras dtype policy to compute in (`"mixed_bfloat16"`), else the trained
+    one.
     """
     paths = list(model_files(run_dir).values())
     models = [keras.saving.load_model(p, compile=False) for p in paths]
+    if dtype_policy:
+        models = [_with_dtype_policy(m, dtype_policy) for m in models]
     return models[0] if len(models) == 1 else SummarizerEnsemble(models)
+
+
+def _with_dtype_policy(model, dtype_policy):
+    """A copy of `model` whose layers compute in `dtype_policy`."""
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(dtype_policy)
+    try:
+        copy = HeadlineSummarizer(model.config)
+    finally:
+        keras.config.set_dtype_policy(previous)
+    ids = keras.ops.ones((1, 2), "int32")
+    copy({"source_ids": ids, "source_ext_ids": ids, "target_in": ids})
+    copy.set_weights(model.get_weights())
+    return copy
 
 
 def model_files(run_dir):

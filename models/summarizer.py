@@ -19,6 +19,7 @@ from keras import ops
 
 import keras_attn
 from keras_attn.coverage import CoverageAttention, coverage_loss
+from keras_attn.shortlist import shortlist_log_distribution
 from keras_attn.pointer import (
     PointerGenerator,
     mix_target_probabilities,
@@ -183,16 +184,22 @@ class HeadlineSummarizer(keras.Model):
             self.output_projection.bias,
         )
 
-    def output_kernel(self):
+    def output_kernel(self, shortlist=0):
         """The output layer's `(D, V)` kernel.
 
         Tied, it is the embedding matrix transposed: a decoding loop computes
         it once and passes it to every `step` (a matmul with a transposed
         operand was 1.3-1.7x slower on CPU than with a `(D, V)` one).
+        `shortlist`: if > 0, the first `shortlist` columns only (see
+        `initial_decoder_state`).
         """
         if self.config.tie_embeddings:
-            return ops.transpose(self.embedding.embeddings)
-        return self.output_projection.kernel
+            kernel = ops.transpose(self.embedding.embeddings)
+        else:
+            kernel = self.output_projection.kernel
+        # Under a mixed policy the variable is float32, the features not.
+        kernel = ops.cast(kernel, self.compute_dtype)
+        return kernel[:, :shortlist] if shortlist else kernel
 
     def vocabulary_logits(self, features, kernel=None):
         """float32 `(..., V)` logits from `features` (`call`'s output).
@@ -203,7 +210,8 @@ class HeadlineSummarizer(keras.Model):
             kernel = self.output_kernel()
         logits = ops.matmul(features, kernel)
         if not self.config.tie_embeddings:
-            logits = logits + self.output_projection.bias
+            # A shortlist's kernel has the first columns only.
+            logits = logits + self.output_projection.bias[: kernel.shape[-1]]
         return ops.cast(logits, "float32")
 
     # ------------------------------------------------------------- forward
@@ -324,20 +332,33 @@ class HeadlineSummarizer(keras.Model):
 
     # ------------------------------------------------------------- decoding step
 
-    def initial_decoder_state(self, source_ids, source_ext_ids):
+    def initial_decoder_state(self, source_ids, source_ext_ids, shortlist=0):
         """Encodes once and returns the decoding state and the fixed memory.
+
+        `shortlist`: if > 0, `step` scores only the `shortlist` most frequent
+        words (the vocabulary is sorted by frequency) and the source's words,
+        and renormalises over them (`keras_attn.shortlist_log_distribution`):
+        faster, and approximate. `step` then takes `output_kernel(shortlist)`.
 
         Returns:
             `(state, memory)`: `state` is a dict of tensors with the batch
             first (what a beam search reorders); `memory` holds what stays
             fixed per source: the projected keys, values, mask, and the
-            source's extended ids.
+            source's extended ids (and, shortlisting, the output layer's rows
+            of the source's words).
         """
         values, mask, initial_state = self.encode(source_ids, training=False)
         memory = {
             "attention": self.attention.prepare_memory(values, value_mask=mask),
             "source_ext_ids": source_ext_ids,
         }
+        if shortlist:
+            rows, bias = self._output_rows()
+            in_vocab = ops.minimum(source_ext_ids, self.config.vocab_size - 1)
+            rows = ops.cast(rows, self.compute_dtype)
+            memory["source_rows"] = ops.take(rows, in_vocab, axis=0)
+            if bias is not None:
+                memory["source_bias"] = ops.take(bias, in_vocab, axis=0)
         state = {f"rnn_{i}": s for i, s in enumerate(initial_state)}
         if self.config.coverage:
             state["coverage"] = ops.zeros(ops.shape(source_ids), dtype="float32")
@@ -368,7 +389,21 @@ class HeadlineSummarizer(keras.Model):
             output, memory["attention"], **score_kwargs
         )
         features = self._features(context, output, False)
-        logits = self.vocabulary_logits(features, output_kernel)
+        if "source_rows" in memory:
+            log_probs = self._shortlist_log_probs(
+                features, output_kernel, memory, context, output, embedded, weights
+            )
+        else:
+            log_probs = self._log_probs(
+                features, output_kernel, memory, context, output, embedded, weights
+            )
+        new_state = {f"rnn_{i}": s for i, s in enumerate(new_rnn_states)}
+        if self.config.coverage:
+            new_state["coverage"] = state["coverage"] + weights
+        return log_probs, new_state, weights
+
+    def _log_probs(self, features, kernel, memory, context, output, embedded, weights):
+        logits = self.vocabulary_logits(features, kernel)
         if self.pointer is None:
             log_probs = ops.log_softmax(logits, axis=-1)
         else:
@@ -381,10 +416,29 @@ class HeadlineSummarizer(keras.Model):
                 memory["source_ext_ids"],
                 num_oov=self.config.max_source_length,
             )
-        new_state = {f"rnn_{i}": s for i, s in enumerate(new_rnn_states)}
-        if self.config.coverage:
-            new_state["coverage"] = state["coverage"] + weights
-        return log_probs, new_state, weights
+        return log_probs
+
+    def _shortlist_log_probs(
+        self, features, kernel, memory, context, output, embedded, weights
+    ):
+        shortlist_logits = self.vocabulary_logits(features, kernel)
+        source_logits = ops.einsum("nd,nsd->ns", features, memory["source_rows"])
+        if "source_bias" in memory:
+            source_logits = source_logits + memory["source_bias"]
+        copy = {}
+        if self.pointer is not None:
+            copy = dict(
+                p_gen=self.pointer([context, output, embedded]),
+                attention=weights,
+                num_oov=self.config.max_source_length,
+            )
+        return shortlist_log_distribution(
+            shortlist_logits,
+            source_logits,
+            memory["source_ext_ids"],
+            self.config.vocab_size,
+            **copy,
+        )
 
     def get_config(self):
         return {**super().get_config(), "config": self.config.to_dict()}

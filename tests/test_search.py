@@ -452,6 +452,40 @@ def test_sampling_frequencies_follow_top_k_and_top_p():
     np.testing.assert_allclose(first_tokens(top_p=0.7), [2 / 3, 1 / 3, 0, 0], atol=0.03)
 
 
+
+def counting_step(step, seen):
+    """`step` that appends the number of rows of each call to `seen`."""
+
+    def counted(ids, state):
+        seen.append(int(ops.shape(ids)[0]))
+        return step(ids, state)
+
+    return counted
+
+
+@pytest.mark.parametrize(
+    "options", [{}, dict(min_length=2, no_repeat_ngram_size=2, banned_ids=[3])]
+)
+def test_dropping_finished_rows_decodes_the_same(options):
+    tables = make_tables(seed=3)
+    starts = np.array([0, 2, 3, 4, 0, 2, 4, 3, 1], "int32")
+    args = (initial_state(starts), starts, END, 7)
+    if BACKEND == "jax":
+        with pytest.raises(ValueError, match="drop_finished=True.*backend='jax'"):
+            ka.greedy_search(make_step(*tables), *args, drop_finished=True, **options)
+        return
+    seen = []
+    step = counting_step(make_step(*tables), seen)
+    dropped = ka.greedy_search(step, *args, drop_finished=True, **options)
+    full = ka.greedy_search(make_step(*tables), *args, **options)
+    _assert_same(full._asdict(), dropped._asdict())
+    lengths = ops.convert_to_numpy(full.lengths)
+    # The rows still open before each step, and no more, were computed.
+    open_rows = [int((lengths >= t).sum()) for t in range(len(seen))]
+    assert seen[0] == len(starts) and seen == open_rows
+    assert min(seen) < len(starts), "the test needs rows that end early"
+
+
 # ------------------------------------------------------------------ compiled
 
 
@@ -512,6 +546,28 @@ def test_tf_function_with_dynamic_batch_and_vocab_equals_eager():
 
 
 TF_DTYPES = ["int32", "float32", "float32"]
+
+
+@pytest.mark.tf_only
+def test_dropping_finished_rows_in_a_tf_function():
+    import tensorflow as tf
+
+    def greedy(starts, bigram, by_prefix, drop):
+        step = make_step(bigram, by_prefix)
+        args = (initial_state(starts), starts, END, 6)
+        return ka.greedy_search(step, *args, drop_finished=drop)._asdict()
+
+    signature = [
+        tf.TensorSpec(s, d) for s, d in zip(_SIGNATURE, TF_DTYPES, strict=True)
+    ]
+    dynamic = tf.function(lambda *a: greedy(*a, True), input_signature=signature)
+    static = tf.function(lambda *a: greedy(*a, True))
+    for vocab, starts in [(V, [0, 2, 3, 4, 1]), (7, [6, 0]), (6, [])]:
+        tables = make_tables(seed=vocab, vocab=vocab)
+        starts = tf.constant(starts, tf.int32)
+        expected = greedy(starts, *tables, False)
+        _assert_same(expected, dynamic(starts, *tables))
+        _assert_same(expected, static(starts, *tables))
 
 
 @pytest.mark.tf_only

@@ -98,3 +98,32 @@ def test_sampled_softmax_trains_and_leaves_evaluation_exact():
         sampled.compute_loss(inputs, target, sampled(inputs), training=False)
     )
     assert trained < 0.75 * exact_loss
+
+
+@pytest.mark.parametrize("overrides", [{}, {"copy": False}, {"tie_embeddings": False}])
+def test_shortlist_step_renormalises_the_step_over_the_shortlist(overrides):
+    model = HeadlineSummarizer(tiny_config(**overrides))
+    inputs, _ = tiny_batch()
+    model(inputs)  # builds
+    source = (inputs["source_ids"], inputs["source_ext_ids"])
+    ids = inputs["target_in"][:, 0]
+
+    def step(shortlist):
+        state, memory = model.initial_decoder_state(*source, shortlist=shortlist)
+        kernel = model.output_kernel(shortlist)
+        return ops.convert_to_numpy(model.step(ids, state, memory, kernel)[0])
+
+    exact, whole, k = step(0), step(VOCAB), 10
+    np.testing.assert_allclose(whole, exact, atol=2e-5)
+    short = step(k)
+    source_words = {int(w) for w in inputs["source_ext_ids"].ravel()}
+    for b in range(3):
+        row_words = set(inputs["source_ext_ids"][b].tolist())
+        for w in range(short.shape[1]):
+            kept = w < k or w in row_words
+            assert np.isfinite(short[b, w]) == (kept and np.isfinite(exact[b, w])), w
+        # A word that only the vocabulary gives gains the same factor, 1 / Z.
+        generated_only = [w for w in range(4, k) if w not in source_words]
+        gain = short[b, generated_only] - exact[b, generated_only]
+        np.testing.assert_allclose(gain, gain[0], atol=2e-5)
+        assert gain[0] > 0
