@@ -341,7 +341,9 @@ def pointer_log_distribution(p_gen, logits, attention, source_ids, num_oov=0):
     in_vocab = ops.less(source_ids, vocab_size)
     source_log_vocab = ops.where(
         in_vocab,
-        ops.take_along_axis(log_vocab, ops.minimum(source_ids, vocab_size - 1), axis=-1),
+        ops.take_along_axis(
+            log_vocab, ops.minimum(source_ids, vocab_size - 1), axis=-1
+        ),
         _NEG_INF,
     )
     return write_source_words(generated, source_log_vocab, source_ids, p_gen, attention)

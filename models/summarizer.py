@@ -19,12 +19,12 @@ from keras import ops
 
 import keras_attn
 from keras_attn.coverage import CoverageAttention, coverage_loss
-from keras_attn.shortlist import shortlist_log_distribution
 from keras_attn.pointer import (
     PointerGenerator,
     mix_target_probabilities,
     pointer_log_distribution,
 )
+from keras_attn.shortlist import shortlist_log_distribution
 from models.config import SummarizerConfig
 from models.features import UNK_ID
 from models.sampled_softmax import log_uniform_candidates, sampled_log_softmax

@@ -36,7 +36,9 @@ def test_step_by_hand():
     assert flops.step_flops(config(), 5) == 192 + 24 + 30 + 40 + 64 + 56 + 20
     # A shortlist of 3 words + the 5 source words: output 2*(4*2 + 2*8) = 48;
     # one of 6 (11 columns) is the whole vocabulary of 10.
-    assert flops.step_flops(config(), 5, shortlist=3) == 192 + 24 + 30 + 40 + 64 + 48 + 20
+    assert (
+        flops.step_flops(config(), 5, shortlist=3) == 192 + 24 + 30 + 40 + 64 + 48 + 20
+    )
     assert flops.step_flops(config(), 5, shortlist=6) == flops.step_flops(config(), 5)
 
 

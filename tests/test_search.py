@@ -452,7 +452,6 @@ def test_sampling_frequencies_follow_top_k_and_top_p():
     np.testing.assert_allclose(first_tokens(top_p=0.7), [2 / 3, 1 / 3, 0, 0], atol=0.03)
 
 
-
 def counting_step(step, seen):
     """`step` that appends the number of rows of each call to `seen`."""
 

@@ -43,9 +43,7 @@ def call(z, k, copy):
     source_logits = np.where(SOURCE >= V, 50.0, source_logits).astype("float32")
     kwargs = dict(p_gen=P_GEN, attention=ATTENTION, num_oov=OOV) if copy else {}
     # Without copying, an OOV's logit is meaningless too.
-    out = ka.shortlist_log_distribution(
-        z[:, :k], source_logits, SOURCE, V, **kwargs
-    )
+    out = ka.shortlist_log_distribution(z[:, :k], source_logits, SOURCE, V, **kwargs)
     return ops.convert_to_numpy(out)
 
 
@@ -72,7 +70,9 @@ def test_the_whole_vocabulary_is_the_exact_distribution():
 
 def test_errors():
     z = logits()
-    with pytest.raises(ValueError, match="static last dimension in \\[1, vocab_size=12\\]"):
+    with pytest.raises(
+        ValueError, match="static last dimension in \\[1, vocab_size=12\\]"
+    ):
         ka.shortlist_log_distribution(np.zeros((2, V + 1)), z[:, :5], SOURCE, V)
     with pytest.raises(ValueError, match="num_oov=3, p_gen=None"):
         ka.shortlist_log_distribution(z[:, :4], z[:, :5], SOURCE, V, num_oov=OOV)
