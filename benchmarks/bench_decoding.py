@@ -152,7 +152,7 @@ def main(argv=None):
     saved, options = load(version)
     # Label: <name>/<version>.
     others = {
-        "/".join(resolve_version_dir(d).parts[-2:]): load(d)
+        "/".join(Path(resolve_version_dir(d)).parts[-2:]): load(d)
         for d in args.baseline_model_dir
     }
     config, features = load_run(args.run_dir)

@@ -2,7 +2,10 @@
 
 Each piece of `HeadlineSummarizer`'s decoding runs alone in a `tf.function`
 on the same 64 test documents; reported: the median over interleaved rounds
-of each piece's time per call.
+of each piece's time per call. `--trace DIR` also records the whole greedy
+search with the TensorFlow profiler, for TensorBoard's Profile tab
+(`pip install tensorboard-plugin-profile`, `tensorboard --logdir DIR`): the
+time of every op of the loop.
 
     python benchmarks/profile_greedy.py --model-dir saved_models/headlines/1 \
         --run-dir runs/headlines --data-dir ../shared/data/gigaword_sample
@@ -29,6 +32,7 @@ def parse_args(argv=None):
     p.add_argument("--data-dir", required=True, help="folder holding org_data/")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--trace", help="write a TensorFlow profiler trace here")
     return p.parse_args(argv)
 
 
@@ -92,6 +96,10 @@ def main(argv=None):
             memory["source_ext_ids"],
             num_oov=config.max_source_length,
         )
+    out = greedy(docs)
+    pieces["readable text (from the headline tokens)"] = lambda: features.readable(
+        out["headline_tokens"], docs, out["source_tokens"], out["attention"]
+    )
     programs = {}
     for name, fn in pieces.items():
         compiled = tf.function(fn)
@@ -105,6 +113,12 @@ def main(argv=None):
     )
     rows = [[name, f"{1000 * sorted(t)[len(t) // 2]:.2f}"] for name, t in times.items()]
     print(markdown_table(["piece", "ms per call (median)"], rows))
+    if args.trace:
+        tf.profiler.experimental.start(args.trace)
+        for _ in range(3):
+            greedy(docs)["headlines"].numpy()
+        tf.profiler.experimental.stop()
+        print(f"Profiler trace: tensorboard --logdir {args.trace}")
 
 
 if __name__ == "__main__":

@@ -192,7 +192,7 @@ class TrainOptions:
         default=None, metadata=_choices(MIXED_PRECISION_CHOICES)
     )
     seed: int = 0
-    ensemble: int = 2
+    ensemble: int = 3
 
     def __post_init__(self):
         if self.ensemble < 1:
