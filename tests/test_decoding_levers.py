@@ -1,0 +1,87 @@
+"""The export's opt-in speed levers: a vocabulary shortlist, bfloat16.
+
+Each changes the distribution a step decodes from, by design; what must
+hold is that the whole-vocabulary shortlist is the exact search, that a
+shortlist only writes its own words, and that bfloat16 stays close.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from keras import ops
+from test_ensemble import _members
+from test_summarizer import VOCAB, tiny_batch
+
+from models.config import SearchOptions
+from models.ensemble import SummarizerEnsemble
+from models.features import TextFeatures
+from models.inference import HeadlineModule
+from models.runs import _with_dtype_policy
+from models.text import RESERVED
+
+pytestmark = pytest.mark.tf_only
+
+# Letters only: Gigaword's normalization would mask digits.
+WORDS = list(RESERVED) + [
+    "w" + chr(97 + i // 26) + chr(97 + i % 26) for i in range(VOCAB - len(RESERVED))
+]
+DOCUMENTS = tf.constant(
+    [" ".join(WORDS[i] for i in (30, 5, 33, 6, 31)), "wab wbk zzz wad wae", "wau wav"]
+)
+
+
+def decode(model, shortlist, beam):
+    options = SearchOptions(beam_size=3, max_length=5, min_length=2, shortlist=shortlist)
+    out = HeadlineModule(model, TextFeatures(WORDS, 7, 5), options).search(
+        DOCUMENTS, beam
+    )
+    return out["headline_tokens"].numpy().tolist(), out["scores"].numpy()
+
+
+@pytest.mark.parametrize("members", [1, 2])
+def test_a_shortlist_of_the_whole_vocabulary_is_the_exact_search(members):
+    models = _members(members)
+    model = models[0] if members == 1 else SummarizerEnsemble(models)
+    for beam in (1, 3):
+        exact_tokens, exact_scores = decode(model, 0, beam)
+        tokens, scores = decode(model, VOCAB, beam)
+        assert tokens == exact_tokens
+        np.testing.assert_allclose(scores, exact_scores, atol=1e-5)
+
+
+def test_a_shortlist_writes_only_frequent_words_and_the_sources():
+    (model,) = _members(1, tie_embeddings=False, copy=False)
+    k = 12
+    # The words past the shortlist are the likely ones.
+    model.output_projection.bias.assign(np.where(np.arange(VOCAB) >= k, 5.0, 0.0))
+
+    def outside(tokens):
+        words = set()
+        for row, document in zip(tokens, DOCUMENTS.numpy(), strict=True):
+            allowed = set(WORDS[:k]) | set(document.decode().split())
+            words |= {t.decode() for t in row if t} - allowed
+        return words
+
+    for beam in (1, 3):
+        assert outside(decode(model, 0, beam)[0]), "the exact search must need it"
+        assert not outside(decode(model, k, beam)[0])
+
+
+def test_bfloat16_computes_in_bfloat16_close_to_float32():
+    (model,) = _members(1)
+    fast = _with_dtype_policy(model, "mixed_bfloat16")
+    assert fast.decoder_rnn.cell.compute_dtype == "bfloat16"
+    inputs, _ = tiny_batch()
+    source = (inputs["source_ids"], inputs["source_ext_ids"])
+    ids = tf.constant([5, VOCAB + 2, 7])
+    log_probs = []
+    for m in (model, fast):
+        state, memory = m.initial_decoder_state(*source)
+        lp = m.step(ids, state, memory, m.output_kernel())[0]
+        log_probs.append(ops.convert_to_numpy(lp))
+    assert log_probs[1].dtype == np.float32
+    probs = [np.exp(lp) for lp in log_probs]
+    np.testing.assert_allclose(probs[1], probs[0], atol=2e-2)
+    assert not np.array_equal(probs[1], probs[0])  # it did compute in bf16
+    tokens, _ = decode(fast, 0, 3)
+    assert all(any(t for t in row) for row in tokens)
