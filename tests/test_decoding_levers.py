@@ -31,7 +31,9 @@ DOCUMENTS = tf.constant(
 
 
 def decode(model, shortlist, beam):
-    options = SearchOptions(beam_size=3, max_length=5, min_length=2, shortlist=shortlist)
+    options = SearchOptions(
+        beam_size=3, max_length=5, min_length=2, shortlist=shortlist
+    )
     out = HeadlineModule(model, TextFeatures(WORDS, 7, 5), options).search(
         DOCUMENTS, beam
     )
