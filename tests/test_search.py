@@ -514,7 +514,8 @@ def test_jax_jit_equals_eager():
     import jax
 
     jitted = jax.jit(_searches)
-    for vocab, starts in [(V, [0, 2, 3]), (7, [6, 0])]:
+    # One shape: each compiles the three searches anew (~10 s).
+    for vocab, starts in [(7, [6, 0, 3])]:
         tables = make_tables(seed=vocab, vocab=vocab)
         starts = np.array(starts, "int32")
         for e, j in zip(
