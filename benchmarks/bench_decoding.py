@@ -226,7 +226,12 @@ def main(argv=None):
                     f"{median_ratio(times, 'tutorial_loop_greedy', name):.2f}x",
                     f"{median_ratio(times, 'python_loop_greedy', name):.2f}x",
                     f"{gflops:.1f}" if gflops else "",
-                    f"{100 * gflops / peaks['fp32']:.1f}%" if gflops else "",
+                    (
+                        f"{100 * gflops / peaks['fp32']:.1f}% / "
+                        f"{100 * gflops / peaks['bf16']:.1f}%"
+                    )
+                    if gflops
+                    else "",
                 ]
             )
     print(
@@ -238,7 +243,7 @@ def main(argv=None):
                 "speed-up vs tutorial loop",
                 "speed-up vs loop on our model",
                 "GFLOP/s",
-                "of fp32 peak",
+                "of fp32 / bf16 peak",
             ],
             rows,
         )
