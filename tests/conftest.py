@@ -40,16 +40,7 @@ def pytest_configure(config):
 _ONLY = {"tf_only": "tensorflow", "jax_only": "jax"}
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
-    # For `pytest -n 2 --dist loadgroup`: each module's tests go to one
-    # worker (its module fixtures are built once), and every test of the
-    # shared trained run to the same one, so that no worker sits waiting
-    # for the other to finish training it.
-    for item in items:
-        uses_run = "trained" in getattr(item, "fixturenames", ())
-        group = "trained-run" if uses_run else item.module.__name__
-        item.add_marker(pytest.mark.xdist_group(group))
     selected, deselected = [], []
     for item in items:
         wrong = any(

@@ -31,12 +31,15 @@ def _load_example():
     return module
 
 
-@pytest.fixture(scope="module")
+# Session, not module: when xdist runs another module's tests between this
+# one's, a module fixture is torn down and built again (seen on JAX: 31 s
+# twice).
+@pytest.fixture(scope="session")
 def example():
     return _load_example()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def result(example, tmp_path_factory):
     output = tmp_path_factory.mktemp("forecast")
     return example.run(

@@ -14,7 +14,9 @@ import numpy as np  # noqa: E402
 from e2e import WORDS  # noqa: E402
 
 
-@pytest.fixture(scope="module")
+# Session, not module: when xdist runs another module's tests between this
+# one's, a module fixture is torn down and built again (seen: 21 s twice).
+@pytest.fixture(scope="session")
 def export(trained):
     """`(call, defaults)`: `call(**settings)` runs `length_control`."""
     import tensorflow as tf

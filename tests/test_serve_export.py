@@ -28,7 +28,10 @@ def _free_port():
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
+# Session, not module: when xdist runs another module's tests between this
+# one's, a module fixture is torn down and built again (seen: a server
+# started three times).
+@pytest.fixture(scope="session")
 def server(trained):
     tmp_path, _ = trained
     port = _free_port()
@@ -65,7 +68,7 @@ def server(trained):
         process.wait(timeout=30)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def direct(trained):
     """What the SavedModel answers when loaded without the server."""
     import tensorflow as tf
