@@ -31,9 +31,8 @@ def _load_example():
     return module
 
 
-# Session, not module: when xdist runs another module's tests between this
-# one's, a module fixture is torn down and built again (seen on JAX: 31 s
-# twice).
+# Session scope: built once per worker process, whatever order the worker
+# runs the tests in.
 @pytest.fixture(scope="session")
 def example():
     return _load_example()

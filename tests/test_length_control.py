@@ -14,8 +14,8 @@ import numpy as np  # noqa: E402
 from e2e import WORDS  # noqa: E402
 
 
-# Session, not module: when xdist runs another module's tests between this
-# one's, a module fixture is torn down and built again (seen: 21 s twice).
+# Session scope: built once per worker process, whatever order the worker
+# runs the tests in.
 @pytest.fixture(scope="session")
 def export(trained):
     """`(call, defaults)`: `call(**settings)` runs `length_control`."""

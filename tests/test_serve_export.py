@@ -28,9 +28,8 @@ def _free_port():
         return sock.getsockname()[1]
 
 
-# Session, not module: when xdist runs another module's tests between this
-# one's, a module fixture is torn down and built again (seen: a server
-# started three times).
+# Session scope: built once per worker process, whatever order the worker
+# runs the tests in.
 @pytest.fixture(scope="session")
 def server(trained):
     tmp_path, _ = trained
