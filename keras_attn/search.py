@@ -319,6 +319,93 @@ class _Search:
         self.length_penalty = length_penalty
 
     def run(self, initial_state, start_ids, choose):
+        loop, batch, first = self._start(initial_state, start_ids)
+        loop = self._advance(loop, *first, choose, batch)
+
+        def cond(loop):
+            done = ops.logical_or(loop["finished"], ops.isinf(loop["cum"]))
+            more = loop["t"] < self.max_length
+            return ops.logical_and(more, ops.logical_not(ops.all(done)))
+
+        def body(loop):
+            log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
+            return (self._advance(loop, log_probs, state, extras, choose, batch),)
+
+        (loop,) = ops.while_loop(cond, body, (loop,))
+        return self._finalize(loop, batch)
+
+    def run_dropping_finished(self, initial_state, start_ids):
+        """Greedy `run` whose batch holds only the open rows (`drop_finished`).
+
+        `loop` is `run`'s loop over the open rows, plus `rows`, their index in
+        the batch. Ended rows are moved to `out`, `run`'s buffers for the
+        whole batch (the extras batch-first, for the scatter), each time some
+        end.
+        """
+        if keras.backend.backend() == "jax":
+            raise ValueError(
+                "`drop_finished=True` needs loops whose shapes may change "
+                "(TensorFlow, torch); JAX's keep them fixed. Received: "
+                "backend='jax'"
+            )
+        loop, batch, first = self._start(initial_state, start_ids)
+        loop["rows"] = ops.arange(batch, dtype="int32")
+        out = {key: loop[key] for key in _MOVED}
+        if "extras" in loop:
+            out["extras"] = _swap_first_axes(loop["extras"])
+        loop = self._advance(loop, *first, _argmax, -1)
+        loop, out = self._drop_ended(loop, out)
+
+        def cond(loop, out):
+            open_rows = ops.shape(loop["ids"])[0]
+            return ops.logical_and(loop["t"] < self.max_length, open_rows > 0)
+
+        def body(loop, out):
+            log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
+            loop = self._advance(loop, log_probs, state, extras, _argmax, -1)
+            return self._drop_ended(loop, out)
+
+        loop, out = ops.while_loop(cond, body, (loop, out))
+        # Rows cut off at `max_length` are still open.
+        loop = dict(loop, finished=ops.ones_like(loop["finished"]))
+        _, out = self._drop_ended(loop, out)
+        if "extras" in out:
+            out["extras"] = _swap_first_axes(out["extras"])
+        return self._finalize(out, batch)
+
+    def _drop_ended(self, loop, out):
+        """Moves the ended rows of `loop` into `out` (when any has ended)."""
+
+        def drop(loop, out):
+            gone = ops.nonzero(loop["finished"])[0]
+            kept = ops.nonzero(ops.logical_not(loop["finished"]))[0]
+            at = ops.expand_dims(ops.take(loop["rows"], gone, axis=0), -1)
+            out = dict(out)
+            for key in _MOVED:
+                rows = ops.take(loop[key], gone, axis=0)
+                out[key] = ops.scatter_update(out[key], at, rows)
+            if "extras" in out:
+                rows = _swap_first_axes(ops.take(loop["extras"], gone, axis=1))
+                out["extras"] = ops.scatter_update(out["extras"], at, rows)
+            kept_loop = keras.tree.map_structure(
+                lambda x: ops.take(x, kept, axis=0),
+                {k: v for k, v in loop.items() if k not in ("t", "extras")},
+            )
+            kept_loop["t"] = loop["t"]
+            if "extras" in loop:
+                kept_loop["extras"] = ops.take(loop["extras"], kept, axis=1)
+            return kept_loop, out
+
+        return ops.cond(
+            ops.any(loop["finished"]), lambda: drop(loop, out), lambda: (loop, out)
+        )
+
+    def _start(self, initial_state, start_ids):
+        """The loop's variables, step 0's `(log_probs, state, extras)`, batch.
+
+        Step 0 runs outside the loop: it gives the shape of the extras'
+        buffer.
+        """
         k, length = self.beam_size, self.max_length
         start_ids = ops.convert_to_tensor(start_ids, "int32")
         batch = ops.shape(start_ids)[0]
@@ -341,7 +428,6 @@ class _Search:
             "lengths": ops.zeros((rows,), "int32"),
             "history": ops.full((rows, length), -1, "int32"),
         }
-        # Step 0 outside the loop: it gives the shape of the extras' buffer.
         log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
         if extras is not None:
             loop["extras"] = ops.zeros(
@@ -352,117 +438,7 @@ class _Search:
                 loop["parents"] = ops.broadcast_to(
                     ops.arange(rows, dtype="int32")[None], (length, rows)
                 )
-        loop = self._advance(loop, log_probs, state, extras, choose, batch)
-
-        def cond(loop):
-            done = ops.logical_or(loop["finished"], ops.isinf(loop["cum"]))
-            return ops.logical_and(loop["t"] < length, ops.logical_not(ops.all(done)))
-
-        def body(loop):
-            log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
-            return (self._advance(loop, log_probs, state, extras, choose, batch),)
-
-        (loop,) = ops.while_loop(cond, body, (loop,))
-        return self._finalize(loop, batch)
-
-    def run_dropping_finished(self, initial_state, start_ids):
-        """Greedy `run` whose batch holds only the open rows (`drop_finished`).
-
-        `loop` is `run`'s loop over the open rows, plus `rows`, their index in
-        the batch. Ended rows are moved to `out`, whose buffers cover the
-        whole batch, each time some end.
-        """
-        if keras.backend.backend() == "jax":
-            raise ValueError(
-                "`drop_finished=True` needs loops whose shapes may change "
-                "(TensorFlow, torch); JAX's keep them fixed. Received: "
-                "backend='jax'"
-            )
-        length = self.max_length
-        start_ids = ops.convert_to_tensor(start_ids, "int32")
-        batch = ops.shape(start_ids)[0]
-        self.has_state = initial_state is not None
-        loop = {
-            "t": ops.convert_to_tensor(0, "int32"),
-            "ids": start_ids,
-            "state": initial_state if self.has_state else (),
-            "cum": ops.zeros((batch,)),
-            "score": ops.zeros((batch,)),
-            "finished": ops.zeros((batch,), "bool"),
-            "lengths": ops.zeros((batch,), "int32"),
-            "history": ops.full((batch, length), -1, "int32"),
-            "rows": ops.arange(batch, dtype="int32"),
-        }
-        log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
-        out = {
-            "cum": ops.zeros((batch,)),
-            "lengths": ops.zeros((batch,), "int32"),
-            "history": ops.full((batch, length), -1, "int32"),
-        }
-        if extras is not None:
-            loop["extras"] = ops.zeros(
-                (length,) + tuple(ops.shape(extras)), extras.dtype
-            )
-            out["extras"] = ops.zeros(
-                (batch, length) + tuple(ops.shape(extras)[1:]), extras.dtype
-            )
-        loop = self._advance(loop, log_probs, state, extras, _argmax, -1)
-        loop, out = self._drop_ended(loop, out)
-
-        def cond(loop, out):
-            return ops.logical_and(loop["t"] < length, ops.shape(loop["ids"])[0] > 0)
-
-        def body(loop, out):
-            log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
-            loop = self._advance(loop, log_probs, state, extras, _argmax, -1)
-            return self._drop_ended(loop, out)
-
-        loop, out = ops.while_loop(cond, body, (loop, out))
-        # Rows cut off at `max_length` are still open.
-        loop = dict(loop, finished=ops.ones_like(loop["finished"]))
-        _, out = self._drop_ended(loop, out)
-        valid = ops.arange(length)[None] < out["lengths"][:, None]
-        extras = out.get("extras")
-        if extras is not None:
-            mask = ops.reshape(valid, ops.shape(valid) + (1,) * (len(extras.shape) - 2))
-            extras = extras * ops.cast(mask, extras.dtype)
-        return DecodingResult(
-            ids=ops.where(valid, out["history"], self.end_id),
-            lengths=out["lengths"],
-            scores=out["cum"],
-            log_probs=out["cum"],
-            extras=extras,
-        )
-
-    def _drop_ended(self, loop, out):
-        """Moves the ended rows of `loop` into `out` (when any has ended)."""
-
-        def drop(loop, out):
-            gone = ops.nonzero(loop["finished"])[0]
-            kept = ops.nonzero(ops.logical_not(loop["finished"]))[0]
-            at = ops.expand_dims(ops.take(loop["rows"], gone, axis=0), -1)
-            out = dict(out)
-            for key in ("cum", "lengths", "history"):
-                rows = ops.take(loop[key], gone, axis=0)
-                out[key] = ops.scatter_update(out[key], at, rows)
-            if "extras" in out:
-                rows = ops.take(loop["extras"], gone, axis=1)
-                perm = (1, 0) + tuple(range(2, len(rows.shape)))
-                out["extras"] = ops.scatter_update(
-                    out["extras"], at, ops.transpose(rows, perm)
-                )
-            kept_loop = keras.tree.map_structure(
-                lambda x: ops.take(x, kept, axis=0),
-                {k: v for k, v in loop.items() if k not in ("t", "extras")},
-            )
-            kept_loop["t"] = loop["t"]
-            if "extras" in loop:
-                kept_loop["extras"] = ops.take(loop["extras"], kept, axis=1)
-            return kept_loop, out
-
-        return ops.cond(
-            ops.any(loop["finished"]), lambda: drop(loop, out), lambda: (loop, out)
-        )
+        return loop, batch, (log_probs, state, extras)
 
     def _call_step(self, ids, state):
         out = self.step(ids, state if self.has_state else None)
@@ -574,8 +550,15 @@ class _Search:
             _, at = ops.fori_loop(0, length, back, (chosen, at))
             index = ops.reshape(at, ops.shape(at) + (1,) * (len(buffer.shape) - 2))
             buffer = ops.take_along_axis(buffer, index, axis=1)
-        perm = (1, 0) + tuple(range(2, len(buffer.shape)))
-        return ops.transpose(buffer, perm)
+        return _swap_first_axes(buffer)
+
+
+# What `run_dropping_finished` moves from an ended row to the batch's buffers.
+_MOVED = ("cum", "score", "lengths", "history")
+
+
+def _swap_first_axes(x):
+    return ops.transpose(x, (1, 0) + tuple(range(2, len(x.shape))))
 
 
 def _write(buffer, t, value):

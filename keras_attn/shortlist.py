@@ -15,7 +15,7 @@ whose full distribution puts no mass outside.
 
 from keras import ops
 
-from keras_attn.pointer import write_source_words
+from keras_attn.pointer import _check_inputs, write_source_words
 
 _NEG_INF = float("-inf")
 
@@ -101,14 +101,13 @@ def shortlist_log_distribution(
         return write_source_words(
             generated, source_log_vocab, ops.where(in_vocab, source_ids, 0), None, None
         )
-    p_gen = ops.cast(p_gen, "float32")
-    if len(p_gen.shape) == 1:
-        p_gen = ops.expand_dims(p_gen, -1)
+    # pointer_log_distribution's checks: p_gen (batch, 1), float32 attention.
+    p_gen, attention, source_ids = _check_inputs(
+        p_gen, shortlist_logits, attention, source_ids
+    )
     generated = ops.pad(
         generated + ops.log(p_gen),
         [[0, 0], [0, vocab_size - k + num_oov]],
         constant_values=_NEG_INF,
     )
-    return write_source_words(
-        generated, source_log_vocab, source_ids, p_gen, ops.cast(attention, "float32")
-    )
+    return write_source_words(generated, source_log_vocab, source_ids, p_gen, attention)

@@ -389,25 +389,18 @@ class HeadlineSummarizer(keras.Model):
             output, memory["attention"], **score_kwargs
         )
         features = self._features(context, output, False)
+        # With a shortlist, `output_kernel` has its columns only.
+        logits = self.vocabulary_logits(features, output_kernel)
+        p_gen = None
+        if self.pointer is not None:
+            p_gen = self.pointer([context, output, embedded])
         if "source_rows" in memory:
             log_probs = self._shortlist_log_probs(
-                features, output_kernel, memory, context, output, embedded, weights
+                features, logits, p_gen, weights, memory
             )
-        else:
-            log_probs = self._log_probs(
-                features, output_kernel, memory, context, output, embedded, weights
-            )
-        new_state = {f"rnn_{i}": s for i, s in enumerate(new_rnn_states)}
-        if self.config.coverage:
-            new_state["coverage"] = state["coverage"] + weights
-        return log_probs, new_state, weights
-
-    def _log_probs(self, features, kernel, memory, context, output, embedded, weights):
-        logits = self.vocabulary_logits(features, kernel)
-        if self.pointer is None:
+        elif p_gen is None:
             log_probs = ops.log_softmax(logits, axis=-1)
         else:
-            p_gen = self.pointer([context, output, embedded])
             # Extended ids are vocab_size + a source position.
             log_probs = pointer_log_distribution(
                 p_gen,
@@ -416,21 +409,19 @@ class HeadlineSummarizer(keras.Model):
                 memory["source_ext_ids"],
                 num_oov=self.config.max_source_length,
             )
-        return log_probs
+        new_state = {f"rnn_{i}": s for i, s in enumerate(new_rnn_states)}
+        if self.config.coverage:
+            new_state["coverage"] = state["coverage"] + weights
+        return log_probs, new_state, weights
 
-    def _shortlist_log_probs(
-        self, features, kernel, memory, context, output, embedded, weights
-    ):
-        shortlist_logits = self.vocabulary_logits(features, kernel)
+    def _shortlist_log_probs(self, features, shortlist_logits, p_gen, weights, memory):
         source_logits = ops.einsum("nd,nsd->ns", features, memory["source_rows"])
         if "source_bias" in memory:
             source_logits = source_logits + memory["source_bias"]
         copy = {}
-        if self.pointer is not None:
+        if p_gen is not None:
             copy = dict(
-                p_gen=self.pointer([context, output, embedded]),
-                attention=weights,
-                num_oov=self.config.max_source_length,
+                p_gen=p_gen, attention=weights, num_oov=self.config.max_source_length
             )
         return shortlist_log_distribution(
             shortlist_logits,
