@@ -7,6 +7,8 @@ against an ensemble) on the same validation examples and settings.
     python benchmarks/tune_grid.py --run-dir runs/headlines \
         --data-dir ../shared/data/gigaword_sample \
         --length-penalties 2.0 2.5 3.0 --ngram-sizes 1
+
+`--beam-sizes` and `--min-lengths` repeat the grid for each value.
 """
 
 import argparse
@@ -25,6 +27,8 @@ def main(argv=None):
     parser.add_argument("--examples", type=int, default=500)
     parser.add_argument("--length-penalties", type=float, nargs="+", default=[2.0])
     parser.add_argument("--ngram-sizes", type=int, nargs="+", default=[1])
+    parser.add_argument("--beam-sizes", type=int, nargs="+", default=[5])
+    parser.add_argument("--min-lengths", type=int, nargs="+", default=[3])
     args = parser.parse_args(argv)
 
     from models import data, tuning
@@ -35,18 +39,21 @@ def main(argv=None):
     model = load_trained_model(args.run_dir)
     validation = data.load_split("validation", data_dir=args.data_dir)
     pairs = list(validation.take(args.examples).as_numpy_iterator())
-    chosen, rows = tuning.tune_search_options(
-        model,
-        features,
-        [d for d, _ in pairs],
-        [s.decode("utf-8") for _, s in pairs],
-        SearchOptions(),
-        args.length_penalties,
-        args.ngram_sizes,
-    )
     members = len(getattr(model, "members", [model]))
     print(f"{args.run_dir}: {members} model(s), {len(pairs)} validation examples")
-    print(tuning.format_rows(rows, chosen))
+    for beam_size in args.beam_sizes:
+        for min_length in args.min_lengths:
+            chosen, rows = tuning.tune_search_options(
+                model,
+                features,
+                [d for d, _ in pairs],
+                [s.decode("utf-8") for _, s in pairs],
+                SearchOptions(beam_size=beam_size, min_length=min_length),
+                args.length_penalties,
+                args.ngram_sizes,
+            )
+            print(f"beam {beam_size}, min_length {min_length}:", flush=True)
+            print(tuning.format_rows(rows, chosen), flush=True)
 
 
 if __name__ == "__main__":

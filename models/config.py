@@ -165,6 +165,10 @@ class TrainOptions:
         min_count: Words seen fewer times stay out of the vocabulary.
         validation_rouge_examples: Validation examples decoded for ROUGE
             after each epoch (0: follow the validation loss instead).
+        lr_decay: At a validation plateau the learning rate is multiplied
+            by this (1: a constant rate).
+        lr_decay_patience: Epochs without a better validation score before
+            the learning rate decays.
         ema_momentum: Validate, keep and export the exponential moving
             average of the weights with this momentum (0: the raw weights).
         jit_compile: XLA-compile the train step.
@@ -186,6 +190,8 @@ class TrainOptions:
     patience: int = 5
     min_count: int = 2
     validation_rouge_examples: int = 1000
+    lr_decay: float = 1.0
+    lr_decay_patience: int = 1
     ema_momentum: float = 0.999
     jit_compile: bool = False
     mixed_precision: str | None = dataclasses.field(
@@ -195,6 +201,10 @@ class TrainOptions:
     ensemble: int = 3
 
     def __post_init__(self):
+        if not 0 < self.lr_decay <= 1:
+            raise UserError(
+                f"`lr_decay` must be in (0, 1]. Received: lr_decay={self.lr_decay}"
+            )
         if self.ensemble < 1:
             raise UserError(
                 f"`ensemble` must be >= 1. Received: ensemble={self.ensemble}"

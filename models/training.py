@@ -115,7 +115,13 @@ class Backup(keras.callbacks.BackupAndRestore):
     an epoch's end and restored after their own `on_train_begin`.
     """
 
-    STATE_ATTRIBUTES = ("best", "wait", "best_epoch", "stopped_epoch")
+    STATE_ATTRIBUTES = (
+        "best",
+        "wait",
+        "best_epoch",
+        "stopped_epoch",
+        "cooldown_counter",
+    )
 
     def __init__(self, backup_dir, save_freq, tracked=()):
         super().__init__(
@@ -345,6 +351,20 @@ def fit(model, train_batches, validation_batches, run_dir, options, callbacks=()
     stopping = keras.callbacks.EarlyStopping(
         monitor=monitor, mode=mode, patience=options.patience
     )
+    # The learning rate is an optimizer variable: backups keep it.
+    decay = (
+        [
+            keras.callbacks.ReduceLROnPlateau(
+                monitor=monitor,
+                mode=mode,
+                factor=options.lr_decay,
+                patience=options.lr_decay_patience,
+                verbose=1,
+            )
+        ]
+        if options.lr_decay < 1
+        else []
+    )
     averaged = [AveragedWeights()] if _uses_ema(model.optimizer) else []
     all_callbacks = [
         *averaged,
@@ -352,11 +372,12 @@ def fit(model, train_batches, validation_batches, run_dir, options, callbacks=()
         *callbacks,
         checkpoint,
         stopping,
+        *decay,
         *[a.restorer() for a in averaged],
         Backup(
             str(run_dir / "backup"),
             save_freq=options.checkpoint_every,
-            tracked=[checkpoint, stopping],
+            tracked=[checkpoint, stopping, *decay],
         ),
         keras.callbacks.TensorBoard(str(run_dir / "logs"), update_freq=50),
     ]

@@ -124,50 +124,13 @@ def assert_same_weights(a, b):
         np.testing.assert_array_equal(x, y)
 
 
-def test_two_workers_train_as_one_and_only_the_chief_writes(tmp_path):
-    write_org_data(tmp_path / "data")
-    steps = 3
-    processes = start_cluster(
-        tmp_path,
-        *("--epochs", "2", "--steps-per-epoch", str(steps), "--skip-eval"),
-        *("--validation-rouge-examples", "0"),
-    )
-    (chief_code, chief_err), (code, err) = wait_all(tmp_path, processes)
-    assert chief_code == 0, chief_err[-3000:]
-    assert code == 0, err[-3000:]
-    assert "on 2 replicas" in chief_err and "on 2 replicas" in err
-
-    chief_weights, chief_steps = final_state(tmp_path, 0)
-    weights, worker_steps = final_state(tmp_path, 1)
-    assert chief_steps == worker_steps == 2 * steps
-    assert_same_weights(chief_weights, weights)
-    # The chief's export holds the weights that the other worker ended with.
-    exported = keras.saving.load_model(
-        tmp_path / "export" / "1" / "model.keras", compile=False
-    )
-    assert isinstance(exported, HeadlineSummarizer)
-    assert_same_weights([v.numpy() for v in exported.weights], weights)
-
-    # The chief alone writes the run folder and the export...
-    assert sorted(p.name for p in (tmp_path / "export").iterdir()) == ["1"]
-    run = tmp_path / "run"
-    for name in ("config.json", "vocab.txt", "best.weights.h5", "model.keras"):
-        assert (run / name).exists(), name
-    metadata = json.loads((run / "backup" / "training_metadata.json").read_text())
-    assert metadata["epoch"] == 2
-    # ...the other one wrote its own to a scratch folder, since removed.
-    scratch = Path(re.search(r"Starting run (\S+):", err).group(1))
-    assert scratch.is_relative_to(tmp_path / "worker1" / "tmp")
-    assert not scratch.exists() and not scratch.parent.exists()
-
-
 def backup_iterations(run_dir):
     """The optimizer's step count in the backup that a rerun restores."""
     with h5py.File(run_dir / "backup" / "latest.weights.h5", "r") as f:
         return int(f["optimizer"]["vars"]["0"][()])
 
 
-def test_a_lost_worker_stops_the_cluster_and_the_rerun_resumes(tmp_path):
+def test_a_lost_worker_stops_the_cluster_and_the_rerun_resumes_as_one(tmp_path):
     write_org_data(tmp_path / "data", sizes=(96, 8, 8))
     steps = 4
     common = [
@@ -206,9 +169,27 @@ def test_a_lost_worker_stops_the_cluster_and_the_rerun_resumes(tmp_path):
     assert chief_code == 0, chief_err[-3000:]
     assert code == 0, err[-3000:]
     assert "Resuming run" in chief_err and "Resuming run" in err
+    assert "on 2 replicas" in chief_err and "on 2 replicas" in err
     chief_weights, chief_steps = final_state(tmp_path, 0)
     weights, worker_steps = final_state(tmp_path, 1)
-    # One epoch run on top of the restored step count, on both workers.
+    # One epoch run on top of the restored step count, on both workers, which
+    # end with the same weights.
     assert chief_steps == worker_steps == restored + steps
     assert_same_weights(chief_weights, weights)
-    assert (tmp_path / "export" / "1" / "saved_model.pb").exists()
+    # The chief's export holds the weights that the other worker ended with.
+    exported = keras.saving.load_model(
+        tmp_path / "export" / "1" / "model.keras", compile=False
+    )
+    assert isinstance(exported, HeadlineSummarizer)
+    assert_same_weights([v.numpy() for v in exported.weights], weights)
+
+    # The chief alone writes the run folder and the export...
+    assert sorted(p.name for p in (tmp_path / "export").iterdir()) == ["1"]
+    run = tmp_path / "run"
+    for name in ("config.json", "vocab.txt", "best.weights.h5", "model.keras"):
+        assert (run / name).exists(), name
+    assert json.loads(metadata.read_text())["epoch"] == saved_epoch + 1
+    # ...the other one wrote its own to a scratch folder, since removed.
+    scratch = Path(re.search(r"Resuming run (\S+):", err).group(1))
+    assert scratch.is_relative_to(tmp_path / "worker1" / "tmp")
+    assert not scratch.exists() and not scratch.parent.exists()
