@@ -13,6 +13,7 @@ pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
 import json  # noqa: E402
 import sys  # noqa: E402
 
+import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 from e2e import ROOT, train_command, write_org_data  # noqa: E402
 
@@ -145,7 +146,9 @@ def test_coverage_no_copy_gru_time_budget_export(tmp_path, monkeypatch, capsys):
     assert isinstance(reloaded.attention, keras_attn.CoverageAttention)
 
 
-def test_ensemble_exports_the_mean_of_its_members_and_resumes(tmp_path, capsys):
+def test_ensemble_exports_the_mean_of_its_members_and_resumes(
+    tmp_path, capsys, monkeypatch
+):
     from models.ensemble import SummarizerEnsemble
     from models.runs import load_run
 
@@ -179,11 +182,20 @@ def test_ensemble_exports_the_mean_of_its_members_and_resumes(tmp_path, capsys):
             out["scores"].numpy(), expected["scores"].numpy(), atol=1e-5
         )
 
-    # Run again: the finished second member is loaded, not trained again.
+    # Run again: the finished second member is loaded, not trained again,
+    # and both go to the export (whose own work is tested above).
+    exported = []
+    monkeypatch.setattr(
+        pipeline, "export", lambda model, *args, **kwargs: exported.append(model)
+    )
     assert training_main(argv) == 0
     err = capsys.readouterr().err
     assert "Ensemble member 2 of 2" not in err
-    assert (tmp_path / "export" / "2" / "member-1.keras").exists()
+    (ensemble,) = exported
+    assert isinstance(ensemble, SummarizerEnsemble)
+    for member, saved_member in zip(ensemble.members, members, strict=True):
+        for variable, saved in zip(member.weights, saved_member.weights, strict=True):
+            np.testing.assert_array_equal(variable.numpy(), saved.numpy())
 
 
 def training_main(argv):
@@ -223,3 +235,39 @@ def test_early_stopping_and_best_model_follow_validation_rouge(tmp_path):
     for got, want in zip(model.weights, rouge.weights[1], strict=True):
         np.testing.assert_array_equal(np.array(got), want)
     assert not np.array_equal(rouge.weights[1][0], rouge.weights[3][0])
+
+
+def _scripted_fit(tmp_path, epochs, scores):
+    """Each epoch's learning rate, as the logs show it (before any decay)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(16, 3)).astype("float32")
+    y = rng.normal(size=(16, 1)).astype("float32")
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(keras.optimizers.SGD(0.1), "mse")
+    batches = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
+    options = TrainOptions(
+        epochs=epochs, patience=10, lr_decay=0.5, lr_decay_patience=2
+    )
+    rouge = _ScriptedRouge(scores)
+    history = training.fit(model, batches, batches, tmp_path, options, [rouge])
+    return history.history["learning_rate"]
+
+
+def _backed_up_learning_rate(run_dir):
+    # Keras' optimizer variables: the step count, then the learning rate.
+    with h5py.File(run_dir / "backup" / "latest.weights.h5", "r") as f:
+        return float(f["optimizer"]["vars"]["1"][()])
+
+
+def test_the_learning_rate_decays_at_a_plateau_and_a_resume_keeps_it(tmp_path):
+    # Best at epoch 2; epochs 3 and 4 do not improve: halved after epoch 4.
+    # Epoch 5 does not improve either; the run stops there.
+    scores = [10.0, 20.0, 20.0, 20.0, 20.0, 20.0]
+    rates = _scripted_fit(tmp_path, 5, scores)
+    assert rates == pytest.approx([0.1, 0.1, 0.1, 0.1, 0.05])
+    # A fresh model and optimizer resume from the backup: the halved rate,
+    # and the epoch already waited, so that epoch 6 halves it again.
+    assert _scripted_fit(tmp_path, 6, scores) == pytest.approx([0.05])
+    assert _backed_up_learning_rate(tmp_path) == pytest.approx(0.025)
+    with pytest.raises(ValueError, match=r"Received: lr_decay=1.5"):
+        TrainOptions(lr_decay=1.5)
