@@ -71,6 +71,35 @@ def pytest_ignore_collect(collection_path, config):
 _MODULE_TF_ONLY = re.compile(r"^pytestmark = .*\btf_only\b", re.MULTILINE)
 
 
+# pytest-xdist's `loadfile` hands out the files with the most tests first,
+# which leaves these few-test end-to-end files (a minute each on TensorFlow,
+# the forecast's on JAX) for the end, one worker running them while the
+# other idles. Started first, they run beside the many small files.
+HEAVIEST_FILES = (
+    "tests/test_pipeline.py",  # builds the shared trained run
+    "tests/test_flags.py",
+    "tests/test_multi_worker.py",
+    "tests/test_own_data.py",
+    "tests/test_forecast.py",
+)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class HeaviestFilesFirst(LoadFileScheduling):
+        def _assign_work_unit(self, node):
+            for scope in reversed(HEAVIEST_FILES):
+                if scope in self.workqueue:
+                    self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
+
+    return HeaviestFilesFirst(config, log)
+
+
 def pytest_report_header(config):
     return f"keras {keras.__version__}, backend: {BACKEND}"
 
