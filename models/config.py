@@ -191,7 +191,7 @@ class TrainOptions:
     min_count: int = 2
     validation_rouge_examples: int = 1000
     lr_decay: float = 1.0
-    lr_decay_patience: int = 1
+    lr_decay_patience: int = 2
     ema_momentum: float = 0.999
     jit_compile: bool = False
     mixed_precision: str | None = dataclasses.field(

@@ -109,10 +109,11 @@ class Backup(keras.callbacks.BackupAndRestore):
     A resumed run restores the weights, the optimizer (its step counter
     included) and the epoch; the interrupted epoch starts over. Keras backs
     up neither the best value of `ModelCheckpoint` nor the state of
-    `EarlyStopping`: `tracked` callbacks have theirs saved beside the
-    weights and restored, so a resumed run keeps the best model and its
-    patience. Put `Backup` after them, so that both are saved as updated at
-    an epoch's end and restored after their own `on_train_begin`.
+    `EarlyStopping` or `ReduceLROnPlateau`: `tracked` callbacks have theirs
+    saved beside the weights and restored, so a resumed run keeps the best
+    model and its patience. Put `Backup` after them, so that their state is
+    saved as updated at an epoch's end and restored after their own
+    `on_train_begin`.
     """
 
     STATE_ATTRIBUTES = (
@@ -329,7 +330,8 @@ def build_model(config, options, strategy=None):
 
 
 def fit(model, train_batches, validation_batches, run_dir, options, callbacks=()):
-    """Trains with backups (resume), best-model checkpoint, early stopping.
+    """Trains with backups (resume), best-model checkpoint, early stopping
+    and, if `options.lr_decay` < 1, a learning rate that falls at plateaus.
 
     The best model and early stopping follow validation ROUGE-1 when a
     `ValidationRouge` callback computes it (the metric the model is for),
