@@ -217,40 +217,47 @@ class _ScriptedRouge(training.ValidationRouge):
         self.weights.append([np.array(w) for w in self.model.weights])
 
 
-def test_early_stopping_and_best_model_follow_validation_rouge(tmp_path):
+def _scripted_fit(tmp_path, scores, **options):
+    """`training.fit` of a linear model, with `scores` as validation ROUGE-1.
+
+    Returns the model, the `_ScriptedRouge` and the history.
+    """
     rng = np.random.default_rng(0)
     x = rng.normal(size=(16, 3)).astype("float32")
     y = rng.normal(size=(16, 1)).astype("float32")
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
     model.compile(keras.optimizers.SGD(0.1), "mse")
     batches = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
+    rouge = _ScriptedRouge(scores)
+    history = training.fit(
+        model, batches, batches, tmp_path, TrainOptions(**options), [rouge]
+    )
+    return model, rouge, history.history
+
+
+def test_early_stopping_and_best_model_follow_validation_rouge(tmp_path):
     # Best at epoch 2 (index 1); patience 2: epochs 3 and 4 do not improve,
     # so training stops before the better epochs 5 and 6.
-    rouge = _ScriptedRouge([10.0, 30.0, 20.0, 25.0, 40.0, 50.0])
-    options = TrainOptions(epochs=6, patience=2, checkpoint_every=1000)
-    history = training.fit(model, batches, batches, tmp_path, options, [rouge])
-    assert len(history.history["loss"]) == 4
-    assert history.history["val_rouge1"] == [10.0, 30.0, 20.0, 25.0]
+    model, rouge, history = _scripted_fit(
+        tmp_path,
+        [10.0, 30.0, 20.0, 25.0, 40.0, 50.0],
+        epochs=6,
+        patience=2,
+        checkpoint_every=1000,
+    )
+    assert len(history["loss"]) == 4
+    assert history["val_rouge1"] == [10.0, 30.0, 20.0, 25.0]
     # The model ends with the weights of the best epoch, not the last.
     for got, want in zip(model.weights, rouge.weights[1], strict=True):
         np.testing.assert_array_equal(np.array(got), want)
     assert not np.array_equal(rouge.weights[1][0], rouge.weights[3][0])
 
 
-def _scripted_fit(tmp_path, epochs, scores):
+def _learning_rates(tmp_path, epochs, scores):
     """Each epoch's learning rate, as the logs show it (before any decay)."""
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(16, 3)).astype("float32")
-    y = rng.normal(size=(16, 1)).astype("float32")
-    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
-    model.compile(keras.optimizers.SGD(0.1), "mse")
-    batches = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
-    options = TrainOptions(
-        epochs=epochs, patience=10, lr_decay=0.5, lr_decay_patience=2
-    )
-    rouge = _ScriptedRouge(scores)
-    history = training.fit(model, batches, batches, tmp_path, options, [rouge])
-    return history.history["learning_rate"]
+    options = dict(patience=10, lr_decay=0.5, lr_decay_patience=2)
+    _, _, history = _scripted_fit(tmp_path, scores, epochs=epochs, **options)
+    return history["learning_rate"]
 
 
 def _backed_up_learning_rate(run_dir):
@@ -263,11 +270,11 @@ def test_the_learning_rate_decays_at_a_plateau_and_a_resume_keeps_it(tmp_path):
     # Best at epoch 2; epochs 3 and 4 do not improve: halved after epoch 4.
     # Epoch 5 does not improve either; the run stops there.
     scores = [10.0, 20.0, 20.0, 20.0, 20.0, 20.0]
-    rates = _scripted_fit(tmp_path, 5, scores)
+    rates = _learning_rates(tmp_path, 5, scores)
     assert rates == pytest.approx([0.1, 0.1, 0.1, 0.1, 0.05])
     # A fresh model and optimizer resume from the backup: the halved rate,
     # and the epoch already waited, so that epoch 6 halves it again.
-    assert _scripted_fit(tmp_path, 6, scores) == pytest.approx([0.05])
+    assert _learning_rates(tmp_path, 6, scores) == pytest.approx([0.05])
     assert _backed_up_learning_rate(tmp_path) == pytest.approx(0.025)
     with pytest.raises(ValueError, match=r"Received: lr_decay=1.5"):
         TrainOptions(lr_decay=1.5)
