@@ -20,6 +20,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+from models.config import SearchOptions  # noqa: E402  (no TensorFlow)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--run-dir", required=True)
@@ -27,12 +30,15 @@ def main(argv=None):
     parser.add_argument("--examples", type=int, default=500)
     parser.add_argument("--length-penalties", type=float, nargs="+", default=[2.0])
     parser.add_argument("--ngram-sizes", type=int, nargs="+", default=[1])
-    parser.add_argument("--beam-sizes", type=int, nargs="+", default=[5])
-    parser.add_argument("--min-lengths", type=int, nargs="+", default=[3])
+    parser.add_argument(
+        "--beam-sizes", type=int, nargs="+", default=[SearchOptions.beam_size]
+    )
+    parser.add_argument(
+        "--min-lengths", type=int, nargs="+", default=[SearchOptions.min_length]
+    )
     args = parser.parse_args(argv)
 
     from models import data, tuning
-    from models.config import SearchOptions
     from models.runs import load_run, load_trained_model
 
     _, features = load_run(args.run_dir)

@@ -205,6 +205,11 @@ class TrainOptions:
             raise UserError(
                 f"`lr_decay` must be in (0, 1]. Received: lr_decay={self.lr_decay}"
             )
+        if self.lr_decay_patience < 0:
+            raise UserError(
+                "`lr_decay_patience` must be >= 0. Received: "
+                f"lr_decay_patience={self.lr_decay_patience}"
+            )
         if self.ensemble < 1:
             raise UserError(
                 f"`ensemble` must be >= 1. Received: ensemble={self.ensemble}"

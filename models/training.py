@@ -116,13 +116,7 @@ class Backup(keras.callbacks.BackupAndRestore):
     `on_train_begin`.
     """
 
-    STATE_ATTRIBUTES = (
-        "best",
-        "wait",
-        "best_epoch",
-        "stopped_epoch",
-        "cooldown_counter",
-    )
+    STATE_ATTRIBUTES = ("best", "wait", "best_epoch", "stopped_epoch")
 
     def __init__(self, backup_dir, save_freq, tracked=()):
         super().__init__(
@@ -135,29 +129,35 @@ class Backup(keras.callbacks.BackupAndRestore):
         self._state_path = Path(backup_dir) / "callback_state.json"
 
     def callback_state(self):
-        """`[{attribute: value}]`, one dict per tracked callback."""
-        return [
-            {
+        """`{class name: {attribute: value}}`, one entry per tracked callback."""
+        return {
+            type(c).__name__: {
                 name: (None if getattr(c, name) is None else float(getattr(c, name)))
                 for name in self.STATE_ATTRIBUTES
                 if hasattr(c, name)
             }
             for c in self.tracked
-        ]
+        }
 
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
-        if self._state_path.exists():
-            saved = json.loads(self._state_path.read_text())
-            for callback, state in zip(self.tracked, saved, strict=True):
-                for name, value in state.items():
-                    is_count = name != "best" and value is not None
-                    setattr(callback, name, int(value) if is_count else value)
+        if not self._state_path.exists():
+            return
+        saved = json.loads(self._state_path.read_text())
+        if isinstance(saved, list):  # written before the learning-rate decay
+            saved = dict(zip(("ModelCheckpoint", "EarlyStopping"), saved, strict=True))
+        # By class, so that a run resumed with or without `--lr-decay` keeps
+        # what it can: a callback that was not tracked starts afresh.
+        for callback in self.tracked:
+            for name, value in saved.get(type(callback).__name__, {}).items():
+                is_count = name != "best" and value is not None
+                setattr(callback, name, int(value) if is_count else value)
 
     def _save_model(self):
         super()._save_model()
         # Written after the weights: a kill in between leaves the previous
-        # epoch's state, which only loses patience already spent.
+        # epoch's state, which loses patience already spent (and can halve
+        # a learning rate that the weights' optimizer already halved).
         tmp = self._state_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.callback_state()))
         tmp.replace(self._state_path)

@@ -150,7 +150,7 @@ def test_ensemble_exports_the_mean_of_its_members_and_resumes(
     tmp_path, capsys, monkeypatch
 ):
     from models.ensemble import SummarizerEnsemble
-    from models.runs import load_run
+    from models.runs import load_run, load_trained_model
 
     write_org_data(tmp_path / "data", sizes=(48, 8, 8))
     common = ("--epochs", "1", "--steps-per-epoch", "2", "--skip-eval")
@@ -192,10 +192,14 @@ def test_ensemble_exports_the_mean_of_its_members_and_resumes(
     err = capsys.readouterr().err
     assert "Ensemble member 2 of 2" not in err
     (ensemble,) = exported
-    assert isinstance(ensemble, SummarizerEnsemble)
-    for member, saved_member in zip(ensemble.members, members, strict=True):
-        for variable, saved in zip(member.weights, saved_member.weights, strict=True):
-            np.testing.assert_array_equal(variable.numpy(), saved.numpy())
+    # So does `models.export`'s loading of the run.
+    for model in (ensemble, load_trained_model(run_dir)):
+        assert isinstance(model, SummarizerEnsemble)
+        for member, saved_member in zip(model.members, members, strict=True):
+            for variable, saved in zip(
+                member.weights, saved_member.weights, strict=True
+            ):
+                np.testing.assert_array_equal(variable.numpy(), saved.numpy())
 
 
 def training_main(argv):
@@ -275,6 +279,9 @@ def test_the_learning_rate_decays_at_a_plateau_and_a_resume_keeps_it(tmp_path):
     # A fresh model and optimizer resume from the backup: the halved rate,
     # and the epoch already waited, so that epoch 6 halves it again.
     assert _learning_rates(tmp_path, 6, scores) == pytest.approx([0.05])
+    assert _backed_up_learning_rate(tmp_path) == pytest.approx(0.025)
+    # Resumed without the decay: the rate stays where the backup left it.
+    _scripted_fit(tmp_path, [*scores, 20.0], epochs=7, patience=10)
     assert _backed_up_learning_rate(tmp_path) == pytest.approx(0.025)
     with pytest.raises(ValueError, match=r"Received: lr_decay=1.5"):
         TrainOptions(lr_decay=1.5)

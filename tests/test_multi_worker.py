@@ -158,6 +158,14 @@ def test_a_lost_worker_stops_the_cluster_and_the_rerun_resumes_as_one(tmp_path):
     assert len(errors) == 1 and "worker" in errors[0], err[-3000:]
     assert "Traceback" not in err
 
+    # The other worker had started afresh, in a scratch folder of its own,
+    # and made the chief's vocabulary from its own copy of the data.
+    first_err = (tmp_path / "worker1" / "stderr.txt").read_text()
+    scratch = Path(re.search(r"Starting run (\S+):", first_err).group(1))
+    assert scratch.is_relative_to(tmp_path / "worker1" / "tmp")
+    vocabulary = (tmp_path / "run" / "vocab.txt").read_text()
+    assert (scratch / "vocab.txt").read_text() == vocabulary
+
     # The same command again, on both: training resumes from the backup.
     saved_epoch = json.loads(metadata.read_text())["epoch"]
     restored = backup_iterations(tmp_path / "run")
@@ -185,6 +193,7 @@ def test_a_lost_worker_stops_the_cluster_and_the_rerun_resumes_as_one(tmp_path):
 
     # The chief alone writes the run folder and the export...
     assert sorted(p.name for p in (tmp_path / "export").iterdir()) == ["1"]
+    assert (tmp_path / "export" / "1" / "saved_model.pb").exists()
     run = tmp_path / "run"
     for name in ("config.json", "vocab.txt", "best.weights.h5", "model.keras"):
         assert (run / name).exists(), name
