@@ -52,6 +52,10 @@ class SummarizerConfig:
             source and of the decoder's input are dropped (their embedding
             zeroed), a regularizer for small data (Sennrich et al. 2016,
             "Edinburgh Neural Machine Translation Systems for WMT 16").
+        label_smoothing: Training only: the loss mixes the target's
+            negative log-likelihood with this weight of the vocabulary
+            distribution's cross-entropy against the uniform one (Szegedy
+            et al. 2016), on the vocabulary part of the copy mixture.
         tie_embeddings: Output layer shares the embedding matrix.
         max_source_length: Source tokens kept (the rest is truncated).
         max_target_length: Headline tokens kept in training, and the decoding
@@ -83,6 +87,7 @@ class SummarizerConfig:
     coverage_weight: float = 1.0
     dropout: float = 0.3
     word_dropout: float = 0.0
+    label_smoothing: float = 0.0
     tie_embeddings: bool = True
     max_source_length: int = 64
     max_target_length: int = 20
@@ -114,6 +119,11 @@ class SummarizerConfig:
             raise UserError(
                 "`word_dropout` must be in [0, 1). Received: "
                 f"word_dropout={self.word_dropout}"
+            )
+        if not 0 <= self.label_smoothing < 1:
+            raise UserError(
+                "`label_smoothing` must be in [0, 1). Received: "
+                f"label_smoothing={self.label_smoothing}"
             )
         if self.normalization not in NORMALIZATION_CHOICES:
             raise UserError(

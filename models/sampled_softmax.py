@@ -50,6 +50,17 @@ def log_uniform_candidates(num_sampled, vocab_size, seed=None):
 def sampled_log_softmax(features, rows, bias, target_ids, sampled_ids, sampled_log_q):
     """Estimated `log softmax(features @ rows^T + bias)` at `target_ids`.
 
+    Args and shapes: as `sampled_log_partition`, which it divides by.
+    """
+    true_logits, log_z = sampled_log_partition(
+        features, rows, bias, target_ids, sampled_ids, sampled_log_q
+    )
+    return true_logits - log_z
+
+
+def sampled_log_partition(features, rows, bias, target_ids, sampled_ids, sampled_log_q):
+    """The target's logit and the estimated log partition function.
+
     Args:
         features: `(..., dim)`: the inputs of the output layer.
         rows: `(vocab, dim)`: the output layer's weights, one row per word.
@@ -59,7 +70,8 @@ def sampled_log_softmax(features, rows, bias, target_ids, sampled_ids, sampled_l
         sampled_log_q: `(K,)`: `log Q` of `sampled_ids`.
 
     Returns:
-        float32 `(...)`.
+        `(true_logits, log_z)`, float32 `(...)` each: the logit at
+        `target_ids`, and the estimate of `log sum exp` over the vocabulary.
     """
     features = ops.cast(features, "float32")
     rows = ops.cast(rows, "float32")
@@ -83,4 +95,4 @@ def sampled_log_softmax(features, rows, bias, target_ids, sampled_ids, sampled_l
     log_z = ops.logsumexp(
         ops.concatenate([ops.expand_dims(true_logits, -1), weighted], axis=-1), axis=-1
     )
-    return true_logits - log_z
+    return true_logits, log_z

@@ -27,7 +27,7 @@ from keras_attn.pointer import (
 from keras_attn.shortlist import shortlist_log_distribution
 from models.config import SummarizerConfig
 from models.features import UNK_ID
-from models.sampled_softmax import log_uniform_candidates, sampled_log_softmax
+from models.sampled_softmax import log_uniform_candidates, sampled_log_partition
 
 _EPSILON = 1e-9
 
@@ -254,6 +254,11 @@ class HeadlineSummarizer(keras.Model):
         `sampled=True` estimates the vocabulary part from
         `config.sampled_softmax` sampled words (if set).
         """
+        return self._target_log_probability(outputs, inputs, target_out, sampled)[0]
+
+    def _target_log_probability(self, outputs, inputs, target_out, sampled):
+        """`(log P(target), log Z)`, `(batch, T)` each; `log Z` is the
+        vocabulary softmax's log partition function (estimated if sampled)."""
         vocab_size = self.config.vocab_size
         target_out = ops.cast(target_out, "int32")
         in_vocab = ops.less(target_out, vocab_size)
@@ -266,7 +271,7 @@ class HeadlineSummarizer(keras.Model):
             sampled_ids, log_q = log_uniform_candidates(
                 self.config.sampled_softmax, vocab_size, seed=self.sampling_seed
             )
-            vocab_log_prob = sampled_log_softmax(
+            target_logits, log_z = sampled_log_partition(
                 features, rows, bias, ids, sampled_ids, log_q
             )
         else:
@@ -274,9 +279,10 @@ class HeadlineSummarizer(keras.Model):
             target_logits = ops.take_along_axis(
                 logits, ops.expand_dims(ids, -1), axis=-1
             )[..., 0]
-            vocab_log_prob = target_logits - ops.logsumexp(logits, axis=-1)
+            log_z = ops.logsumexp(logits, axis=-1)
+        vocab_log_prob = target_logits - log_z
         if self.pointer is None:
-            return vocab_log_prob
+            return vocab_log_prob, log_z
         probability = mix_target_probabilities(
             outputs["p_gen"],
             ops.exp(vocab_log_prob) * ops.cast(in_vocab, "float32"),
@@ -284,7 +290,22 @@ class HeadlineSummarizer(keras.Model):
             inputs["source_ext_ids"],
             target_out,
         )
-        return ops.log(probability + _EPSILON)
+        return ops.log(probability + _EPSILON), log_z
+
+    def uniform_cross_entropy(self, features, log_z):
+        """Cross-entropy of the vocabulary softmax against the uniform
+        distribution, `(batch, T)`: label smoothing's term.
+
+        `-mean_w log P(w) = log Z - mean_w logit(w)`; the mean logit is exact
+        for the price of one `(D,)` product, the mean row of the output layer,
+        so a sampled softmax's `log Z` estimate is all it needs.
+        """
+        rows, bias = self._output_rows()
+        mean_row = ops.mean(ops.cast(rows, "float32"), axis=0)
+        mean_logit = ops.matmul(ops.cast(features, "float32"), mean_row)
+        if bias is not None:
+            mean_logit = mean_logit + ops.mean(ops.cast(bias, "float32"))
+        return log_z - mean_logit
 
     # ---------------------------------------- Keras' TF trainer, multi-worker
 
@@ -320,7 +341,14 @@ class HeadlineSummarizer(keras.Model):
     ):
         target_mask = ops.cast(ops.not_equal(y, 0), "float32")
         tokens = ops.maximum(ops.sum(target_mask), 1.0)
-        nll = -self.target_log_probability(y_pred, x, y, sampled=training)
+        log_prob, log_z = self._target_log_probability(y_pred, x, y, training)
+        nll = -log_prob
+        if self.config.label_smoothing:
+            # On the vocabulary part: the copy mixture keeps its target.
+            smoothing = self.config.label_smoothing
+            nll = (1 - smoothing) * nll + smoothing * self.uniform_cross_entropy(
+                y_pred["features"], log_z
+            )
         loss = ops.sum(nll * target_mask) / tokens
         if self.config.coverage:
             loss += (

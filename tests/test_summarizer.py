@@ -101,6 +101,34 @@ def test_sampled_softmax_trains_and_leaves_evaluation_exact():
 
 
 @pytest.mark.parametrize("overrides", [{}, {"copy": False}, {"tie_embeddings": False}])
+def test_label_smoothing_adds_the_cross_entropy_against_uniform(overrides):
+    inputs, target = tiny_batch()
+    plain = HeadlineSummarizer(tiny_config(**overrides))
+    smoothed = HeadlineSummarizer(tiny_config(label_smoothing=0.1, **overrides))
+    plain(inputs)
+    smoothed(inputs)
+    smoothed.set_weights(plain.get_weights())
+    outputs = plain(inputs)
+    # By hand: the vocabulary's log-softmax, its mean over the words.
+    logits = ops.convert_to_numpy(plain.vocabulary_logits(outputs["features"]))
+    log_softmax = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    uniform = -log_softmax.mean(-1)
+    log_z = np.log(np.exp(logits).sum(-1))
+    got = ops.convert_to_numpy(plain.uniform_cross_entropy(outputs["features"], log_z))
+    np.testing.assert_allclose(got, uniform, rtol=1e-5)
+    # The loss: 0.9 of the target's NLL and 0.1 of that, over the tokens.
+    nll = -ops.convert_to_numpy(plain.target_log_probability(outputs, inputs, target))
+    expected = (0.9 * nll + 0.1 * uniform).mean()  # no padding in the targets
+    loss = smoothed.compute_loss(inputs, target, outputs, training=False)
+    np.testing.assert_allclose(float(loss), expected, rtol=1e-5)
+    # In training under a sampled softmax, `log Z` is the sampled estimate
+    # (`sampled_log_partition`, whose convergence test_sampled_softmax.py
+    # checks through `sampled_log_softmax`).
+    with pytest.raises(ValueError, match=r"Received: label_smoothing=1"):
+        tiny_config(label_smoothing=1.0)
+
+
+@pytest.mark.parametrize("overrides", [{}, {"copy": False}, {"tie_embeddings": False}])
 def test_shortlist_step_renormalises_the_step_over_the_shortlist(overrides):
     model = HeadlineSummarizer(tiny_config(**overrides))
     inputs, _ = tiny_batch()
