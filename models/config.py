@@ -56,6 +56,7 @@ class SummarizerConfig:
             negative log-likelihood with this weight of the vocabulary
             distribution's cross-entropy against the uniform one (Szegedy
             et al. 2016), on the vocabulary part of the copy mixture.
+            `val_loss` includes the term too.
         tie_embeddings: Output layer shares the embedding matrix.
         max_source_length: Source tokens kept (the rest is truncated).
         max_target_length: Headline tokens kept in training, and the decoding
