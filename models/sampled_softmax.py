@@ -50,7 +50,8 @@ def log_uniform_candidates(num_sampled, vocab_size, seed=None):
 def sampled_log_softmax(features, rows, bias, target_ids, sampled_ids, sampled_log_q):
     """Estimated `log softmax(features @ rows^T + bias)` at `target_ids`.
 
-    Args and shapes: as `sampled_log_partition`, which it divides by.
+    Args and shapes: as `sampled_log_partition`: its target logit less its
+    log partition function.
     """
     true_logits, log_z = sampled_log_partition(
         features, rows, bias, target_ids, sampled_ids, sampled_log_q
