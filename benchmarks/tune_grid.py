@@ -45,6 +45,8 @@ def main(argv=None):
     model = load_trained_model(args.run_dir)
     validation = data.load_split("validation", data_dir=args.data_dir)
     pairs = list(validation.take(args.examples).as_numpy_iterator())
+    documents = [d for d, _ in pairs]
+    references = [s.decode("utf-8") for _, s in pairs]
     members = len(getattr(model, "members", [model]))
     print(f"{args.run_dir}: {members} model(s), {len(pairs)} validation examples")
     for beam_size in args.beam_sizes:
@@ -52,8 +54,8 @@ def main(argv=None):
             chosen, rows = tuning.tune_search_options(
                 model,
                 features,
-                [d for d, _ in pairs],
-                [s.decode("utf-8") for _, s in pairs],
+                documents,
+                references,
                 SearchOptions(beam_size=beam_size, min_length=min_length),
                 args.length_penalties,
                 args.ngram_sizes,
