@@ -253,6 +253,14 @@ class SearchOptions:
             `shortlist` most frequent words and the source's words, and
             renormalises over them (`keras_attn.shortlist_log_distribution`;
             BENCHMARKS.md section 4d). 0: the whole vocabulary, exact.
+        xla: Opt-in speed lever: the encoder and search compiled by XLA
+            (`jit_compile`), on a batch padded to a power of two and a source
+            padded to a multiple of 16. The same model, computed in another
+            order, so a near tie may fall the other way. The SavedModel then
+            needs TensorFlow with XLA (pip's TensorFlow, the project's
+            server); stock TensorFlow Serving runs it only behind
+            `--xla_cpu_compilation_enabled`. Greedy rows then run until the
+            batch's last one ends (XLA keeps shapes fixed).
     """
 
     beam_size: int = 5
@@ -262,6 +270,7 @@ class SearchOptions:
     no_repeat_ngram_size: int = 3
     suppress_unk: bool = False
     shortlist: int = 0
+    xla: bool = False
 
     @classmethod
     def tuned(cls, run_dir):

@@ -134,6 +134,12 @@ def main(argv=None):
         help="opt-in, approximate: compute in bfloat16 (fast on CPUs with "
         "AVX512-BF16 or AMX)",
     )
+    p.add_argument(
+        "--xla",
+        action="store_true",
+        help="opt-in: compile the encoder and search with XLA (needs "
+        "TensorFlow with XLA to serve: pip's, or the project's server)",
+    )
     args = p.parse_args(argv)
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     if args.search_options:
@@ -142,6 +148,8 @@ def main(argv=None):
         options = SearchOptions.tuned(args.run_dir)
     if args.shortlist is not None:
         options = dataclasses.replace(options, shortlist=args.shortlist)
+    if args.xla:
+        options = dataclasses.replace(options, xla=True)
     path = export_run(args.run_dir, args.export_dir, options, args.dtype_policy)
     print(f"Exported {path}")
 

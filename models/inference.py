@@ -27,6 +27,9 @@ import tensorflow as tf
 import keras_attn
 from models.features import END_ID, PAD_ID, START_ID, UNK_ID
 
+# The source lengths XLA compiles for are multiples of this.
+_XLA_SOURCE_STEP = 16
+
 _DOCUMENTS = tf.TensorSpec([None], tf.string, name="documents")
 # Signatures cannot have defaults: `search_options.json`, beside the
 # SavedModel, holds the values the other signatures use.
@@ -67,60 +70,17 @@ class HeadlineModule(tf.Module):
         options = self.options
         if length_penalty is None:
             length_penalty = options.length_penalty
-        processors = []
         if max_length is not None:
             max_length = tf.clip_by_value(max_length, 1, options.max_length)
-            processors.append(keras_attn.MaxLength(max_length, END_ID))
         if min_length is None:
             min_length = options.min_length
         else:
             limit = options.max_length if max_length is None else max_length
             min_length = tf.clip_by_value(min_length, 0, limit)
         source = self.features.encode_source(documents)
-        state, memory = self.model.initial_decoder_state(
-            source["ids"], source["ext_ids"], options.shortlist
-        )
-        batch = tf.shape(documents)[0]
-        start_ids = tf.fill([batch], START_ID)
-        banned = [PAD_ID, START_ID] + ([UNK_ID] if options.suppress_unk else [])
-        common = dict(
-            end_id=END_ID,
-            max_length=options.max_length,
-            min_length=min_length,
-            banned_ids=banned,
-            no_repeat_ngram_size=options.no_repeat_ngram_size,
-            processors=processors,
-        )
-        kernel = self.model.output_kernel(options.shortlist)  # once, not per step
-        if beam_size > 1:
-            memory = keras_attn.tile_batch(memory, beam_size)
-
-            def step(ids, state):
-                return self.model.step(ids, state, memory, output_kernel=kernel)
-
-            result = keras_attn.beam_search(
-                step,
-                state,
-                start_ids,
-                beam_size=beam_size,
-                length_penalty=length_penalty,
-                **common,
-            )
-        else:
-            # Ended rows leave the batch, and the memory with them.
-            def step(ids, state):
-                log_probs, decoder, attention = self.model.step(
-                    ids, state["decoder"], state["memory"], output_kernel=kernel
-                )
-                return log_probs, dict(state, decoder=decoder), attention
-
-            result = keras_attn.greedy_search(
-                step,
-                {"decoder": state, "memory": memory},
-                start_ids,
-                drop_finished=True,
-                **common,
-            )
+        ids, ext_ids = source["ids"], source["ext_ids"]
+        decode = _padded_for_xla(self._decode) if options.xla else self._decode
+        result = decode(ids, ext_ids, beam_size, length_penalty, min_length, max_length)
         # The search returns `max_length` steps; keep those any row used.
         steps = tf.clip_by_value(
             tf.reduce_max(result.lengths) + 1, 1, options.max_length
@@ -138,6 +98,57 @@ class HeadlineModule(tf.Module):
             "headline_tokens": tokens,
             "attention": attention,
         }
+
+    def _decode(self, ids, ext_ids, beam_size, length_penalty, min_length, max_length):
+        """Source ids to a `keras_attn.DecodingResult`: encoder and search."""
+        options = self.options
+        processors = []
+        if max_length is not None:
+            processors.append(keras_attn.MaxLength(max_length, END_ID))
+        state, memory = self.model.initial_decoder_state(
+            ids, ext_ids, options.shortlist
+        )
+        start_ids = tf.fill([tf.shape(ids)[0]], START_ID)
+        banned = [PAD_ID, START_ID] + ([UNK_ID] if options.suppress_unk else [])
+        common = dict(
+            end_id=END_ID,
+            max_length=options.max_length,
+            min_length=min_length,
+            banned_ids=banned,
+            no_repeat_ngram_size=options.no_repeat_ngram_size,
+            processors=processors,
+        )
+        kernel = self.model.output_kernel(options.shortlist)  # once, not per step
+        if beam_size > 1:
+            memory = keras_attn.tile_batch(memory, beam_size)
+
+            def step(ids, state):
+                return self.model.step(ids, state, memory, output_kernel=kernel)
+
+            return keras_attn.beam_search(
+                step,
+                state,
+                start_ids,
+                beam_size=beam_size,
+                length_penalty=length_penalty,
+                **common,
+            )
+
+        # Ended rows leave the batch, and the memory with them; XLA needs
+        # fixed shapes, so there every row runs until the last one ends.
+        def step(ids, state):
+            log_probs, decoder, attention = self.model.step(
+                ids, state["decoder"], state["memory"], output_kernel=kernel
+            )
+            return log_probs, dict(state, decoder=decoder), attention
+
+        return keras_attn.greedy_search(
+            step,
+            {"decoder": state, "memory": memory},
+            start_ids,
+            drop_finished=not options.xla,
+            **common,
+        )
 
     @tf.function(input_signature=[_DOCUMENTS])
     def beam(self, documents):
@@ -165,6 +176,38 @@ class HeadlineModule(tf.Module):
             "attention": self.attention.get_concrete_function(),
             "length_control": self.length_control.get_concrete_function(),
         }
+
+
+def _padded_for_xla(decode):
+    """`decode(ids, ext_ids, *args)`, compiled by XLA, on padded shapes.
+
+    XLA compiles once per input shape: the batch is padded to a power of two
+    and the source to a multiple of `_XLA_SOURCE_STEP`, so that a server
+    compiles a few shapes, not one per request. The source's padding ids are
+    masked out; the added rows are copies of the batch's own rows, which end
+    with them (empty sources could run the loop to `max_length`).
+    """
+    compiled = tf.function(decode, jit_compile=True)
+
+    def padded(ids, ext_ids, *args):
+        rows, length = tf.shape(ids)[0], tf.shape(ids)[1]
+        (power,) = tf.while_loop(lambda n: n < rows, lambda n: (2 * n,), [1])
+        copies = tf.range(power) % tf.maximum(rows, 1)
+        padding = [[0, tf.maximum(1 - rows, 0)], [0, -length % _XLA_SOURCE_STEP]]
+
+        def pad(x):
+            return tf.gather(tf.pad(x, padding, constant_values=PAD_ID), copies)
+
+        result = compiled(pad(ids), pad(ext_ids), *args)
+        return keras_attn.DecodingResult(
+            ids=result.ids[:rows],
+            lengths=result.lengths[:rows],
+            scores=result.scores[:rows],
+            log_probs=result.log_probs[:rows],
+            extras=result.extras[:rows, :, :length],
+        )
+
+    return padded
 
 
 def _headline_outputs(out):

@@ -1,8 +1,9 @@
-"""The export's opt-in speed levers: a vocabulary shortlist, bfloat16.
+"""The export's opt-in speed levers: a vocabulary shortlist, bfloat16, XLA.
 
-Each changes the distribution a step decodes from, by design; what must
-hold is that the whole-vocabulary shortlist is the exact search, that a
-shortlist only writes its own words, and that bfloat16 stays close.
+The first two change the distribution a step decodes from, by design; what
+must hold is that the whole-vocabulary shortlist is the exact search, that a
+shortlist only writes its own words, and that bfloat16 stays close. XLA
+computes the same model: the same headlines.
 """
 
 import numpy as np
@@ -30,14 +31,15 @@ DOCUMENTS = tf.constant(
 )
 
 
-def decode(model, shortlist, beam):
+def decode(model, shortlist, beam, xla=False, outputs=("headline_tokens", "scores")):
     options = SearchOptions(
-        beam_size=3, max_length=5, min_length=2, shortlist=shortlist
+        beam_size=3, max_length=5, min_length=2, shortlist=shortlist, xla=xla
     )
     out = HeadlineModule(model, TextFeatures(WORDS, 7, 5), options).search(
         DOCUMENTS, beam
     )
-    return out["headline_tokens"].numpy().tolist(), out["scores"].numpy()
+    tokens, scores = out["headline_tokens"].numpy().tolist(), out["scores"].numpy()
+    return (tokens, scores) + tuple(out[k].numpy() for k in outputs[2:])
 
 
 @pytest.mark.parametrize("members", [1, 2])
@@ -87,3 +89,30 @@ def test_bfloat16_computes_in_bfloat16_close_to_float32():
     assert not np.array_equal(probs[1], probs[0])  # it did compute in bf16
     tokens, _ = decode(fast, 0, 3)
     assert all(any(t for t in row) for row in tokens)
+
+
+def test_xla_decodes_the_same_headlines_on_padded_shapes():
+    (model,) = _members(1)
+    options = SearchOptions(beam_size=3, max_length=5, min_length=2, xla=True)
+    module = HeadlineModule(model, TextFeatures(WORDS, 7, 5), options)
+    graph = (
+        tf.function(lambda d: module.search(d, 1)["headlines"])
+        .get_concrete_function(tf.TensorSpec([None], tf.string))
+        .graph
+    )
+    compiled = [
+        op
+        for op in graph.get_operations()
+        if "_XlaMustCompile" in op.node_def.attr
+        and op.node_def.attr["_XlaMustCompile"].b
+    ]
+    assert len(compiled) == 1, "the search must run as one XLA cluster"
+    # 3 documents of 5 or fewer words: XLA sees 4 rows of 16 ids.
+    outputs = ("headline_tokens", "scores", "attention")
+    for beam in (1, 3):
+        exact = decode(model, 0, beam, outputs=outputs)
+        tokens, scores, attention = decode(model, 0, beam, xla=True, outputs=outputs)
+        assert tokens == exact[0]
+        np.testing.assert_allclose(scores, exact[1], atol=1e-5)
+        assert attention.shape == exact[2].shape
+        np.testing.assert_allclose(attention, exact[2], atol=1e-5)
