@@ -121,13 +121,16 @@ def greedy_search(
         no_repeat_ngram_size: Python int; if > 0, no n-gram of this size
             appears twice in a hypothesis (`processors.NoRepeatNgram`).
         processors: More processors, applied after those above.
-        drop_finished: Python bool; take ended rows out of the batch, so
-            that later steps compute only the open ones. The same results,
-            and faster when the lengths vary. `step` then sees fewer rows
-            than `start_ids` has, so any per-row tensor it uses (the encoder
-            memory) must be in `initial_state`, to be dropped with its row.
-            The loop's shapes change, which TensorFlow and torch allow; JAX's
-            loops do not.
+        drop_finished: take ended rows out of the batch, so that later
+            steps compute fewer rows: the same results, faster when the
+            lengths vary. `True`: every step computes only the open rows;
+            the loop's shapes change, which TensorFlow and torch allow and
+            JAX and XLA do not. `"halves"`: the batch is halved each time
+            half its rows have ended, in loops of fixed shapes (JAX, XLA),
+            so a step computes at most twice the open rows. `step` then sees
+            fewer rows than `start_ids` has, so any per-row tensor it uses
+            (the encoder memory) must be in `initial_state`, to be dropped
+            with its row.
 
     Returns:
         A `DecodingResult`; `scores == log_probs`.
@@ -136,8 +139,15 @@ def greedy_search(
         end_id, min_length, banned_ids, no_repeat_ngram_size, processors
     )
     search = _Search(step, end_id, max_length, processors)
-    if drop_finished:
+    if drop_finished == "halves":
+        return search.run_halving(initial_state, start_ids)
+    if drop_finished is True:
         return search.run_dropping_finished(initial_state, start_ids)
+    if drop_finished is not False:
+        raise ValueError(
+            "`drop_finished` must be True, False or 'halves'. Received: "
+            f"drop_finished={drop_finished!r}"
+        )
     return search.run(initial_state, start_ids, _argmax)
 
 
@@ -373,6 +383,70 @@ class _Search:
             out["extras"] = _swap_first_axes(out["extras"])
         return self._finalize(out, batch)
 
+    def run_halving(self, initial_state, start_ids):
+        """Greedy `run` whose batch is halved when half its rows have ended.
+
+        Each stage is a loop of fixed shapes that runs while more than half
+        its rows are open; then every row is written to `out` (an open one
+        is written again when it ends) and the open rows, first, fill a batch
+        half the size. The stages are unrolled for a batch of up to
+        `2 ** _HALVINGS` rows; a larger one keeps its last stage's size.
+        """
+        loop, batch, first = self._start(initial_state, start_ids)
+        loop["rows"] = ops.arange(batch, dtype="int32")
+        out = {key: loop[key] for key in _MOVED}
+        if "extras" in loop:
+            out["extras"] = _swap_first_axes(loop["extras"])
+        loop = self._advance(loop, *first, _argmax, -1)
+
+        def body(loop):
+            log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
+            return (self._advance(loop, log_probs, state, extras, _argmax, -1),)
+
+        for stage in range(_HALVINGS + 1):
+            rows = ops.shape(loop["ids"])[0]
+            # The last stage runs until every row has ended.
+            half = rows // 2 if stage < _HALVINGS else 0
+
+            def cond(loop, half=half):
+                open_rows = ops.sum(
+                    ops.cast(ops.logical_not(loop["finished"]), "int32")
+                )
+                return ops.logical_and(loop["t"] < self.max_length, open_rows > half)
+
+            (loop,) = ops.while_loop(cond, body, (loop,))
+            out = self._write_rows(loop, out)
+            if stage < _HALVINGS:
+                loop = self._keep_open_rows(loop, _clip(half, 1, rows))
+        if "extras" in out:
+            out["extras"] = _swap_first_axes(out["extras"])
+        return self._finalize(out, batch)
+
+    def _write_rows(self, loop, out):
+        """`out` with every row of `loop` written at its place in the batch."""
+        at = ops.expand_dims(loop["rows"], -1)
+        out = {
+            key: ops.scatter_update(out[key], at, loop[key]) if key in _MOVED else value
+            for key, value in out.items()
+        }
+        if "extras" in out:
+            rows = _swap_first_axes(loop["extras"])
+            out["extras"] = ops.scatter_update(out["extras"], at, rows)
+        return out
+
+    def _keep_open_rows(self, loop, size):
+        """The first `size` rows of `loop`, its open rows first."""
+        order = ops.argsort(ops.cast(loop["finished"], "int32"))
+        kept = ops.take(order, ops.arange(size), axis=0)
+        kept_loop = keras.tree.map_structure(
+            lambda x: ops.take(x, kept, axis=0),
+            {k: v for k, v in loop.items() if k not in ("t", "extras")},
+        )
+        kept_loop["t"] = loop["t"]
+        if "extras" in loop:
+            kept_loop["extras"] = ops.take(loop["extras"], kept, axis=1)
+        return kept_loop
+
     def _drop_ended(self, loop, out):
         """Moves the ended rows of `loop` into `out` (when any has ended)."""
 
@@ -555,6 +629,15 @@ class _Search:
 
 # What `run_dropping_finished` moves from an ended row to the batch's buffers.
 _MOVED = ("cum", "score", "lengths", "history")
+# `run_halving`'s stages: a batch of 64 rows goes down to one.
+_HALVINGS = 6
+
+
+def _clip(x, low, high):
+    """`min(max(x, low), high)`, in Python for Python ints (static shapes)."""
+    if isinstance(x, int) and isinstance(high, int):
+        return min(max(x, low), high)
+    return ops.minimum(ops.maximum(x, low), high)
 
 
 def _swap_first_axes(x):

@@ -79,7 +79,7 @@ class HeadlineModule(tf.Module):
             min_length = tf.clip_by_value(min_length, 0, limit)
         source = self.features.encode_source(documents)
         ids, ext_ids = source["ids"], source["ext_ids"]
-        decode = _padded_for_xla(self._decode) if options.xla else self._decode
+        decode = _padded_for_xla(self) if options.xla else self._decode
         result = decode(ids, ext_ids, beam_size, length_penalty, min_length, max_length)
         # The search returns `max_length` steps; keep those any row used.
         steps = tf.clip_by_value(
@@ -99,16 +99,19 @@ class HeadlineModule(tf.Module):
             "attention": attention,
         }
 
-    def _decode(self, ids, ext_ids, beam_size, length_penalty, min_length, max_length):
+    def _decode(self, ids, ext_ids, *args):
         """Source ids to a `keras_attn.DecodingResult`: encoder and search."""
+        return self._search(*self._encode(ids, ext_ids), *args)
+
+    def _encode(self, ids, ext_ids):
+        return self.model.initial_decoder_state(ids, ext_ids, self.options.shortlist)
+
+    def _search(self, state, memory, beam_size, length_penalty, min_length, max_length):
         options = self.options
         processors = []
         if max_length is not None:
             processors.append(keras_attn.MaxLength(max_length, END_ID))
-        state, memory = self.model.initial_decoder_state(
-            ids, ext_ids, options.shortlist
-        )
-        start_ids = tf.fill([tf.shape(ids)[0]], START_ID)
+        start_ids = tf.fill([tf.shape(memory["source_ext_ids"])[0]], START_ID)
         banned = [PAD_ID, START_ID] + ([UNK_ID] if options.suppress_unk else [])
         common = dict(
             end_id=END_ID,
@@ -134,8 +137,8 @@ class HeadlineModule(tf.Module):
                 **common,
             )
 
-        # Ended rows leave the batch, and the memory with them; XLA needs
-        # fixed shapes, so there every row runs until the last one ends.
+        # Ended rows leave the batch, and the memory with them; under XLA,
+        # whose shapes are fixed, the batch is halved as half its rows end.
         def step(ids, state):
             log_probs, decoder, attention = self.model.step(
                 ids, state["decoder"], state["memory"], output_kernel=kernel
@@ -146,7 +149,7 @@ class HeadlineModule(tf.Module):
             step,
             {"decoder": state, "memory": memory},
             start_ids,
-            drop_finished=not options.xla,
+            drop_finished="halves" if options.xla else True,
             **common,
         )
 
@@ -178,7 +181,12 @@ class HeadlineModule(tf.Module):
         }
 
 
-def _padded_for_xla(decode):
+import os
+
+_XLA_ENCODER = os.environ.get("XLA_ENCODER", "1") == "1"
+
+
+def _padded_for_xla(module):
     """`decode(ids, ext_ids, *args)`, compiled by XLA, on padded shapes.
 
     XLA compiles once per input shape: the batch is padded to a power of two
@@ -187,7 +195,13 @@ def _padded_for_xla(decode):
     masked out; the added rows are copies of the batch's own rows, which end
     with them (empty sources could run the loop to `max_length`).
     """
-    compiled = tf.function(decode, jit_compile=True)
+    if _XLA_ENCODER:
+        compiled = tf.function(module._decode, jit_compile=True)
+    else:
+        search = tf.function(module._search, jit_compile=True)
+
+        def compiled(ids, ext_ids, *args):
+            return search(*module._encode(ids, ext_ids), *args)
 
     def padded(ids, ext_ids, *args):
         rows, length = tf.shape(ids)[0], tf.shape(ids)[1]

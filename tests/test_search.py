@@ -466,23 +466,45 @@ def counting_step(step, seen):
     "options", [{}, dict(min_length=2, no_repeat_ngram_size=2, banned_ids=[3])]
 )
 def test_dropping_finished_rows_decodes_the_same(options):
-    tables = make_tables(seed=3)
+    tables = make_tables(seed=8)
     starts = np.array([0, 2, 3, 4, 0, 2, 4, 3, 1], "int32")
     args = (initial_state(starts), starts, END, 7)
     if BACKEND == "jax":
         with pytest.raises(ValueError, match="drop_finished=True.*backend='jax'"):
             ka.greedy_search(make_step(*tables), *args, drop_finished=True, **options)
-        return
-    seen = []
-    step = counting_step(make_step(*tables), seen)
-    dropped = ka.greedy_search(step, *args, drop_finished=True, **options)
     full = ka.greedy_search(make_step(*tables), *args, **options)
-    _assert_same(full._asdict(), dropped._asdict())
     lengths = ops.convert_to_numpy(full.lengths)
-    # The rows still open before each step, and no more, were computed.
-    open_rows = [int((lengths >= t).sum()) for t in range(len(seen))]
-    assert seen[0] == len(starts) and seen == open_rows
-    assert min(seen) < len(starts), "the test needs rows that end early"
+    for drop in ([True] if BACKEND != "jax" else []) + ["halves"]:
+        seen = []
+        step = counting_step(make_step(*tables), seen)
+        dropped = ka.greedy_search(step, *args, drop_finished=drop, **options)
+        _assert_same(full._asdict(), dropped._asdict())
+        # The rows still open before each step were computed: no more with
+        # `True`, a batch of 9 halved to 4, 2, 1 (more than half open).
+        open_rows = [int((lengths >= t).sum()) for t in range(len(seen))]
+        assert seen[0] == len(starts) and min(seen) < len(starts)
+        if BACKEND == "jax":  # JAX traces each stage's loop once
+            assert sorted(set(seen)) == [1, 2, 4, 9], seen
+        elif drop is True:
+            assert seen == open_rows
+        else:
+            assert all(s in (9, 4, 2, 1) for s in seen), seen
+            assert all(o <= s < 2 * o or s == 9 for s, o in zip(seen, open_rows)), (
+                seen,
+                open_rows,
+            )
+
+
+def test_drop_finished_takes_true_false_or_halves():
+    with pytest.raises(ValueError, match="Received: drop_finished='half'"):
+        ka.greedy_search(
+            make_step(*make_tables(seed=3)),
+            None,
+            np.zeros(2, "int32"),
+            END,
+            3,
+            drop_finished="half",
+        )
 
 
 # ------------------------------------------------------------------ compiled
@@ -560,14 +582,20 @@ def test_dropping_finished_rows_in_a_tf_function():
     signature = [
         tf.TensorSpec(s, d) for s, d in zip(_SIGNATURE, TF_DTYPES, strict=True)
     ]
-    dynamic = tf.function(lambda *a: greedy(*a, True), input_signature=signature)
-    static = tf.function(lambda *a: greedy(*a, True))
-    for vocab, starts in [(V, [0, 2, 3, 4, 1]), (7, [6, 0]), (6, [])]:
+    programs = []
+    for drop in (True, "halves"):
+        programs.append(
+            tf.function(lambda *a, d=drop: greedy(*a, d), input_signature=signature)
+        )
+    programs.append(tf.function(lambda *a: greedy(*a, True)))
+    # Fixed shapes in each stage: XLA compiles it (once: one shape).
+    xla = tf.function(lambda *a: greedy(*a, "halves"), jit_compile=True)
+    for vocab, starts in [(V, [0, 2, 3, 4, 1, 0, 2, 3]), (7, [6, 0]), (6, [])]:
         tables = make_tables(seed=vocab, vocab=vocab)
         starts = tf.constant(starts, tf.int32)
         expected = greedy(starts, *tables, False)
-        _assert_same(expected, dynamic(starts, *tables))
-        _assert_same(expected, static(starts, *tables))
+        for program in programs + ([xla] if vocab == V else []):
+            _assert_same(expected, program(starts, *tables))
 
 
 @pytest.mark.tf_only
