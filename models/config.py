@@ -32,6 +32,11 @@ def _choices(values):
 NORMALIZATION_CHOICES = ("gigaword", "general")
 
 
+# A saved config.json that lacks a field was trained with the field's value
+# from before it existed, not with today's default.
+_SAVED_BEFORE_THE_FIELD = {"label_smoothing": 0.0}
+
+
 @dataclasses.dataclass
 class SummarizerConfig:
     """Hyper-parameters of `HeadlineSummarizer` and of its text features.
@@ -56,7 +61,7 @@ class SummarizerConfig:
             negative log-likelihood with this weight of the vocabulary
             distribution's cross-entropy against the uniform one (Szegedy
             et al. 2016), on the vocabulary part of the copy mixture.
-            `val_loss` includes the term too.
+            `val_loss` includes the term too. 0 turns it off.
         tie_embeddings: Output layer shares the embedding matrix.
         max_source_length: Source tokens kept (the rest is truncated).
         max_target_length: Headline tokens kept in training, and the decoding
@@ -88,7 +93,8 @@ class SummarizerConfig:
     coverage_weight: float = 1.0
     dropout: float = 0.3
     word_dropout: float = 0.0
-    label_smoothing: float = 0.0
+    # 0.1: the recipe (BENCHMARKS.md section 7).
+    label_smoothing: float = 0.1
     tie_embeddings: bool = True
     max_source_length: int = 64
     max_target_length: int = 20
@@ -149,7 +155,7 @@ class SummarizerConfig:
                 f"Config keys must be fields of {cls.__name__}. "
                 f"Received: unknown keys {sorted(unknown)}"
             )
-        return cls(**values)
+        return cls(**{**_SAVED_BEFORE_THE_FIELD, **values})
 
     def save(self, path):
         Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")

@@ -489,7 +489,9 @@ def test_dropping_finished_rows_decodes_the_same(options):
             assert seen == open_rows
         else:
             assert all(s in (9, 4, 2, 1) for s in seen), seen
-            assert all(o <= s < 2 * o or s == 9 for s, o in zip(seen, open_rows)), (
+            assert all(
+                o <= s < 2 * o or s == 9 for s, o in zip(seen, open_rows, strict=True)
+            ), (
                 seen,
                 open_rows,
             )

@@ -20,6 +20,7 @@ def tiny_config(**overrides):
         hidden_size=12,
         attention_units=6,
         dropout=0.0,
+        label_smoothing=0.0,  # losses below are computed by hand without it
         max_source_length=S,
         max_target_length=T,
     )
@@ -98,6 +99,13 @@ def test_sampled_softmax_trains_and_leaves_evaluation_exact():
         sampled.compute_loss(inputs, target, sampled(inputs), training=False)
     )
     assert trained < 0.75 * exact_loss
+
+
+def test_label_smoothing_is_the_recipe_and_older_runs_read_without_it():
+    assert SummarizerConfig().label_smoothing == 0.1
+    # A config.json saved before the field existed: trained without it.
+    assert SummarizerConfig.from_dict({}).label_smoothing == 0.0
+    assert SummarizerConfig.from_dict({"label_smoothing": 0.2}).label_smoothing == 0.2
 
 
 @pytest.mark.parametrize("overrides", [{}, {"copy": False}, {"tie_embeddings": False}])
