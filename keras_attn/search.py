@@ -127,10 +127,13 @@ def greedy_search(
             the loop's shapes change, which TensorFlow and torch allow and
             JAX and XLA do not. `"halves"`: the batch is halved each time
             half its rows have ended, in loops of fixed shapes (JAX, XLA),
-            so a step computes at most twice the open rows. `step` then sees
-            fewer rows than `start_ids` has, so any per-row tensor it uses
-            (the encoder memory) must be in `initial_state`, to be dropped
-            with its row.
+            so a step of a batch of up to 128 rows computes at most twice
+            the open rows. `step` then sees fewer rows than `start_ids` has,
+            so any per-row tensor it uses (the encoder memory) must be in
+            `initial_state`, to be dropped with its row. Both give the same
+            results as `False` unless a constraint bans every token of a
+            row (its score is `-inf`; the plain loop stops there, these
+            decode to the end).
 
     Returns:
         A `DecodingResult`; `scores == log_probs`.
@@ -138,16 +141,16 @@ def greedy_search(
     processors = constraints(
         end_id, min_length, banned_ids, no_repeat_ngram_size, processors
     )
-    search = _Search(step, end_id, max_length, processors)
-    if drop_finished == "halves":
-        return search.run_halving(initial_state, start_ids)
-    if drop_finished is True:
-        return search.run_dropping_finished(initial_state, start_ids)
-    if drop_finished is not False:
+    if isinstance(drop_finished, str) and drop_finished != "halves":
         raise ValueError(
             "`drop_finished` must be True, False or 'halves'. Received: "
             f"drop_finished={drop_finished!r}"
         )
+    search = _Search(step, end_id, max_length, processors)
+    if drop_finished == "halves":
+        return search.run_halving(initial_state, start_ids)
+    if drop_finished:
+        return search.run_dropping_finished(initial_state, start_ids)
     return search.run(initial_state, start_ids, _argmax)
 
 
@@ -358,12 +361,7 @@ class _Search:
                 "(TensorFlow, torch); JAX's keep them fixed. Received: "
                 "backend='jax'"
             )
-        loop, batch, first = self._start(initial_state, start_ids)
-        loop["rows"] = ops.arange(batch, dtype="int32")
-        out = {key: loop[key] for key in _MOVED}
-        if "extras" in loop:
-            out["extras"] = _swap_first_axes(loop["extras"])
-        loop = self._advance(loop, *first, _argmax, -1)
+        loop, out, batch = self._start_with_buffers(initial_state, start_ids)
         loop, out = self._drop_ended(loop, out)
 
         def cond(loop, out):
@@ -392,12 +390,7 @@ class _Search:
         half the size. The stages are unrolled for a batch of up to
         `2 ** _HALVINGS` rows; a larger one keeps its last stage's size.
         """
-        loop, batch, first = self._start(initial_state, start_ids)
-        loop["rows"] = ops.arange(batch, dtype="int32")
-        out = {key: loop[key] for key in _MOVED}
-        if "extras" in loop:
-            out["extras"] = _swap_first_axes(loop["extras"])
-        loop = self._advance(loop, *first, _argmax, -1)
+        loop, out, batch = self._start_with_buffers(initial_state, start_ids)
 
         def body(loop):
             log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
@@ -415,37 +408,26 @@ class _Search:
                 return ops.logical_and(loop["t"] < self.max_length, open_rows > half)
 
             (loop,) = ops.while_loop(cond, body, (loop,))
-            out = self._write_rows(loop, out)
+            out = _scatter_rows(out, loop, ops.arange(rows))
             if stage < _HALVINGS:
-                loop = self._keep_open_rows(loop, _clip(half, 1, rows))
+                # Open rows first; `half` of them at most, unless `t` ran out.
+                order = ops.argsort(ops.cast(loop["finished"], "int32"))
+                loop = _take_rows(
+                    loop, ops.take(order, ops.arange(_clip(half, 1, rows)))
+                )
         if "extras" in out:
             out["extras"] = _swap_first_axes(out["extras"])
         return self._finalize(out, batch)
 
-    def _write_rows(self, loop, out):
-        """`out` with every row of `loop` written at its place in the batch."""
-        at = ops.expand_dims(loop["rows"], -1)
-        out = {
-            key: ops.scatter_update(out[key], at, loop[key]) if key in _MOVED else value
-            for key, value in out.items()
-        }
-        if "extras" in out:
-            rows = _swap_first_axes(loop["extras"])
-            out["extras"] = ops.scatter_update(out["extras"], at, rows)
-        return out
-
-    def _keep_open_rows(self, loop, size):
-        """The first `size` rows of `loop`, its open rows first."""
-        order = ops.argsort(ops.cast(loop["finished"], "int32"))
-        kept = ops.take(order, ops.arange(size), axis=0)
-        kept_loop = keras.tree.map_structure(
-            lambda x: ops.take(x, kept, axis=0),
-            {k: v for k, v in loop.items() if k not in ("t", "extras")},
-        )
-        kept_loop["t"] = loop["t"]
+    def _start_with_buffers(self, initial_state, start_ids):
+        """`run`'s loop after step 0, plus `rows` (each row's index in the
+        batch), and `out`: the whole batch's buffers, batch-first."""
+        loop, batch, first = self._start(initial_state, start_ids)
+        loop["rows"] = ops.arange(batch, dtype="int32")
+        out = {key: loop[key] for key in _MOVED}
         if "extras" in loop:
-            kept_loop["extras"] = ops.take(loop["extras"], kept, axis=1)
-        return kept_loop
+            out["extras"] = _swap_first_axes(loop["extras"])
+        return self._advance(loop, *first, _argmax, -1), out, batch
 
     def _drop_ended(self, loop, out):
         """Moves the ended rows of `loop` into `out` (when any has ended)."""
@@ -453,22 +435,7 @@ class _Search:
         def drop(loop, out):
             gone = ops.nonzero(loop["finished"])[0]
             kept = ops.nonzero(ops.logical_not(loop["finished"]))[0]
-            at = ops.expand_dims(ops.take(loop["rows"], gone, axis=0), -1)
-            out = dict(out)
-            for key in _MOVED:
-                rows = ops.take(loop[key], gone, axis=0)
-                out[key] = ops.scatter_update(out[key], at, rows)
-            if "extras" in out:
-                rows = _swap_first_axes(ops.take(loop["extras"], gone, axis=1))
-                out["extras"] = ops.scatter_update(out["extras"], at, rows)
-            kept_loop = keras.tree.map_structure(
-                lambda x: ops.take(x, kept, axis=0),
-                {k: v for k, v in loop.items() if k not in ("t", "extras")},
-            )
-            kept_loop["t"] = loop["t"]
-            if "extras" in loop:
-                kept_loop["extras"] = ops.take(loop["extras"], kept, axis=1)
-            return kept_loop, out
+            return _take_rows(loop, kept), _scatter_rows(out, loop, gone)
 
         return ops.cond(
             ops.any(loop["finished"]), lambda: drop(loop, out), lambda: (loop, out)
@@ -627,10 +594,36 @@ class _Search:
         return _swap_first_axes(buffer)
 
 
-# What `run_dropping_finished` moves from an ended row to the batch's buffers.
+# What the dropping searches move from an ended row to the batch's buffers.
 _MOVED = ("cum", "score", "lengths", "history")
-# `run_halving`'s stages: a batch of 64 rows goes down to one.
+# `run_halving`'s stages: a batch of 64 rows goes down to one. Each stage
+# traces the step once more (a larger graph, a longer XLA compile), so not
+# more than the batches a server runs need.
 _HALVINGS = 6
+
+
+def _take_rows(loop, index):
+    """The rows `index` of a dropping search's `loop` (extras: axis 1)."""
+    taken = keras.tree.map_structure(
+        lambda x: ops.take(x, index, axis=0),
+        {k: v for k, v in loop.items() if k not in ("t", "extras")},
+    )
+    taken["t"] = loop["t"]
+    if "extras" in loop:
+        taken["extras"] = ops.take(loop["extras"], index, axis=1)
+    return taken
+
+
+def _scatter_rows(out, loop, index):
+    """`out` with the rows `index` of `loop` written at their batch rows."""
+    at = ops.expand_dims(ops.take(loop["rows"], index, axis=0), -1)
+    out = dict(out)
+    for key in _MOVED:
+        out[key] = ops.scatter_update(out[key], at, ops.take(loop[key], index, axis=0))
+    if "extras" in out:
+        rows = _swap_first_axes(ops.take(loop["extras"], index, axis=1))
+        out["extras"] = ops.scatter_update(out["extras"], at, rows)
+    return out
 
 
 def _clip(x, low, high):

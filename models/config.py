@@ -148,6 +148,9 @@ class SummarizerConfig:
 
     @classmethod
     def from_dict(cls, values):
+        """The config of a saved `config.json`; a field it lacks takes its
+        value from before the field existed (`_SAVED_BEFORE_THE_FIELD`),
+        else the default."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(values) - known
         if unknown:
@@ -265,8 +268,9 @@ class SearchOptions:
             order, so a near tie may fall the other way. The SavedModel then
             needs TensorFlow with XLA (pip's TensorFlow, the project's
             server); stock TensorFlow Serving runs it only behind
-            `--xla_cpu_compilation_enabled`. Greedy rows then run until the
-            batch's last one ends (XLA keeps shapes fixed).
+            `--xla_cpu_compilation_enabled`. XLA keeps shapes fixed, so
+            greedy halves its batch as rows end (`drop_finished="halves"`)
+            instead of dropping each ended row.
     """
 
     beam_size: int = 5
