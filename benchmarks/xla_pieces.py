@@ -1,0 +1,109 @@
+"""Where an XLA export's greedy call goes, and what a new shape costs.
+
+For a run's model exported with `--xla` (`SearchOptions.xla`), at one
+batch of test documents: the whole greedy search (text in, headlines out),
+text to ids, the compiled encoder and search, the compiled encoder alone;
+the `(S, S)` string comparison that `features._first_positions` replaced,
+against it; then, from a SavedModel, each signature's first call (which
+compiles) and second call at a few batch sizes. Medians of `--repeats`
+calls after two untimed ones.
+
+    python benchmarks/xla_pieces.py --run-dir runs/headlines_ema1 \\
+        --model-dir saved_models/headlines_ema1/12 \\
+        --data-dir ../shared/data/gigaword_sample
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--run-dir", required=True, help="runs/<name> of a trained model")
+    p.add_argument("--model-dir", required=True, help="its --xla export (a version)")
+    p.add_argument("--data-dir", required=True, help="folder holding org_data/")
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--repeats", type=int, default=20)
+    return p.parse_args(argv)
+
+
+def median_ms(fn, repeats):
+    fn(), fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return 1000 * sorted(times)[len(times) // 2]
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    import tensorflow as tf
+    from common import machine_info
+
+    from models.config import SearchOptions
+    from models.features import _first_positions
+    from models.inference import HeadlineModule
+    from models.runs import load_run, load_trained_model
+
+    _, features = load_run(args.run_dir)
+    options = dataclasses.replace(SearchOptions.tuned(args.run_dir), xla=True)
+    module = HeadlineModule(load_trained_model(args.run_dir), features, options)
+    lines = (Path(args.data_dir) / "org_data" / "test.src.txt").read_text()
+    docs = tf.constant(lines.splitlines()[: args.batch])
+    spec = [tf.TensorSpec([None], tf.string)]
+    search = tf.function(lambda d: module.search(d, 1)["headlines"], spec)
+    encode = tf.function(features.encode_source, spec)
+    source = encode(docs)
+    ids, ext_ids = source["ids"], source["ext_ids"]
+    args_ = (1, options.length_penalty, options.min_length, None)
+    decode = tf.function(lambda i, e: module._xla_decode(i, e, *args_).ids)
+    encoder = tf.function(
+        lambda i, e: module.model.initial_decoder_state(i, e)[0], jit_compile=True
+    )
+
+    def compared(tokens):  # what `_first_positions` replaced
+        same = tf.equal(tf.expand_dims(tokens, 2), tf.expand_dims(tokens, 1))
+        return tf.argmax(tf.cast(same, tf.int32), axis=2, output_type=tf.int32)
+
+    tokens = source["tokens"]
+    old, new = tf.function(compared), tf.function(_first_positions)
+    assert bool(tf.reduce_all(old(tokens) == new(tokens)))
+    pieces = {
+        "greedy search, whole": lambda: search(docs).numpy(),
+        "text to ids": lambda: encode(docs)["ids"].numpy(),
+        "encoder and search (XLA)": lambda: decode(ids, ext_ids).numpy(),
+        "encoder alone (XLA)": lambda: encoder(ids, ext_ids),
+        "first positions, (S, S) comparison": lambda: old(tokens).numpy(),
+        "first positions, _first_positions": lambda: new(tokens).numpy(),
+    }
+    print(machine_info())
+    print(f"batch {args.batch}, source length {int(ids.shape[1])}")
+    for name, fn in pieces.items():
+        print(f"| {name} | {median_ms(fn, args.repeats):.2f} ms |")
+    signatures = tf.saved_model.load(args.model_dir).signatures
+    for name in ("greedy", "serving_default"):
+        for n in (1, 8, 64):
+            batch = tf.constant(lines.splitlines()[:n])
+            start = time.perf_counter()
+            signatures[name](documents=batch)
+            first = time.perf_counter() - start
+            fn = signatures[name]
+            second = median_ms(lambda f=fn, b=batch: f(documents=b), 3)
+            print(f"| {name}, batch {n} | first call {first:.2f} s | {second:.0f} ms |")
+
+
+if __name__ == "__main__":
+    main()
