@@ -192,8 +192,9 @@ def _first_positions(tokens):
     """int32 `[batch, S]`: where each token first occurs in its row.
 
     Equal tokens get equal extended ids. One hashing pass (`tf.unique` over
-    row-keyed tokens), not the `[batch, S, S]` string comparison: 2.3 ms of
-    a 64-document batch's text processing went there.
+    row-keyed tokens; a row's number never holds the separator), not a
+    `[batch, S, S]` string comparison: 0.5 ms against 2.05 for 64 test
+    documents (`benchmarks/xla_pieces.py`).
     """
     shape = tf.shape(tokens)
     rows = tf.strings.as_string(tf.range(shape[0]))[:, None]
