@@ -69,7 +69,7 @@ def main(argv=None):
     source = encode(docs)
     ids, ext_ids = source["ids"], source["ext_ids"]
     args_ = (1, options.length_penalty, options.min_length, None)
-    decode = tf.function(lambda i, e: module._xla_decode(i, e, *args_).ids)
+    decode = tf.function(lambda i, e: module._decode_ids(i, e, *args_).ids)
     encoder = tf.function(
         lambda i, e: module.model.initial_decoder_state(i, e)[0], jit_compile=True
     )

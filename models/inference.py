@@ -49,9 +49,11 @@ class HeadlineModule(tf.Module):
         self.model = model
         self.features = features
         self.options = options
-        # One compiled function for all calls: XLA caches its compilations
-        # there, one per padded shape.
-        self._xla_decode = _padded_for_xla(self._decode) if options.xla else None
+        # Under XLA, one compiled function for all calls: XLA caches its
+        # compilations there, one per padded shape.
+        self._decode_ids = (
+            _padded_for_xla(self._decode) if options.xla else self._decode
+        )
 
     def search(
         self,
@@ -82,8 +84,9 @@ class HeadlineModule(tf.Module):
             min_length = tf.clip_by_value(min_length, 0, limit)
         source = self.features.encode_source(documents)
         ids, ext_ids = source["ids"], source["ext_ids"]
-        decode = self._xla_decode if options.xla else self._decode
-        result = decode(ids, ext_ids, beam_size, length_penalty, min_length, max_length)
+        result = self._decode_ids(
+            ids, ext_ids, beam_size, length_penalty, min_length, max_length
+        )
         # The search returns `max_length` steps; keep those any row used.
         steps = tf.clip_by_value(
             tf.reduce_max(result.lengths) + 1, 1, options.max_length
