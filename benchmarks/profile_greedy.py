@@ -97,8 +97,9 @@ def main(argv=None):
             num_oov=config.max_source_length,
         )
     out = greedy(docs)
+    source = features.encode_source(docs)
     pieces["readable text (from the headline tokens)"] = lambda: features.readable(
-        out["headline_tokens"], docs, out["source_tokens"], out["attention"]
+        out["headline_tokens"], source, out["attention"]
     )
     programs = {}
     for name, fn in pieces.items():

@@ -6,7 +6,12 @@ text to ids, the compiled encoder and search, the compiled encoder alone;
 the `(S, S)` string comparison that `features._first_positions` replaced,
 against it; then, from a SavedModel, each signature's first call (which
 compiles) and second call at a few batch sizes. Medians of `--repeats`
-calls after two untimed ones.
+calls after two untimed ones. Then one decoder step's pieces at the same
+batch, each compiled inside a loop of `_LOOP` iterations (ms per
+iteration): the output layer's matmul (its `(D, V)` kernel, and the `(V, D)`
+rows with the transpose folded into the matmul), the copy distribution,
+`argmax` against a max and a min, the decoder's LSTM cell, the attention,
+and the whole step.
 
     python benchmarks/xla_pieces.py --run-dir runs/headlines_ema1 \\
         --model-dir saved_models/headlines_ema1/12 \\
@@ -36,6 +41,10 @@ def parse_args(argv=None):
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--repeats", type=int, default=20)
     return p.parse_args(argv)
+
+
+# Iterations of each step piece's compiled loop.
+_LOOP = 50
 
 
 def median_ms(fn, repeats):
@@ -103,6 +112,72 @@ def main(argv=None):
             fn = signatures[name]
             second = median_ms(lambda f=fn, b=batch: f(documents=b), 3)
             print(f"| {name}, batch {n} | first call {first:.2f} s | {second:.0f} ms |")
+    for name, ms in step_pieces(module.model, ids, ext_ids, args.repeats).items():
+        print(f"| step: {name} | {ms:.3f} ms |")
+
+
+def step_pieces(model, ids, ext_ids, repeats):
+    """ms per call of each piece of one greedy step, compiled, in a loop."""
+    import tensorflow as tf
+
+    from keras_attn.pointer import pointer_log_distribution
+    from models.features import START_ID
+
+    state, memory = model.initial_decoder_state(ids, ext_ids)
+    kernel = model.output_kernel()
+    rows = tf.transpose(kernel)
+    batch = ids.shape[0]
+    start = tf.fill([batch], START_ID)
+    embedded = model._embed_target(start)
+    output, _ = model.decoder_rnn.cell(embedded, [state["rnn_0"], state["rnn_1"]])
+    context, weights = model.attention.step(output, memory["attention"])
+    features = model._features(context, output, False)
+    logits = model.vocabulary_logits(features, kernel)
+    p_gen = model.pointer([context, output, embedded])
+    log_probs = pointer_log_distribution(p_gen, logits, weights, ext_ids, 64)
+
+    def first_max(x):
+        best = tf.reduce_max(x, -1, keepdims=True)
+        index = tf.range(tf.shape(x)[-1])[None]
+        return tf.reduce_min(tf.where(x == best, index, tf.shape(x)[-1]), -1)
+
+    # Each piece's input moves with the loop counter, so nothing is hoisted.
+    pieces = {
+        "output matmul, (D, V) kernel": lambda t: tf.matmul(features + t, kernel),
+        "output matmul, (V, D) rows": lambda t: tf.matmul(
+            features + t, rows, transpose_b=True
+        ),
+        "copy distribution": lambda t: pointer_log_distribution(
+            p_gen, logits + t, weights, ext_ids, 64
+        ),
+        "argmax": lambda t: tf.argmax(log_probs + t, -1),
+        "argmax as max and min": lambda t: first_max(log_probs + t),
+        "decoder LSTM cell": lambda t: model.decoder_rnn.cell(
+            embedded + t, [state["rnn_0"], state["rnn_1"]]
+        )[0],
+        "attention": lambda t: model.attention.step(output + t, memory["attention"])[0],
+        "whole step": lambda t: model.step(
+            start, {k: v + t for k, v in state.items()}, memory, output_kernel=kernel
+        )[0],
+    }
+
+    def looped(piece):
+        @tf.function(jit_compile=True)
+        def run():
+            def body(i, total):
+                out = piece(tf.cast(i, tf.float32) * 1e-9)
+                # The whole output is summed (one more pass over it), so
+                # that XLA cannot compute only the part that is read.
+                return i + 1, total + tf.reduce_sum(tf.cast(out, tf.float32))
+
+            return tf.while_loop(lambda i, _: i < _LOOP, body, (0, 0.0))[1]
+
+        return lambda: run().numpy()
+
+    return {
+        name: median_ms(looped(piece), repeats) / _LOOP
+        for name, piece in pieces.items()
+    }
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ from keras import ops
 from keras_attn.processors import constraints
 
 _NEG_INF = float("-inf")
+_INT32_MAX = 2**31 - 1
 
 
 class DecodingResult(NamedTuple):
@@ -278,7 +279,16 @@ def sampling_search(
 
 
 def _argmax(candidates, t):
-    return ops.cast(ops.argmax(candidates, axis=-1), "int32")[:, None]
+    # The first index of each row's maximum, as `argmax` gives it, from a max
+    # and a min: under XLA on CPU, `argmax` (one reduction over value-index
+    # pairs) took 2-3x as long over a `(64, 10064)` step (BENCHMARKS.md
+    # section 4f).
+    # (`initial`: an empty batch is no error.)
+    best = ops.max(candidates, axis=-1, keepdims=True, initial=_NEG_INF)
+    width = ops.shape(candidates)[-1]
+    index = ops.arange(width, dtype="int32")[None]
+    first = ops.where(candidates == best, index, width - 1)
+    return ops.min(first, axis=-1, initial=_INT32_MAX)[:, None]
 
 
 def _top_k(k):

@@ -75,22 +75,29 @@ class TextFeatures(tf.Module):
 
         Returns:
             dict of `tokens` (tf.string `[batch, S]`, "" padded), `ids` and
-            `ext_ids` (int32 `[batch, S]`, 0 padded).
+            `ext_ids` (int32 `[batch, S]`, 0 padded), and `surface_tokens`
+            (tf.string `[batch, S]`: the words as the documents write them,
+            `text.surface_words`, which fold to `tokens`).
         """
-        tokens = text.tokenize(documents, normalization=self.normalization)
-        tokens = tokens[:, : self.max_source_length]
-        tokens = tokens.to_tensor(default_value="")
+        words = text.surface_words(documents, self.max_source_length)
+        words = words.to_tensor(default_value="")
         # At least one (padding) column, so that a batch of empty documents
         # still has a memory to attend over (fully masked: a zero context).
-        missing = tf.maximum(0, 1 - tf.shape(tokens)[1])
-        tokens = tf.pad(tokens, [[0, 0], [0, missing]], constant_values="")
+        missing = tf.maximum(0, 1 - tf.shape(words)[1])
+        words = tf.pad(words, [[0, 0], [0, missing]], constant_values="")
+        tokens = text.fold(words, self.normalization)
         ids = self._lookup(tokens)
         ids = tf.where(tf.equal(tokens, ""), PAD_ID, ids)
         copyable = tf.logical_and(
             tf.equal(ids, UNK_ID), tf.logical_not(self._is_data_unk(tokens))
         )
         ext_ids = tf.where(copyable, self.vocab_size + _first_positions(tokens), ids)
-        return {"tokens": tokens, "ids": ids, "ext_ids": ext_ids}
+        return {
+            "tokens": tokens,
+            "surface_tokens": words,
+            "ids": ids,
+            "ext_ids": ext_ids,
+        }
 
     def encode_target(self, summaries, source):
         """Headlines `[batch]` to decoder inputs and targets.
@@ -154,7 +161,7 @@ class TextFeatures(tf.Module):
         headlines = tf.strings.reduce_join(tf.where(valid, tokens + " ", ""), axis=1)
         return tokens, tf.strings.strip(headlines)
 
-    def readable(self, tokens, documents, source_tokens, attention=None):
+    def readable(self, tokens, source, attention=None):
         """Headline tokens to the text a person would write, `[batch]`.
 
         A headline word that the source holds is written as the source
@@ -164,13 +171,10 @@ class TextFeatures(tf.Module):
 
         Args:
             tokens: tf.string `[batch, T]` from `decode`.
-            documents: The raw documents, tf.string `[batch]`.
-            source_tokens: Their normalized tokens, tf.string `[batch, S]`.
+            source: `encode_source`'s output for the documents.
             attention: float32 `[batch, T, S]`, optional.
         """
-        surface = text.surface_tokens(
-            documents, source_tokens, normalization=self.normalization
-        )
+        source_tokens = source["tokens"]
         match = tf.logical_and(
             tf.equal(tf.expand_dims(tokens, 2), tf.expand_dims(source_tokens, 1)),
             tf.expand_dims(tf.not_equal(tokens, ""), 2),
@@ -181,7 +185,7 @@ class TextFeatures(tf.Module):
         position = tf.argmax(weight, axis=2, output_type=tf.int32)
         words = tf.where(
             tf.reduce_any(match, axis=2),
-            tf.gather(surface, position, batch_dims=1),
+            tf.gather(source["surface_tokens"], position, batch_dims=1),
             tokens,
         )
         words = tf.where(self._is_data_unk(words), "", words)

@@ -93,9 +93,7 @@ class HeadlineModule(tf.Module):
         )
         ids, attention = result.ids[:, :steps], result.extras[:, :steps]
         tokens, normalized = self.features.decode(ids, result.lengths, source["tokens"])
-        headlines = self.features.readable(
-            tokens, documents, source["tokens"], attention
-        )
+        headlines = self.features.readable(tokens, source, attention)
         return {
             "headlines": headlines,
             "normalized_headlines": normalized,

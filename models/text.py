@@ -63,81 +63,63 @@ _ABBR_MID = _alternation(_ABBREVIATIONS + _MID_ABBREVIATIONS)
 NORMALIZATIONS = NORMALIZATION_CHOICES
 
 
-def _rules(normalization: str | None) -> tuple[tuple[str, str], ...]:
-    """The tokenization rules, as (pattern, rewrite) pairs applied in order.
-
-    `normalization` is `"gigaword"` (lowercased text, digits masked as `#`),
-    `"general"` (lowercased, digits kept) or `None` for the surface form: the
-    original case and digits, split at the very same places, so that the two
-    token lists align one to one.
-    """
-    surface = normalization is None
-    # Characters of a number, where `,` and `:` stay inside (`#,###`, `#:##`).
-    num = "#" if normalization == "gigaword" else r"#\p{Nd}"
-    ci = "(?i)" if surface else ""
-    return (
-        # Typographic punctuation -> the ASCII forms the data uses.
-        ("[\u201c\u201e\u00ab\u201f]", " `` "),
-        ("[\u201d\u00bb]", " '' "),
-        ("[\u2018\u2019\u201a\u201b\u2032]", "'"),
-        ("[\u2014\u2015]", " -- "),
-        ("[\u2010\u2011\u2012\u2013\u2212]", "-"),
-        # HTML entities: unescape so that `&` is escaped exactly once below.
-        ("&quot;", '"'),
-        ("&(?:#39|apos);", "'"),
-        ("&lt;", "<"),
-        ("&gt;", ">"),
-        ("&amp;", "&"),
-        # Digits (any script) -> '#', as in the data.
-        *([(r"\p{Nd}", "#")] if normalization == "gigaword" else []),
-        # PTB escapes (`&` -> `&amp;` comes last, after `;` is split off).
-        ("&", _AMP),
-        (r"\\?/", r"\\/"),
-        (r"\(", " -lrb- "),
-        (r"\)", " -rrb- "),
-        (r"\[", " -lsb- "),
-        (r"\]", " -rsb- "),
-        (r"\{", " -lcb- "),
-        (r"\}", " -rcb- "),
-        # Double quotes: opening `` after a space or at the start, closing '' else.
-        (r'(^|\s)"', r"\1 `` "),
-        ('"', " '' "),
-        # Ellipsis -> marker (restored at the end) so the period rules skip it.
-        ("\\.\\.\\.+|\u2026", " \u2026 "),
-        (r"-{2,}", " -- "),
-        # Contractions and possessives: `can't` -> `ca n't`, `nec's` -> `nec 's`.
-        (ci + r"\b(can)(not)\b", r"\1 \2"),
-        (ci + r"([a-z])(n't)\b", r"\1 \2"),
-        (ci + r"([^\s'])'(s|re|ve|ll|d|m)\b", r"\1 '\2"),
-        (r"([^\s'])'(\s|$)", r"\1 '\2"),  # `drivers' union`, closing quote
-        # Punctuation split off, except inside numbers (`#,###`, `#:##`).
-        (r"([?!;%])", r" \1 "),
-        (r"\$", "$ "),
-        (f"(^|[^{num}]),", r"\1 , "),
-        (f",([^{num}]|$)", r" , \1"),
-        (f"(^|[^{num}]):", r"\1 : "),
-        (f":([^{num}]|$)", r" : \1"),
-        (r"\s+", " "),
-        # Periods. Abbreviations (`corp.`, `u.s.`, initials `w.`) keep theirs:
-        # mark it, split every other word-final period, then restore the mark.
-        (r"\s$", ""),
-        (
-            ci + r"\b(" + _ABBR_MID + r"|[a-z](?:\.[a-z])*)\.(\s)",
-            r"\1" + _MARK + r"\2",
-        ),
-        (ci + r"\b(" + _ABBR + r"|[a-z](?:\.[a-z])+)\.$", r"\1" + _MARK + " ."),
-        (r"\.(\s|$)", r" .\1"),
-        (_MARK, "."),
-        (_AMP, "&amp;"),
-        ("\u2026", "..."),
-    )
-
-
-_RULES = {
-    "gigaword": _rules("gigaword"),
-    "general": _rules("general"),
-    None: _rules(None),
-}
+# The tokenization rules, as (pattern, rewrite) pairs applied in order to the
+# text in its own case and digits; `fold` then lowercases each token and masks
+# its digits. One pass serves the model's tokens and the readable headline's
+# source words, which so align one to one. (Numbers keep `,` and `:` inside:
+# `2,500`, `#,###`, `3:30`.)
+_NUM = r"#\p{Nd}"
+_RULES: tuple[tuple[str, str], ...] = (
+    # Typographic punctuation -> the ASCII forms the data uses.
+    ("[\u201c\u201e\u00ab\u201f]", " `` "),
+    ("[\u201d\u00bb]", " '' "),
+    ("[\u2018\u2019\u201a\u201b\u2032]", "'"),
+    ("[\u2014\u2015]", " -- "),
+    ("[\u2010\u2011\u2012\u2013\u2212]", "-"),
+    # HTML entities: unescape so that `&` is escaped exactly once below.
+    ("&quot;", '"'),
+    ("&(?:#39|apos);", "'"),
+    ("&lt;", "<"),
+    ("&gt;", ">"),
+    ("&amp;", "&"),
+    # PTB escapes (`&` -> `&amp;` comes last, after `;` is split off).
+    ("&", _AMP),
+    (r"\\?/", r"\\/"),
+    (r"\(", " -lrb- "),
+    (r"\)", " -rrb- "),
+    (r"\[", " -lsb- "),
+    (r"\]", " -rsb- "),
+    (r"\{", " -lcb- "),
+    (r"\}", " -rcb- "),
+    # Double quotes: opening `` after a space or at the start, closing '' else.
+    (r'(^|\s)"', r"\1 `` "),
+    ('"', " '' "),
+    # Ellipsis -> marker (restored at the end) so the period rules skip it.
+    ("\\.\\.\\.+|\u2026", " \u2026 "),
+    (r"-{2,}", " -- "),
+    # Contractions and possessives: `can't` -> `ca n't`, `NEC's` -> `NEC 's`.
+    (r"(?i)\b(can)(not)\b", r"\1 \2"),
+    (r"(?i)([a-z])(n't)\b", r"\1 \2"),
+    (r"(?i)([^\s'])'(s|re|ve|ll|d|m)\b", r"\1 '\2"),
+    (r"([^\s'])'(\s|$)", r"\1 '\2"),  # `drivers' union`, closing quote
+    # Punctuation split off, except inside numbers.
+    (r"([?!;%])", r" \1 "),
+    (r"\$", "$ "),
+    (f"(^|[^{_NUM}]),", r"\1 , "),
+    (f",([^{_NUM}]|$)", r" , \1"),
+    (f"(^|[^{_NUM}]):", r"\1 : "),
+    (f":([^{_NUM}]|$)", r" : \1"),
+    (r"\s+", " "),
+    # Periods. Abbreviations (`Corp.`, `U.S.`, initials `W.`) keep theirs:
+    # mark it, split every other word-final period, then restore the mark.
+    (r"\s$", ""),
+    (r"(?i)\b(" + _ABBR_MID + r"|[a-z](?:\.[a-z])*)\.(\s)", r"\1" + _MARK + r"\2"),
+    (r"(?i)\b(" + _ABBR + r"|[a-z](?:\.[a-z])+)\.$", r"\1" + _MARK + " ."),
+    (r"\.(\s|$)", r" .\1"),
+    (_MARK, "."),
+    (_AMP, "&amp;"),
+    ("\u2026", "..."),
+)
 
 
 def _prepare(texts, max_chars: int) -> tf.Tensor:
@@ -180,13 +162,13 @@ def normalize(
 ) -> tf.Tensor:
     """Normalizes raw text into the Gigaword token form, in-graph.
 
-    Lowercases (Unicode-aware), replaces digits by `#` (`"gigaword"` only: the
-    `"general"` form keeps them), PTB-tokenizes
-    punctuation (`'s`, `n't`, commas, quotes as ``` `` ``` / `''`, brackets as
-    `-lrb-` / `-rrb-`, sentence-final periods, but keeps abbreviations such as
-    `corp.` and `u.s.`), escapes `&` and `/` as the data does, removes control
-    characters and collapses whitespace. A standalone `UNK` becomes `<unk>`.
-    Text that is already in the data's form comes back unchanged.
+    PTB-tokenizes (`'s`, `n't`, commas, quotes as ``` `` ``` / `''`, brackets
+    as `-lrb-` / `-rrb-`, sentence-final periods, but keeps abbreviations such
+    as `corp.` and `u.s.`), escapes `&` and `/` as the data does, removes
+    control characters and collapses whitespace (`surface`); then lowercases
+    (Unicode-aware) and replaces digits by `#` (`"gigaword"` only: the
+    `"general"` form keeps them) (`fold`). A standalone `UNK` becomes
+    `<unk>`. Text that is already in the data's form comes back unchanged.
 
     Example:
 
@@ -202,9 +184,8 @@ def normalize(
     Returns:
         `tf.string` tensor of the same shape, tokens separated by one space.
     """
-    check_normalization(normalization)
-    x = tf.strings.lower(_prepare(texts, max_chars), encoding="utf-8")
-    return _apply(x, _RULES[normalization])
+    tokens = tokenize(texts, max_chars=max_chars, normalization=normalization)
+    return tf.strings.reduce_join(tokens, axis=-1, separator=" ")
 
 
 def tokenize(
@@ -215,31 +196,31 @@ def tokenize(
 ):
     """Normalizes texts and splits them into word tokens, in-graph.
 
+    `fold(surface_words(texts))`: the i-th token is the i-th surface word,
+    folded.
+
     Args:
         texts: `tf.string` tensor of shape `(batch,)` (or a scalar).
         max_tokens: keep at most this many tokens per text (`None`: all).
-        max_chars: passed to `normalize`.
-        normalization: passed to `normalize`.
+        max_chars: passed to `surface`.
+        normalization: passed to `fold`.
 
     Returns:
         `tf.RaggedTensor` of shape `(batch, None)` of `tf.string` tokens, or a
         1-D `tf.string` tensor for a scalar input.
     """
-    if max_tokens is not None and max_tokens < 0:
-        raise ValueError(
-            f"`max_tokens` must be >= 0 or None, received: max_tokens={max_tokens}"
-        )
-    tokens = tf.strings.split(
-        normalize(texts, max_chars=max_chars, normalization=normalization)
-    )
-    if max_tokens is not None:
-        tokens = tokens[..., :max_tokens]
-    return tokens
-
-
-def fold(tokens, normalization: str = "gigaword") -> tf.Tensor:
-    """Surface tokens to normalized ones: lowercased, digits `#` (gigaword)."""
     check_normalization(normalization)
+    return fold(surface_words(texts, max_tokens, max_chars), normalization)
+
+
+def fold(tokens, normalization: str = "gigaword"):
+    """Surface tokens to normalized ones: lowercased, digits `#` (gigaword).
+
+    `tokens`: a `tf.string` tensor or `tf.RaggedTensor`, of the same kind out.
+    """
+    check_normalization(normalization)
+    if isinstance(tokens, tf.RaggedTensor):
+        return tf.ragged.map_flat_values(fold, tokens, normalization)
     tokens = tf.strings.lower(tokens, encoding="utf-8")
     if normalization == "gigaword":
         tokens = tf.strings.regex_replace(tokens, r"\p{Nd}", "#")
@@ -249,35 +230,25 @@ def fold(tokens, normalization: str = "gigaword") -> tf.Tensor:
 def surface(texts, max_chars: int = 4096) -> tf.Tensor:
     """The tokenized text in its own case and digits, in-graph.
 
-    Split at the same places as `normalize` splits, in either normalization:
-    `Japan 's NEC Corp. said ... 2,500 jobs .`.
+    `Japan 's NEC Corp. said ... 2,500 jobs .`: `normalize` before `fold`.
     """
-    return _apply(_prepare(texts, max_chars), _RULES[None])
+    return _apply(_prepare(texts, max_chars), _RULES)
 
 
-def surface_tokens(texts, tokens, normalization: str = "gigaword", max_chars=4096):
-    """The source's own words for its normalized `tokens`, position by position.
+def surface_words(texts, max_tokens: int | None = None, max_chars: int = 4096):
+    """`surface(texts)` split into words, `tokenize`'s shapes.
 
-    The raw text is split by the normalization's rules run on its original
-    case and digits (`NEC`, `2,500`, `IPv4`), so that the i-th surface token
-    folds (`fold`) to the i-th normalized token. Where it does not (a
-    character whose lowercase form is longer, say), the normalized token is
-    kept: the result always folds back to `tokens`.
-
-    Args:
-        texts: raw `tf.string` `[batch]`.
-        tokens: their normalized tokens, `tf.string` `[batch, S]` ("" padded),
-            e.g. `tokenize(texts)` cut and padded.
-        normalization: how `tokens` were made.
-        max_chars: as for `tokens`.
-
-    Returns:
-        `tf.string` `[batch, S]`.
+    What a readable headline writes for a word it takes from the source
+    (`NEC`, `2,500`, `IPv4`): the i-th surface word folds to the i-th token.
     """
+    if max_tokens is not None and max_tokens < 0:
+        raise ValueError(
+            f"`max_tokens` must be >= 0 or None, received: max_tokens={max_tokens}"
+        )
     words = tf.strings.split(surface(texts, max_chars))
-    words = words.to_tensor(default_value="", shape=tf.shape(tokens))
-    aligned = tf.equal(fold(words, normalization), tokens)
-    return tf.where(aligned, words, tokens)
+    if max_tokens is not None:
+        words = words[..., :max_tokens]
+    return words
 
 
 # (pattern, rewrite) pairs from a PTB token back to written text.

@@ -58,14 +58,31 @@ def test_surface_keeps_case_and_digits():
     assert strings(text.fold(["IPv4", "2,500"], "general")) == ["ipv4", "2,500"]
 
 
-def test_surface_tokens_fall_back_to_normalized_tokens_where_unaligned():
-    tokens = tf.constant([["nec", "cuts", "#", ""], ["a", "b", "c", "d"]])
-    surface = text.surface_tokens(["NEC cuts 5", "A X c"], tokens)
-    # "X" does not fold to "b", and the second text has no fourth token.
-    assert surface.numpy().tolist() == [
-        [b"NEC", b"cuts", b"5", b""],
-        [b"A", b"b", b"c", b"d"],
+def test_source_features_carry_the_surface_words_of_their_tokens():
+    features = TextFeatures(VOCAB, max_source_length=6, max_target_length=8)
+    source = features.encode_source(tf.constant(["NEC cuts 2,500 IPv4 jobs. More", ""]))
+    assert source["surface_tokens"].numpy().tolist() == [
+        [b"NEC", b"cuts", b"2,500", b"IPv4", b"jobs", b"."],
+        [b"", b"", b"", b"", b"", b""],
     ]
+    assert source["tokens"].numpy().tolist()[0] == [
+        b"nec",
+        b"cuts",
+        b"#,###",
+        b"ipv#",
+        b"jobs",
+        b".",
+    ]
+
+
+def test_a_word_whose_rules_depend_on_case_splits_alike_in_both_forms():
+    # The long s (U+017F) is `s` to a case-insensitive `[a-z]` but stays
+    # itself when lowercased: tokens come from the surface words, so the two
+    # forms split it alike (`ſ n't`).
+    words = text.surface_words(["\u017fn't \u212a"]).to_list()[0]
+    tokens = text.tokenize(["\u017fn't \u212a"]).to_list()[0]
+    assert len(words) == len(tokens) == 3
+    assert strings(text.fold(tf.constant(words))) == strings(tf.constant(tokens))
 
 
 @pytest.mark.parametrize(
@@ -117,7 +134,7 @@ def readable(features, documents, tokens, attention=None):
     tokens = tf.constant(tokens)
     if attention is not None:
         attention = tf.constant(attention, tf.float32)
-    return strings(features.readable(tokens, documents, source["tokens"], attention))
+    return strings(features.readable(tokens, source, attention))
 
 
 def test_readable_takes_case_and_digits_from_the_source():

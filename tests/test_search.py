@@ -21,6 +21,8 @@ import keras_attn as ka
 BACKEND = keras.backend.backend()
 V, END = 5, 1
 HASH_MOD, HASH_ROWS = 9973, 13
+# The greedy search's modes that drop ended rows, on this backend.
+_DROPS = {"tensorflow": [True, "halves"], "torch": [True, "halves"], "jax": ["halves"]}
 
 
 def make_tables(seed=0, vocab=V):
@@ -199,6 +201,39 @@ def test_greedy_equals_argmax_path():
         np.testing.assert_allclose(result.log_probs[b], total, rtol=1e-5)
     np.testing.assert_array_equal(result.scores, result.log_probs)
     check_extras(result, STARTS)
+
+
+@pytest.mark.parametrize("drop_finished", [False, *_DROPS[BACKEND]])
+def test_greedy_takes_the_first_of_tied_tokens(drop_finished):
+    # Row 0: tokens 2 and 3 tie, then the end; row 1: everything ties, so
+    # token 0; row 2: every token banned (-inf), token 0 again (at -inf,
+    # where the search's docstring says it may go on).
+    table = np.log(
+        np.array([[0.1, 0.1, 0.4, 0.4, 0.0], [0.2] * 5, [0.0] * 5], "float32").clip(
+            1e-30
+        )
+    )
+    table[2] = -np.inf
+
+    def step(ids, state):
+        # The dropping modes pass a row's state with it: `row` says which.
+        first = ops.take(ops.convert_to_tensor(table), state["row"], axis=0)
+        end_next = ops.where(ops.arange(V) == END, 0.0, -np.inf)[None]
+        is_first = ops.expand_dims(state["t"] == 0, 1)
+        return ops.where(is_first, first, end_next), dict(state, t=state["t"] + 1)
+
+    result = np_result(
+        ka.greedy_search(
+            step,
+            {"t": ops.zeros((3,), "int32"), "row": ops.arange(3, dtype="int32")},
+            ops.zeros((3,), "int32"),
+            END,
+            3,
+            drop_finished=drop_finished,
+        )
+    )
+    np.testing.assert_array_equal(result.ids[:, 0], [2, 0, 0])
+    np.testing.assert_array_equal(result.lengths[:2], [1, 1])
 
 
 @pytest.mark.parametrize("seed", [0, 5, 9])
@@ -453,9 +488,6 @@ def test_sampling_frequencies_follow_top_k_and_top_p():
 
 
 # The dropping modes each backend runs: JAX's loops keep fixed shapes.
-_DROPS = {"tensorflow": [True, "halves"], "torch": [True, "halves"], "jax": ["halves"]}
-
-
 def counting_step(step, seen):
     """`step` that appends the number of rows of each call to `seen`."""
 
