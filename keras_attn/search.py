@@ -281,9 +281,8 @@ def sampling_search(
 def _argmax(candidates, t):
     # The first index of each row's maximum, as `argmax` gives it, from a max
     # and a min: under XLA on CPU, `argmax` (one reduction over value-index
-    # pairs) took 2-3x as long over a `(64, 10064)` step (BENCHMARKS.md
-    # section 4f).
-    # (`initial`: an empty batch is no error.)
+    # pairs) took twice as long over a `(64, 10064)` step (BENCHMARKS.md
+    # section 4f). With `initial`, an empty batch is no error.
     best = ops.max(candidates, axis=-1, keepdims=True, initial=_NEG_INF)
     width = ops.shape(candidates)[-1]
     index = ops.arange(width, dtype="int32")[None]
