@@ -184,8 +184,12 @@ def normalize(
     Returns:
         `tf.string` tensor of the same shape, tokens separated by one space.
     """
+    texts = tf.convert_to_tensor(texts, dtype=tf.string)
     tokens = tokenize(texts, max_chars=max_chars, normalization=normalization)
-    return tf.strings.reduce_join(tokens, axis=-1, separator=" ")
+    joined = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
+    if isinstance(joined, tf.RaggedTensor):  # texts of rank 2 or more
+        joined = joined.to_tensor(shape=tf.shape(texts))
+    return joined
 
 
 def tokenize(

@@ -68,8 +68,10 @@ def test_normalize_unicode_and_control_characters():
 
 
 def test_normalize_shapes_and_graph():
-    batch = tf.constant([["A, b."], ["C"]])
-    assert text.normalize(batch).shape == (2, 1)
+    batch = tf.constant([["A, b.", ""], ["C", "D 1"]])
+    out = text.normalize(batch)
+    assert isinstance(out, tf.Tensor) and out.shape == (2, 2)
+    assert out.numpy().tolist() == [[b"a , b .", b""], [b"c", b"d #"]]
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def serve(texts):
