@@ -19,26 +19,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def log_linear_step(renormalize):
+def log_linear(renormalize):
+    """`SummarizerEnsemble.combine`: the mean of the members' log-probs."""
     from keras import ops
 
-    def step(self, ids, state, memory, output_kernel=None):
-        kernels = output_kernel or [None] * len(self.members)
-        log_probs, states, attentions = zip(
-            *(
-                m.step(ids, s, mem, output_kernel=k)
-                for m, s, mem, k in zip(
-                    self.members, state, memory, kernels, strict=True
-                )
-            ),
-            strict=True,
-        )
-        mean = ops.mean(ops.stack(log_probs), axis=0)
+    def combine(self, log_probs):
+        mean = ops.mean(log_probs, axis=0)
         if renormalize:
             mean = mean - ops.logsumexp(mean, axis=-1, keepdims=True)
-        return mean, list(states), ops.mean(ops.stack(attentions), axis=0)
+        return mean
 
-    return step
+    return combine
 
 
 def main():
@@ -49,7 +40,7 @@ def main():
 
     from models.ensemble import SummarizerEnsemble
 
-    SummarizerEnsemble.step = log_linear_step(renormalize)
+    SummarizerEnsemble.combine = log_linear(renormalize)
     tune_grid.main()
 
 

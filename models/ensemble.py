@@ -58,9 +58,13 @@ class SummarizerEnsemble(keras.Model):
             ),
             strict=True,
         )
-        # log(mean(p)), stable: logsumexp over the members minus log N.
-        mean_log_probs = ops.logsumexp(ops.stack(log_probs), axis=0) - math.log(
-            len(self.members)
-        )
         attention = ops.mean(ops.stack(attentions), axis=0)
-        return mean_log_probs, list(states), attention
+        return self.combine(ops.stack(log_probs)), list(states), attention
+
+    def combine(self, log_probs):
+        """The members' `(members, N, V)` log-probabilities to the ensemble's.
+
+        `log(mean(p))`, stable: logsumexp over the members minus `log N`.
+        (`benchmarks/tune_log_linear.py` overrides it to compare another.)
+        """
+        return ops.logsumexp(log_probs, axis=0) - math.log(len(self.members))
