@@ -31,10 +31,15 @@ def parse_args(argv=None):
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--limit", type=int, default=None, help="first N documents")
     p.add_argument("--show", type=int, default=3, help="differences printed")
+    p.add_argument(
+        "--readable",
+        action="store_true",
+        help="compare the readable `headlines`, not the model's tokens",
+    )
     return p.parse_args(argv)
 
 
-def run_signature(model, name, documents, batch_size):
+def run_signature(model, name, documents, batch_size, readable=False):
     """`(headlines, scores)` of signature `name`, as lists."""
     import tensorflow as tf
 
@@ -45,12 +50,13 @@ def run_signature(model, name, documents, batch_size):
         # The model's own tokens: `headlines` became readable text, and an
         # export from before that holds its tokens in `headlines`.
         key = "normalized_headlines" if "normalized_headlines" in out else "headlines"
+        key = "headlines" if readable else key
         headlines += [h.decode("utf-8") for h in out[key].numpy()]
         scores += out["scores"].numpy().tolist()
     return headlines, scores
 
 
-def compare(old, new, documents, batch_size=128):
+def compare(old, new, documents, batch_size=128, readable=False):
     """Per signature: `{"identical", "documents", "max_score_diff", "diffs"}`."""
     import tensorflow as tf
 
@@ -58,7 +64,7 @@ def compare(old, new, documents, batch_size=128):
     report = {}
     for name in SIGNATURES:
         (h_old, s_old), (h_new, s_new) = (
-            run_signature(m, name, documents, batch_size) for m in models
+            run_signature(m, name, documents, batch_size, readable) for m in models
         )
         diffs = [i for i, (a, b) in enumerate(zip(h_old, h_new, strict=True)) if a != b]
         report[name] = {
@@ -77,7 +83,7 @@ def main(argv=None):
     with open(args.documents, encoding="utf-8") as f:
         documents = [line.rstrip("\n") for line in f]
     documents = documents[: args.limit]
-    report = compare(args.old, args.new, documents, args.batch_size)
+    report = compare(args.old, args.new, documents, args.batch_size, args.readable)
     for name, r in report.items():
         print(
             f"{name}: {r['identical']}/{r['documents']} identical headlines, "
