@@ -125,7 +125,7 @@ _RULES: tuple[tuple[str, str], ...] = (
 def _prepare(texts, max_chars: int) -> tf.Tensor:
     """Valid UTF-8 cut to `max_chars`, control characters removed, `<unk>`."""
     if max_chars < 1:
-        raise ValueError(f"`max_chars` must be >= 1, received: max_chars={max_chars}")
+        raise ValueError(f"`max_chars` must be >= 1. Received: max_chars={max_chars}")
     x = tf.convert_to_tensor(texts, dtype=tf.string)
     # Bound the work first (4 bytes per character at most), then make the text
     # valid UTF-8 (a character cut by the byte limit becomes U+FFFD, which the
@@ -247,7 +247,7 @@ def surface_words(texts, max_tokens: int | None = None, max_chars: int = 4096):
     """
     if max_tokens is not None and max_tokens < 0:
         raise ValueError(
-            f"`max_tokens` must be >= 0 or None, received: max_tokens={max_tokens}"
+            f"`max_tokens` must be >= 0 or None. Received: max_tokens={max_tokens}"
         )
     words = tf.strings.split(surface(texts, max_chars))
     if max_tokens is not None:

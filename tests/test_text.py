@@ -117,3 +117,10 @@ def test_build_vocabulary_from_counts_and_dataset():
     assert vocab[4:] == ["b", "a", "c"]  # UNK normalized to <unk>, reserved
     with pytest.raises(ValueError, match="max_size"):
         text.build_vocabulary(counts, max_size=2)
+
+
+def test_bad_limits_raise_one_line_errors():
+    with pytest.raises(ValueError, match=r"Received: max_tokens=-1$"):
+        text.tokenize(["a b"], max_tokens=-1)
+    with pytest.raises(ValueError, match=r"Received: max_chars=0$"):
+        text.normalize(["a b"], max_chars=0)
