@@ -21,7 +21,7 @@ import keras_attn as ka
 BACKEND = keras.backend.backend()
 V, END = 5, 1
 HASH_MOD, HASH_ROWS = 9973, 13
-# The greedy search's modes that drop ended rows, on this backend.
+# The dropping modes each backend runs: JAX's loops keep fixed shapes.
 _DROPS = {"tensorflow": [True, "halves"], "torch": [True, "halves"], "jax": ["halves"]}
 
 
@@ -487,7 +487,6 @@ def test_sampling_frequencies_follow_top_k_and_top_p():
     np.testing.assert_allclose(first_tokens(top_p=0.7), [2 / 3, 1 / 3, 0, 0], atol=0.03)
 
 
-# The dropping modes each backend runs: JAX's loops keep fixed shapes.
 def counting_step(step, seen):
     """`step` that appends the number of rows of each call to `seen`."""
 
