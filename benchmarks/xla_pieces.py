@@ -134,7 +134,8 @@ def step_pieces(model, ids, ext_ids, repeats):
     features = model._features(context, output, False)
     logits = model.vocabulary_logits(features, kernel)
     p_gen = model.pointer([context, output, embedded])
-    log_probs = pointer_log_distribution(p_gen, logits, weights, ext_ids, 64)
+    num_oov = model.config.max_source_length
+    log_probs = pointer_log_distribution(p_gen, logits, weights, ext_ids, num_oov)
 
     def first_max(x):
         best = tf.reduce_max(x, -1, keepdims=True)
@@ -148,7 +149,7 @@ def step_pieces(model, ids, ext_ids, repeats):
             features + t, rows, transpose_b=True
         ),
         "copy distribution": lambda t: pointer_log_distribution(
-            p_gen, logits + t, weights, ext_ids, 64
+            p_gen, logits + t, weights, ext_ids, num_oov
         ),
         "argmax": lambda t: tf.argmax(log_probs + t, -1),
         "argmax as max and min": lambda t: first_max(log_probs + t),
