@@ -36,6 +36,39 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
+def one_step(model, ids, ext_ids):
+    """The inputs and intermediates of a greedy search's first step, as a
+    dict: what the step's pieces are timed on (also by `xla_pieces.py`)."""
+    import tensorflow as tf
+
+    from models.features import START_ID
+
+    state, memory = model.initial_decoder_state(ids, ext_ids)
+    start = tf.fill([tf.shape(ids)[0]], START_ID)
+    embedded = model._embed_target(start)
+    rnn_states = [state[f"rnn_{i}"] for i in range(model._state_count)]
+    output, _ = model.decoder_rnn.cell(embedded, rnn_states)
+    context, weights = model.attention.step(output, memory["attention"])
+    kernel = model.output_kernel()  # once per search, as the export does
+    features = model._features(context, output, False)
+    logits = model.vocabulary_logits(features, kernel)
+    p_gen = model.pointer([context, output, embedded]) if model.pointer else None
+    return dict(
+        state=state,
+        memory=memory,
+        kernel=kernel,
+        start=start,
+        embedded=embedded,
+        rnn_states=rnn_states,
+        output=output,
+        context=context,
+        weights=weights,
+        features=features,
+        logits=logits,
+        p_gen=p_gen,
+    )
+
+
 def main(argv=None):
     args = parse_args(argv)
     import tensorflow as tf
@@ -44,7 +77,6 @@ def main(argv=None):
 
     from keras_attn.pointer import pointer_log_distribution
     from models.config import SearchOptions
-    from models.features import START_ID
     from models.inference import HeadlineModule
     from models.layout import resolve_version_dir
     from models.runs import load_run, load_trained_model
@@ -59,15 +91,11 @@ def main(argv=None):
     module = HeadlineModule(model, features, options)
     greedy = tf.function(lambda d: module.search(d, 1))
     source = features.encode_source(docs)
-    state, memory = model.initial_decoder_state(source["ids"], source["ext_ids"])
-    ids = tf.fill([args.batch], START_ID)
-    embedded = model._embed_target(ids)
-    rnn_states = [state[f"rnn_{i}"] for i in range(model._state_count)]
-    output, _ = model.decoder_rnn.cell(embedded, rnn_states)
-    context, weights = model.attention.step(output, memory["attention"])
-    kernel = model.output_kernel()  # once per search, as the export does
-    logits = model.vocabulary_logits(model._features(context, output, False), kernel)
-    p_gen = model.pointer([context, output, embedded]) if model.pointer else None
+    step = one_step(model, source["ids"], source["ext_ids"])
+    state, memory, kernel = step["state"], step["memory"], step["kernel"]
+    ids, embedded, rnn_states = step["start"], step["embedded"], step["rnn_states"]
+    output, context, weights = step["output"], step["context"], step["weights"]
+    logits, p_gen = step["logits"], step["p_gen"]
 
     pieces = {
         "greedy search, whole": lambda: greedy(docs)["headlines"],
@@ -97,7 +125,6 @@ def main(argv=None):
             num_oov=config.max_source_length,
         )
     out = greedy(docs)
-    source = features.encode_source(docs)
     pieces["readable text (from the headline tokens)"] = lambda: features.readable(
         out["headline_tokens"], source, out["attention"]
     )

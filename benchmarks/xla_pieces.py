@@ -119,28 +119,19 @@ def main(argv=None):
 def step_pieces(model, ids, ext_ids, repeats):
     """ms per call of each piece of one greedy step, compiled, in a loop."""
     import tensorflow as tf
+    from profile_greedy import one_step
 
     from keras_attn.pointer import pointer_log_distribution
-    from models.features import START_ID
+    from keras_attn.search import _argmax
 
-    state, memory = model.initial_decoder_state(ids, ext_ids)
-    kernel = model.output_kernel()
+    step = one_step(model, ids, ext_ids)
+    state, memory, kernel = step["state"], step["memory"], step["kernel"]
+    start, embedded, rnn_states = step["start"], step["embedded"], step["rnn_states"]
+    output, weights, features = step["output"], step["weights"], step["features"]
+    logits, p_gen = step["logits"], step["p_gen"]
     rows = tf.transpose(kernel)
-    batch = ids.shape[0]
-    start = tf.fill([batch], START_ID)
-    embedded = model._embed_target(start)
-    output, _ = model.decoder_rnn.cell(embedded, [state["rnn_0"], state["rnn_1"]])
-    context, weights = model.attention.step(output, memory["attention"])
-    features = model._features(context, output, False)
-    logits = model.vocabulary_logits(features, kernel)
-    p_gen = model.pointer([context, output, embedded])
     num_oov = model.config.max_source_length
     log_probs = pointer_log_distribution(p_gen, logits, weights, ext_ids, num_oov)
-
-    def first_max(x):
-        best = tf.reduce_max(x, -1, keepdims=True)
-        index = tf.range(tf.shape(x)[-1])[None]
-        return tf.reduce_min(tf.where(x == best, index, tf.shape(x)[-1]), -1)
 
     # Each piece's input moves with the loop counter, so nothing is hoisted.
     pieces = {
@@ -152,10 +143,10 @@ def step_pieces(model, ids, ext_ids, repeats):
             p_gen, logits + t, weights, ext_ids, num_oov
         ),
         "argmax": lambda t: tf.argmax(log_probs + t, -1),
-        "argmax as max and min": lambda t: first_max(log_probs + t),
-        "decoder LSTM cell": lambda t: model.decoder_rnn.cell(
-            embedded + t, [state["rnn_0"], state["rnn_1"]]
-        )[0],
+        "argmax as max and min": lambda t: _argmax(log_probs + t, 0),
+        "decoder LSTM cell": lambda t: model.decoder_rnn.cell(embedded + t, rnn_states)[
+            0
+        ],
         "attention": lambda t: model.attention.step(output + t, memory["attention"])[0],
         "whole step": lambda t: model.step(
             start, {k: v + t for k, v in state.items()}, memory, output_kernel=kernel
