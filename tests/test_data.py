@@ -108,6 +108,34 @@ def test_touched_source_is_reused_and_changed_source_refused(tmp_path):
         data.load_split("test", data_dir=org, tfds_dir=tfds_dir)
 
 
+def test_a_second_preparation_waits_for_the_first(tmp_path):
+    # Two runs started at once: the second must not write beside the first
+    # (it failed on the first's half-written files), then it reads the data.
+    import threading
+
+    from models.data import offline
+
+    org = write_org_data(tmp_path / "src")
+    tfds_dir = tmp_path / "tfds"
+    tfds_dir.mkdir()
+    result = {}
+
+    def second():
+        result["train"] = as_set(
+            data.load_split("train", data_dir=org, tfds_dir=tfds_dir)
+        )
+
+    with offline._exclusive(tfds_dir / offline._LOCK):  # the first run
+        thread = threading.Thread(target=second)
+        thread.start()
+        thread.join(timeout=3)
+        assert thread.is_alive()
+        assert not (tfds_dir / "gigaword").exists()
+    thread.join(timeout=120)
+    assert not thread.is_alive()
+    assert result["train"] == expected("train", rewrite=True)
+
+
 def test_zip_archive_and_manual_dir(tmp_path):
     org = write_org_data(tmp_path / "src")
     archive = write_zip(tmp_path / "manual" / "ggw_data.zip", org)

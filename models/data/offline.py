@@ -11,16 +11,23 @@ full online dataset).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
+try:
+    import fcntl
+except ImportError:  # Windows: no lock (one preparation at a time there)
+    fcntl = None
+
 from models.data.sources import ORG_DATA, Source, find_source, validate
 from models.errors import UserError
 
 _MARKER = "gigaword_offline_source.json"
+_LOCK = ".gigaword_offline.lock"
 
 
 def _default_tfds_root() -> Path:
@@ -100,14 +107,38 @@ def prepare_offline(
         UserError: the source is missing or invalid, or `tfds_dir` already
             holds `gigaword` prepared from another source.
     """
-    import tensorflow_datasets as tfds
-
     source = find_source(data_dir)
     key = source.fingerprint()
     if tfds_dir is None:
         root = _default_tfds_root() / "offline" / f"gigaword-{key}"
     else:
         root = Path(tfds_dir).expanduser()
+    # Two runs started at once on a fresh machine would both prepare into
+    # `root` and one would fail on the other's half-written files: the
+    # second waits for the first, then finds the dataset prepared.
+    root.mkdir(parents=True, exist_ok=True)
+    with _exclusive(root / _LOCK):
+        return _prepare(source, key, root)
+
+
+@contextlib.contextmanager
+def _exclusive(path):
+    """Holds an exclusive lock on `path` (a file it creates) while inside."""
+    if fcntl is None:
+        yield
+        return
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _prepare(source, key, root):
+    """`prepare_offline` once `root` is locked."""
+    import tensorflow_datasets as tfds
+
     marker = root / _MARKER
     builder = tfds.builder("gigaword", data_dir=str(root))
     if builder.is_prepared():
@@ -131,7 +162,6 @@ def prepare_offline(
         )
 
     counts = validate(source)
-    root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="gigaword-offline-", dir=root))
     manager_cls = _local_download_manager_cls()
 
