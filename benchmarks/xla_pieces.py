@@ -122,7 +122,7 @@ def step_pieces(model, ids, ext_ids, repeats):
     from profile_greedy import one_step
 
     from keras_attn.pointer import pointer_log_distribution
-    from keras_attn.search import _argmax
+    from keras_attn.search_loop import argmax_first
 
     step = one_step(model, ids, ext_ids)
     state, memory, kernel = step["state"], step["memory"], step["kernel"]
@@ -143,7 +143,7 @@ def step_pieces(model, ids, ext_ids, repeats):
             p_gen, logits + t, weights, ext_ids, num_oov
         ),
         "argmax": lambda t: tf.argmax(log_probs + t, -1),
-        "argmax as max and min": lambda t: _argmax(log_probs + t, 0),
+        "argmax as max and min": lambda t: argmax_first(log_probs + t, 0),
         "decoder LSTM cell": lambda t: model.decoder_rnn.cell(embedded + t, rnn_states)[
             0
         ],

@@ -1,0 +1,439 @@
+"""The loop the search strategies share (`keras_attn.search`), and their choosers.
+
+`SearchLoop` runs a one-token step inside `keras.ops.while_loop`s: it applies
+the processors, lets a strategy's `choose` pick each row's extensions, and
+records the tokens, scores and extras in fixed-size buffers. Greedy search
+may also drop its ended rows (`run_dropping_finished`, `run_halving`).
+"""
+
+from typing import Any, NamedTuple
+
+import keras
+from keras import ops
+
+_NEG_INF = float("-inf")
+_INT32_MAX = 2**31 - 1
+
+
+class DecodingResult(NamedTuple):
+    """What the strategies return (see the module docstring).
+
+    Attributes:
+        ids: int32 `(B, max_length)`, padded with `end_id` from `lengths` on.
+        lengths: int32 `(B,)`, tokens before the end token.
+        scores: float32 `(B,)`, the ranking score (length-normalised for beam).
+        log_probs: float32 `(B,)`, the sum of token log-probabilities.
+        extras: `(B, max_length, ...)`, zero from `lengths` on; None when the
+            step function returns no extras.
+    """
+
+    ids: Any
+    lengths: Any
+    scores: Any
+    log_probs: Any
+    extras: Any
+
+
+def tile_batch(nested, beam_size):
+    """Repeats each row `beam_size` times: `(B, ...)` to `(B * beam_size, ...)`.
+
+    Rows are batch-major (row `b * beam_size + k` is beam `k` of example `b`),
+    the layout `beam_search` uses. `beam_search` tiles its `initial_state`
+    itself; use this for tensors a step function captures (the encoder
+    memory), which need no reordering since all beams of an example share them.
+
+    Args:
+        nested: A tensor or nested structure of tensors with the batch first.
+        beam_size: Python int, copies of each row.
+
+    Returns:
+        The same structure with every tensor tiled.
+    """
+    return keras.tree.map_structure(
+        lambda t: ops.repeat(ops.convert_to_tensor(t), beam_size, axis=0), nested
+    )
+
+
+# ------------------------------------------------------------------ choosers
+# `choose(candidates, t) -> indices`: candidates `(B, K * V)` (the running
+# scores of every extension of every beam), indices int32 `(B, K)`.
+
+
+def argmax_first(candidates, t):
+    # The first index of each row's maximum, as `argmax` gives it, from a max
+    # and a min: under XLA on CPU, `argmax` (one reduction over value-index
+    # pairs) took twice as long over a `(64, 10064)` step (BENCHMARKS.md
+    # section 4f). With `initial`, an empty batch is no error.
+    best = ops.max(candidates, axis=-1, keepdims=True, initial=_NEG_INF)
+    width = ops.shape(candidates)[-1]
+    index = ops.arange(width, dtype="int32")[None]
+    first = ops.where(candidates == best, index, width - 1)
+    return ops.min(first, axis=-1, initial=_INT32_MAX)[:, None]
+
+
+def top_k_chooser(k):
+    def choose(candidates, t):
+        return ops.cast(ops.top_k(candidates, k)[1], "int32")
+
+    return choose
+
+
+def sample(candidates, uniforms, temperature, top_k, top_p):
+    """One token per row, by inverse CDF of `uniforms` `(B,)` in [0, 1)."""
+    logits = candidates / temperature
+    if top_k:
+        kth = ops.top_k(logits, top_k)[0][:, -1:]
+        logits = ops.where(logits < kth, _NEG_INF, logits)
+    probs = ops.softmax(logits, axis=-1)
+    if not (isinstance(top_p, (int, float)) and top_p >= 1.0):
+        ordered = ops.flip(ops.sort(probs, axis=-1), axis=-1)
+        # Keep a token while the probability before it is short of `top_p`.
+        kept = ops.cumsum(ordered, axis=-1) - ordered < top_p
+        cutoff = ops.min(ops.where(kept, ordered, 2.0), axis=-1, keepdims=True)
+        probs = ops.where(probs >= cutoff, probs, 0.0)
+    cdf = ops.cumsum(probs, axis=-1)
+    # Zero-probability tokens do not move the CDF, so they are never chosen.
+    below = ops.sum(ops.cast(cdf <= (uniforms * cdf[:, -1])[:, None], "int32"), -1)
+    return ops.minimum(below, ops.shape(probs)[1] - 1)[:, None]
+
+
+# ------------------------------------------------------------------ the loop
+
+
+class SearchLoop:
+    """The loop all strategies share; they differ in `choose`."""
+
+    def __init__(
+        self, step, end_id, max_length, processors, beam_size=1, length_penalty=0.0
+    ):
+        if not isinstance(max_length, int) or max_length < 1:
+            raise ValueError(
+                "`max_length` must be a Python int >= 1 (it sizes the "
+                f"buffers). Received: max_length={max_length!r}"
+            )
+        self.step = step
+        self.end_id = end_id
+        self.max_length = max_length
+        self.processors = processors
+        self.beam_size = beam_size
+        self.use_penalty = not (
+            isinstance(length_penalty, (int, float)) and length_penalty == 0
+        )
+        self.length_penalty = length_penalty
+
+    def run(self, initial_state, start_ids, choose):
+        loop, batch, first = self._start(initial_state, start_ids)
+        loop = self._advance(loop, *first, choose, batch)
+
+        def cond(loop):
+            done = ops.logical_or(loop["finished"], ops.isinf(loop["cum"]))
+            more = loop["t"] < self.max_length
+            return ops.logical_and(more, ops.logical_not(ops.all(done)))
+
+        def body(loop):
+            log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
+            return (self._advance(loop, log_probs, state, extras, choose, batch),)
+
+        (loop,) = ops.while_loop(cond, body, (loop,))
+        return self._finalize(loop, batch)
+
+    def run_dropping_finished(self, initial_state, start_ids):
+        """Greedy `run` whose batch holds only the open rows (`drop_finished`).
+
+        `loop` is `run`'s loop over the open rows, plus `rows`, their index in
+        the batch. Ended rows are moved to `out`, `run`'s buffers for the
+        whole batch (the extras batch-first, for the scatter), each time some
+        end.
+        """
+        if keras.backend.backend() == "jax":
+            raise ValueError(
+                "`drop_finished=True` needs loops whose shapes may change "
+                "(TensorFlow, torch); JAX's keep them fixed. Received: "
+                "backend='jax'"
+            )
+        loop, out, batch = self._start_with_buffers(initial_state, start_ids)
+        loop, out = self._drop_ended(loop, out)
+
+        def cond(loop, out):
+            open_rows = ops.shape(loop["ids"])[0]
+            return ops.logical_and(loop["t"] < self.max_length, open_rows > 0)
+
+        def body(loop, out):
+            log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
+            loop = self._advance(loop, log_probs, state, extras, argmax_first, -1)
+            return self._drop_ended(loop, out)
+
+        loop, out = ops.while_loop(cond, body, (loop, out))
+        # Rows cut off at `max_length` are still open.
+        loop = dict(loop, finished=ops.ones_like(loop["finished"]))
+        _, out = self._drop_ended(loop, out)
+        if "extras" in out:
+            out["extras"] = _swap_first_axes(out["extras"])
+        return self._finalize(out, batch)
+
+    def run_halving(self, initial_state, start_ids):
+        """Greedy `run` whose batch is halved when half its rows have ended.
+
+        Each stage is a loop of fixed shapes that runs while more than half
+        its rows are open; then every row is written to `out` (an open one
+        is written again when it ends) and the open rows, first, fill a batch
+        half the size. The stages are unrolled for a batch of up to
+        `2 ** _HALVINGS` rows; a larger one keeps its last stage's size.
+        """
+        loop, out, batch = self._start_with_buffers(initial_state, start_ids)
+
+        def body(loop):
+            log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
+            return (self._advance(loop, log_probs, state, extras, argmax_first, -1),)
+
+        for stage in range(_HALVINGS + 1):
+            rows = ops.shape(loop["ids"])[0]
+            # The last stage runs until every row has ended.
+            half = rows // 2 if stage < _HALVINGS else 0
+
+            def cond(loop, half=half):
+                open_rows = ops.sum(
+                    ops.cast(ops.logical_not(loop["finished"]), "int32")
+                )
+                return ops.logical_and(loop["t"] < self.max_length, open_rows > half)
+
+            (loop,) = ops.while_loop(cond, body, (loop,))
+            out = _scatter_rows(out, loop, ops.arange(rows))
+            if stage < _HALVINGS:
+                # Open rows first; `half` of them at most, unless `t` ran out.
+                order = ops.argsort(ops.cast(loop["finished"], "int32"))
+                loop = _take_rows(
+                    loop, ops.take(order, ops.arange(_clip(half, 1, rows)))
+                )
+        if "extras" in out:
+            out["extras"] = _swap_first_axes(out["extras"])
+        return self._finalize(out, batch)
+
+    def _start_with_buffers(self, initial_state, start_ids):
+        """`run`'s loop after step 0, plus `rows` (each row's index in the
+        batch), and `out`: the whole batch's buffers, batch-first."""
+        loop, batch, first = self._start(initial_state, start_ids)
+        loop["rows"] = ops.arange(batch, dtype="int32")
+        out = {key: loop[key] for key in _MOVED}
+        if "extras" in loop:
+            out["extras"] = _swap_first_axes(loop["extras"])
+        return self._advance(loop, *first, argmax_first, -1), out, batch
+
+    def _drop_ended(self, loop, out):
+        """Moves the ended rows of `loop` into `out` (when any has ended)."""
+
+        def drop(loop, out):
+            gone = ops.nonzero(loop["finished"])[0]
+            kept = ops.nonzero(ops.logical_not(loop["finished"]))[0]
+            return _take_rows(loop, kept), _scatter_rows(out, loop, gone)
+
+        return ops.cond(
+            ops.any(loop["finished"]), lambda: drop(loop, out), lambda: (loop, out)
+        )
+
+    def _start(self, initial_state, start_ids):
+        """The loop's variables, step 0's `(log_probs, state, extras)`, batch.
+
+        Step 0 runs outside the loop: it gives the shape of the extras'
+        buffer.
+        """
+        k, length = self.beam_size, self.max_length
+        start_ids = ops.convert_to_tensor(start_ids, "int32")
+        batch = ops.shape(start_ids)[0]
+        rows = batch * k
+        self.has_state = initial_state is not None
+        state = tile_batch(initial_state, k) if self.has_state else ()
+        if k > 1:
+            # All beams start identical: only the first is live, or the first
+            # step would fill the beam with copies of the same hypotheses.
+            first = ops.where(ops.arange(rows) % k == 0, 0.0, _NEG_INF)
+        else:
+            first = ops.zeros((rows,))
+        loop = {
+            "t": ops.convert_to_tensor(0, "int32"),
+            "ids": ops.repeat(start_ids, k, axis=0),
+            "state": state,
+            "cum": first,
+            "score": first,
+            "finished": ops.zeros((rows,), "bool"),
+            "lengths": ops.zeros((rows,), "int32"),
+            "history": ops.full((rows, length), -1, "int32"),
+        }
+        log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
+        if extras is not None:
+            loop["extras"] = ops.zeros(
+                (length,) + tuple(ops.shape(extras)), extras.dtype
+            )
+            if k > 1:
+                # Which row (before each step's reordering) each row came from.
+                loop["parents"] = ops.broadcast_to(
+                    ops.arange(rows, dtype="int32")[None], (length, rows)
+                )
+        return loop, batch, (log_probs, state, extras)
+
+    def _call_step(self, ids, state):
+        out = self.step(ids, state if self.has_state else None)
+        if len(out) not in (2, 3):
+            raise ValueError(
+                "`step` must return `(log_probs, state)` or `(log_probs, state, "
+                f"extras)`. Received {len(out)} outputs."
+            )
+        log_probs, state = out[0], (out[1] if self.has_state else ())
+        return (
+            ops.cast(log_probs, "float32"),
+            state,
+            (out[2] if len(out) == 3 else None),
+        )
+
+    def _advance(self, loop, log_probs, state, extras, choose, batch):
+        """Constrains, chooses, and records step `loop["t"]`."""
+        k, t = self.beam_size, loop["t"]
+        for processor in self.processors:
+            log_probs = processor(log_probs, loop["history"], t)
+        vocab = ops.shape(log_probs)[1]
+        if k > 1:
+            # An ended row only continues with the end token, for free: in the
+            # scores, so that it competes with its siblings' extensions.
+            frozen = ops.where(ops.arange(vocab) == self.end_id, 0.0, _NEG_INF)
+            log_probs = ops.where(loop["finished"][:, None], frozen[None], log_probs)
+        total = loop["cum"][:, None] + log_probs
+        candidates = total
+        if self.use_penalty:
+            # Every candidate has `lengths + 1` scored tokens: an open row
+            # adds one (the end token included), an ended row has its end.
+            n = ops.cast(loop["lengths"] + 1, "float32")
+            penalty = ops.power((5.0 + n) / 6.0, self.length_penalty)
+            candidates = total / penalty[:, None]
+        candidates = ops.reshape(candidates, (batch, k * vocab))
+        top = choose(candidates, t)
+        word = top % vocab
+        cum = ops.take_along_axis(ops.reshape(total, (batch, k * vocab)), top, 1)
+        score = ops.take_along_axis(candidates, top, axis=1)
+        word, cum, score = (ops.reshape(x, (-1,)) for x in (word, cum, score))
+        finished, lengths, history = loop["finished"], loop["lengths"], loop["history"]
+        if k == 1:
+            # The same on the `(B,)` vectors, without a pass over the scores.
+            word = ops.where(finished, ops.cast(self.end_id, "int32"), word)
+            cum = ops.where(finished, loop["cum"], cum)
+            score = ops.where(finished, loop["score"], score)
+        new = dict(loop, t=t + 1, cum=cum, score=score)
+        if k > 1:
+            parent = ops.reshape(
+                ops.arange(batch, dtype="int32")[:, None] * k + top // vocab, (-1,)
+            )
+            finished = ops.take(finished, parent, axis=0)
+            lengths = ops.take(lengths, parent, axis=0)
+            history = ops.take(history, parent, axis=0)
+            state = keras.tree.map_structure(
+                lambda s: ops.take(s, parent, axis=0), state
+            )
+            if extras is not None:
+                new["parents"] = _write(loop["parents"], t, parent)
+        is_end = word == self.end_id
+        new["lengths"] = lengths + ops.cast(
+            ops.logical_and(ops.logical_not(finished), ops.logical_not(is_end)),
+            "int32",
+        )
+        new["finished"] = ops.logical_or(finished, is_end)
+        column = ops.arange(self.max_length)[None] == t
+        new["history"] = ops.where(column, word[:, None], history)
+        new["ids"], new["state"] = word, state
+        if extras is not None:
+            extras = ops.cast(extras, loop["extras"].dtype)
+            new["extras"] = _write(loop["extras"], t, extras)
+        return new
+
+    def _finalize(self, loop, batch):
+        k, length = self.beam_size, self.max_length
+        best = ops.cast(ops.argmax(ops.reshape(loop["score"], (batch, k)), 1), "int32")
+        chosen = ops.arange(batch, dtype="int32") * k + best
+        lengths = ops.take(loop["lengths"], chosen, axis=0)
+        valid = ops.arange(length)[None] < lengths[:, None]
+        ids = ops.where(valid, ops.take(loop["history"], chosen, axis=0), self.end_id)
+        extras = None
+        if "extras" in loop:
+            extras = self._chosen_extras(loop, chosen)
+            mask = ops.reshape(valid, ops.shape(valid) + (1,) * (len(extras.shape) - 2))
+            extras = extras * ops.cast(mask, extras.dtype)
+        return DecodingResult(
+            ids=ids,
+            lengths=lengths,
+            scores=ops.take(loop["score"], chosen, axis=0),
+            log_probs=ops.take(loop["cum"], chosen, axis=0),
+            extras=extras,
+        )
+
+    def _chosen_extras(self, loop, chosen):
+        """The extras of the chosen rows, `(B, max_length, ...)`."""
+        buffer = loop["extras"]  # (max_length, N, ...)
+        if self.beam_size > 1:
+            # Back through the parents: at step s the chosen hypothesis was
+            # row `parents[s][row after s]`, where step s's extras are.
+            length = self.max_length
+
+            def back(i, rows_and_at):
+                row, at = rows_and_at
+                s = length - 1 - i
+                row = ops.take(ops.take(loop["parents"], s, axis=0), row, axis=0)
+                return row, _write(at, s, row)
+
+            at = ops.zeros((length, ops.shape(chosen)[0]), "int32")
+            _, at = ops.fori_loop(0, length, back, (chosen, at))
+            index = ops.reshape(at, ops.shape(at) + (1,) * (len(buffer.shape) - 2))
+            buffer = ops.take_along_axis(buffer, index, axis=1)
+        return _swap_first_axes(buffer)
+
+
+# What the dropping searches move from an ended row to the batch's buffers.
+_MOVED = ("cum", "score", "lengths", "history")
+# `run_halving`'s stages: a batch of 64 rows goes down to one. Each stage
+# traces the step once more (a larger graph, a longer XLA compile), so not
+# more than the batches a server runs need.
+_HALVINGS = 6
+
+
+def _take_rows(loop, index):
+    """The rows `index` of a dropping search's `loop` (extras: axis 1)."""
+    taken = keras.tree.map_structure(
+        lambda x: ops.take(x, index, axis=0),
+        {k: v for k, v in loop.items() if k not in ("t", "extras")},
+    )
+    taken["t"] = loop["t"]
+    if "extras" in loop:
+        taken["extras"] = ops.take(loop["extras"], index, axis=1)
+    return taken
+
+
+def _scatter_rows(out, loop, index):
+    """`out` with the rows `index` of `loop` written at their batch rows."""
+    at = ops.expand_dims(ops.take(loop["rows"], index, axis=0), -1)
+    out = dict(out)
+    for key in _MOVED:
+        out[key] = ops.scatter_update(out[key], at, ops.take(loop[key], index, axis=0))
+    if "extras" in out:
+        rows = _swap_first_axes(ops.take(loop["extras"], index, axis=1))
+        out["extras"] = ops.scatter_update(out["extras"], at, rows)
+    return out
+
+
+def _clip(x, low, high):
+    """`min(max(x, low), high)`, in Python for Python ints (static shapes)."""
+    if isinstance(x, int) and isinstance(high, int):
+        return min(max(x, low), high)
+    return ops.minimum(ops.maximum(x, low), high)
+
+
+def _swap_first_axes(x):
+    return ops.transpose(x, (1, 0) + tuple(range(2, len(x.shape))))
+
+
+def _write(buffer, t, value):
+    """`buffer` with `buffer[t] = value`, `t` a scalar tensor.
+
+    A select, not `ops.slice_update`: on TensorFlow that is
+    `XlaDynamicUpdateSlice`, an XLA op, and a scatter fails on an empty batch.
+    """
+    at = ops.arange(ops.shape(buffer)[0]) == t
+    return ops.where(
+        ops.reshape(at, (-1,) + (1,) * (len(buffer.shape) - 1)), value[None], buffer
+    )
