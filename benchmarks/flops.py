@@ -12,6 +12,7 @@ direction), A the attention units, V the vocabulary, g = 4 gates for an LSTM
 and 3 for a GRU, and a source of S tokens:
 
     encoder, per source token   2 * 2 * g*u*(E + u)        both directions
+                              + (L - 1) * 2 * 2 * g*u*(H + u)   L stacked layers
     encoder, once per source    2 * H*H                     bridge
                               + 2 * S * H*A                 keys, W1 k (additive)
     decoder, per step           2 * g*H*(E + H)             the cell
@@ -59,6 +60,8 @@ def encoder_flops(config, source_length: int) -> int:
     """FLOPs to encode one source of `source_length` tokens, memory included."""
     u, e, h = config.hidden_size // 2, config.embedding_dim, config.hidden_size
     per_token = 2 * 2 * _gates(config) * u * (e + u)
+    # Layers above the first take the layer below's `H` outputs.
+    per_token += (config.encoder_layers - 1) * 2 * 2 * _gates(config) * u * (h + u)
     per_source, _ = attention_flops(config, source_length)
     return source_length * per_token + 2 * h * h + per_source
 

@@ -46,6 +46,9 @@ class SummarizerConfig:
         embedding_dim: Word embedding size (shared by encoder and decoder).
         hidden_size: Encoder output size (both directions together) and
             decoder state size.
+        encoder_layers: Stacked bidirectional layers of the encoder (each
+            layer's outputs, with dropout, are the next one's inputs; the
+            decoder starts from the top layer's final states).
         cell: Recurrent cell, one of `CELL_CHOICES`.
         attention: Score function, one of `ATTENTION_CHOICES`.
         attention_units: Hidden size of the additive and concat scores.
@@ -83,6 +86,7 @@ class SummarizerConfig:
     vocab_size: int = 10000
     embedding_dim: int = 128
     hidden_size: int = 256
+    encoder_layers: int = 1
     cell: str = dataclasses.field(default="lstm", metadata=_choices(CELL_CHOICES))
     attention: str = dataclasses.field(
         default="bahdanau", metadata=_choices(ATTENTION_CHOICES)
@@ -136,6 +140,11 @@ class SummarizerConfig:
             raise UserError(
                 f"`normalization` must be one of {', '.join(NORMALIZATION_CHOICES)}. "
                 f"Received: normalization={self.normalization!r}"
+            )
+        if not (isinstance(self.encoder_layers, int) and self.encoder_layers >= 1):
+            raise UserError(
+                "`encoder_layers` must be an int >= 1. Received: "
+                f"encoder_layers={self.encoder_layers!r}"
             )
         if self.hidden_size % 2:
             raise UserError(

@@ -97,6 +97,16 @@ class HeadlineSummarizer(keras.Model):
         self.target_word_dropout = keras.layers.Dropout(
             c.word_dropout, noise_shape=(None, None, 1)
         )
+        # The layers below the top one (`encoder`, whose final states start
+        # the decoder) return their sequences only.
+        self.lower_encoders = [
+            keras.layers.Bidirectional(
+                rnn(c.hidden_size // 2, return_sequences=True),
+                name=f"encoder_{i}",
+            )
+            for i in range(c.encoder_layers - 1)
+        ]
+        self.encoder_dropout = keras.layers.Dropout(c.dropout)
         self.encoder = keras.layers.Bidirectional(
             rnn(c.hidden_size // 2, return_sequences=True, return_state=True),
             name="encoder",
@@ -146,6 +156,10 @@ class HeadlineSummarizer(keras.Model):
             self.embedding(source_ids), training=training
         )
         embedded = self.embedding_dropout(embedded, training=training)
+        for layer in self.lower_encoders:
+            embedded = self.encoder_dropout(
+                layer(embedded, mask=mask, training=training), training=training
+            )
         outputs = self.encoder(embedded, mask=mask, training=training)
         memory, states = outputs[0], outputs[1:]
         n = self._state_count

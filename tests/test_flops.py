@@ -29,6 +29,12 @@ def test_encoder_by_hand():
     assert flops.encoder_flops(config(), 5) == 640 + 32 + 120
 
 
+def test_stacked_encoder_by_hand():
+    # A second layer takes the first's H = 4 outputs: per token
+    # 2 * 2 * 4 * 2 * (4 + 2) = 192 more; 5 tokens: 960.
+    assert flops.encoder_flops(config(encoder_layers=2), 5) == 640 + 960 + 32 + 120
+
+
 def test_step_by_hand():
     # cell 2*4*4*(2+4) = 192; W2 q 2*4*3 = 24, v.tanh 2*5*3 = 30; context
     # 2*5*4 = 40; attentional 2*8*4 = 64; output tied 2*(4*2 + 2*10) = 56;

@@ -51,6 +51,7 @@ def tiny_batch(seed=0):
         {"copy": False},
         {"coverage": True},
         {"tie_embeddings": False, "cell": "gru", "attention": "luong-general"},
+        {"encoder_layers": 2},
     ],
 )
 def test_teacher_forced_log_probs_equal_step_by_step(overrides):
@@ -99,6 +100,20 @@ def test_sampled_softmax_trains_and_leaves_evaluation_exact():
         sampled.compute_loss(inputs, target, sampled(inputs), training=False)
     )
     assert trained < 0.75 * exact_loss
+
+
+def test_stacked_encoder_feeds_each_layer_to_the_next():
+    model = HeadlineSummarizer(tiny_config(encoder_layers=3))
+    inputs, _ = tiny_batch()
+    memory, _, _ = model.encode(inputs["source_ids"])
+    assert [layer.name for layer in model.lower_encoders] == ["encoder_0", "encoder_1"]
+    # The bottom layer's weights reach the memory through the layers above.
+    bottom = model.lower_encoders[0]
+    bottom.set_weights([w * 0.5 for w in bottom.get_weights()])
+    changed, _, _ = model.encode(inputs["source_ids"])
+    assert np.abs(ops.convert_to_numpy(changed - memory)).max() > 1e-4
+    with pytest.raises(ValueError, match=r"Received: encoder_layers=0"):
+        tiny_config(encoder_layers=0)
 
 
 def test_label_smoothing_is_the_recipe_and_older_runs_read_without_it():
