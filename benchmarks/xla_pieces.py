@@ -133,7 +133,6 @@ def step_pieces(model, ids, ext_ids, repeats):
     num_oov = model.config.max_source_length
     log_probs = pointer_log_distribution(p_gen, logits, weights, ext_ids, num_oov)
 
-    # Each piece's input moves with the loop counter, so nothing is hoisted.
     pieces = {
         "output matmul, (D, V) kernel": lambda t: tf.matmul(features + t, kernel),
         "output matmul, (V, D) rows": lambda t: tf.matmul(
@@ -153,23 +152,26 @@ def step_pieces(model, ids, ext_ids, repeats):
         )[0],
     }
 
-    def looped(piece):
-        @tf.function(jit_compile=True)
-        def run():
-            def body(i, total):
-                out = piece(tf.cast(i, tf.float32) * 1e-9)
-                # The whole output is summed (one more pass over it), so
-                # that XLA cannot compute only the part that is read.
-                return i + 1, total + tf.reduce_sum(tf.cast(out, tf.float32))
+    return {name: ms_per_iteration(piece, repeats) for name, piece in pieces.items()}
 
-            return tf.while_loop(lambda i, _: i < _LOOP, body, (0, 0.0))[1]
 
-        return lambda: run().numpy()
+def ms_per_iteration(piece, repeats):
+    """ms per call of `piece(t)`, compiled by XLA in a loop of `_LOOP` calls
+    (medians of `repeats` loops); `t` moves with the loop counter, so that
+    nothing is hoisted out of it."""
+    import tensorflow as tf
 
-    return {
-        name: median_ms(looped(piece), repeats) / _LOOP
-        for name, piece in pieces.items()
-    }
+    @tf.function(jit_compile=True)
+    def run():
+        def body(i, total):
+            out = piece(tf.cast(i, tf.float32) * 1e-9)
+            # The whole output is summed (one more pass over it), so that
+            # XLA cannot compute only the part that is read.
+            return i + 1, total + tf.reduce_sum(tf.cast(out, tf.float32))
+
+        return tf.while_loop(lambda i, _: i < _LOOP, body, (0, 0.0))[1]
+
+    return median_ms(lambda: run().numpy(), repeats) / _LOOP
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from keras_attn.pointer import (
     pointer_distribution,
     pointer_log_distribution,
     pointer_nll,
+    pointer_scores,
     target_probabilities,
 )
 from keras_attn.pointer_network import (
@@ -22,6 +23,7 @@ from keras_attn.pointer_network import (
     pointer_log_probs,
     pointer_network_nll,
 )
+from keras_attn.pointer_scores import PointerScores
 from keras_attn.processors import (
     BannedIds,
     LogitsProcessor,
@@ -71,6 +73,7 @@ __all__ = [
     "NoRepeatNgram",
     "PointerGenerator",
     "PointerNetwork",
+    "PointerScores",
     "PositionEncoder",
     "ScaledDotAttention",
     "SelfAttentionCell",
@@ -86,6 +89,7 @@ __all__ = [
     "pointer_log_probs",
     "pointer_network_nll",
     "pointer_nll",
+    "pointer_scores",
     "sampling_search",
     "shortlist_log_distribution",
     "target_probabilities",

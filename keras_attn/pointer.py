@@ -27,6 +27,8 @@ All probabilities are float32, whatever the layers' dtype policy.
 import keras
 from keras import ops
 
+from keras_attn.pointer_scores import PointerScores, source_word_scores, write_rows
+
 _REDUCTIONS = ("mean", "sum", "none")
 _NEG_INF = float("-inf")
 
@@ -300,15 +302,14 @@ def pointer_distribution(
     return generated + copied
 
 
-def pointer_log_distribution(p_gen, logits, attention, source_ids, num_oov=0):
-    """`log pointer_distribution(...)` of one decoding step, from logits.
+def pointer_scores(p_gen, logits, attention, source_ids, num_oov=0):
+    """`pointer_log_distribution`'s scores in parts (`PointerScores`).
 
     A word absent from the source has `log P(w) = log p_gen + z_w -
-    logsumexp(z)`: one subtraction over the vocabulary. Only the `Tv` source
+    logsumexp(z)`: the logits and one offset per row. Only the `Tv` source
     words need the mixture with the copy distribution (an `O(Tv^2)`
-    comparison per row), which a scatter then writes over. No softmax and no
-    log over the vocabulary (fewer passes over the largest tensor of a
-    decoding step), and no probability underflows to `log 0`.
+    comparison per row). Greedy search chooses from these parts without
+    expanding them; `.dense()` writes them out.
 
     Args:
         p_gen: `(batch, 1)` (or `(batch,)`), from `PointerGenerator`.
@@ -321,8 +322,7 @@ def pointer_log_distribution(p_gen, logits, attention, source_ids, num_oov=0):
         num_oov: Python int, the number of OOV slots.
 
     Returns:
-        float32 `(batch, vocab_size + num_oov)` log-probabilities, `-inf`
-        where the probability is 0 (OOV slots no source word holds).
+        A `PointerScores`.
     """
     logits = ops.cast(logits, "float32")
     if len(logits.shape) != 2 or logits.shape[-1] is None:
@@ -333,20 +333,41 @@ def pointer_log_distribution(p_gen, logits, attention, source_ids, num_oov=0):
     _check_num_oov(num_oov)
     vocab_size = logits.shape[-1]
     p_gen, attention, source_ids = _check_inputs(p_gen, logits, attention, source_ids)
-    log_p_gen = ops.log(p_gen)
-    log_vocab = ops.log_softmax(logits, axis=-1)  # one fused op on TF
-    generated = log_vocab + log_p_gen
-    if num_oov:
-        generated = ops.pad(generated, [[0, 0], [0, num_oov]], constant_values=_NEG_INF)
+    offset = ops.log(p_gen) - ops.logsumexp(logits, axis=-1, keepdims=True)
     in_vocab = ops.less(source_ids, vocab_size)
-    source_log_vocab = ops.where(
-        in_vocab,
-        ops.take_along_axis(
-            log_vocab, ops.minimum(source_ids, vocab_size - 1), axis=-1
-        ),
-        _NEG_INF,
+    source_logits = ops.take_along_axis(
+        logits, ops.minimum(source_ids, vocab_size - 1), axis=-1
     )
-    return write_source_words(generated, source_log_vocab, source_ids, p_gen, attention)
+    # The same sum as the other words' `logits + offset`, to the last bit.
+    source_generated = ops.where(in_vocab, source_logits + offset, _NEG_INF)
+    return PointerScores(
+        logits,
+        offset,
+        source_ids,
+        source_word_scores(source_generated, source_ids, p_gen, attention),
+        num_oov,
+    )
+
+
+def pointer_log_distribution(p_gen, logits, attention, source_ids, num_oov=0):
+    """`log pointer_distribution(...)` of one decoding step, from logits.
+
+    `pointer_scores(...).dense()`: a word absent from the source gets
+    `log p_gen + z_w - logsumexp(z)`, one pass over the vocabulary, and the
+    `Tv` source words' mixtures with the copy distribution are written over
+    it. No softmax and no log over the vocabulary (fewer passes over the
+    largest tensor of a decoding step), and no probability underflows to
+    `log 0`.
+
+    Args:
+        p_gen, logits, attention, source_ids, num_oov: As in
+            `pointer_scores`.
+
+    Returns:
+        float32 `(batch, vocab_size + num_oov)` log-probabilities, `-inf`
+        where the probability is 0 (OOV slots no source word holds).
+    """
+    return pointer_scores(p_gen, logits, attention, source_ids, num_oov).dense()
 
 
 def write_source_words(generated, source_log_vocab, source_ids, p_gen, attention):
@@ -369,24 +390,10 @@ def write_source_words(generated, source_log_vocab, source_ids, p_gen, attention
     if p_gen is None:
         source_log_probs = source_log_vocab
     else:
-        # Copy mass of each position's word: its duplicates' attention summed.
-        same_word = ops.equal(
-            ops.expand_dims(source_ids, -1), ops.expand_dims(source_ids, 1)
+        source_log_probs = source_word_scores(
+            source_log_vocab + ops.log(p_gen), source_ids, p_gen, attention
         )
-        copied = (1.0 - p_gen) * ops.sum(
-            ops.where(same_word, ops.expand_dims(attention, 1), 0.0), axis=-1
-        )
-        has_copy = copied > 0
-        source_log_probs = ops.logaddexp(
-            source_log_vocab + ops.log(p_gen),
-            ops.where(has_copy, ops.log(ops.where(has_copy, copied, 1.0)), _NEG_INF),
-        )
-    rows = ops.zeros_like(source_ids) + ops.expand_dims(
-        ops.arange(ops.shape(source_ids)[0], dtype="int32"), 1
-    )
-    indices = ops.reshape(ops.stack([rows, source_ids], axis=-1), (-1, 2))
-    # Duplicate words write the same value, so their order does not matter.
-    return ops.scatter_update(generated, indices, ops.reshape(source_log_probs, (-1,)))
+    return write_rows(generated, source_ids, source_log_probs)
 
 
 # --------------------------------------------------------------- training

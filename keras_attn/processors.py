@@ -11,15 +11,24 @@ A processor is any callable
 * `step`: int32 scalar, the index of the token being chosen (0-based).
 
 It returns the constrained scores, same shape: a banned token gets `-inf`,
-nothing is renormalised. `keras_attn.search`'s strategies apply their list in
-order at every step, under `jit` too, so a processor must be built from
-`keras.ops` with no Python-side data-dependent control flow. The design is
-that of Hugging Face's `LogitsProcessor`s, minus the renormalisation.
+nothing is renormalised. The processors here also say which of any given ids
+they ban (`banned(ids, history, step)`), which lets greedy search apply them
+to a pointer-generator's scores left in parts (`keras_attn.pointer_scores`);
+a processor without that method makes the search expand the scores first.
+`keras_attn.search`'s strategies apply their list in order at every step,
+under `jit` too, so a processor must be built from `keras.ops` with no
+Python-side data-dependent control flow. The design is that of Hugging
+Face's `LogitsProcessor`s, minus the renormalisation.
 """
 
 from keras import ops
 
 _NEG_INF = float("-inf")
+
+
+def _columns(log_probs):
+    """int32 `(1, V)`: the token id of each column of `log_probs`."""
+    return ops.arange(ops.shape(log_probs)[1], dtype="int32")[None]
 
 
 class LogitsProcessor:
@@ -49,10 +58,11 @@ class MinLength(LogitsProcessor):
         self.end_id = end_id
 
     def __call__(self, log_probs, history, step):
-        is_end = ops.arange(ops.shape(log_probs)[1]) == self.end_id
-        return self.ban(
-            log_probs, ops.logical_and(is_end, step < self.min_length)[None]
-        )
+        return self.ban(log_probs, self.banned(_columns(log_probs), history, step))
+
+    def banned(self, ids, history, step):
+        """bool, True where `ids` (int32 `(N, K)` or `(1, K)`) are banned."""
+        return ops.logical_and(ids == self.end_id, step < self.min_length)
 
 
 class MaxLength(LogitsProcessor):
@@ -73,9 +83,11 @@ class MaxLength(LogitsProcessor):
         self.end_id = end_id
 
     def __call__(self, log_probs, history, step):
-        is_end = ops.arange(ops.shape(log_probs)[1]) == self.end_id
-        others = ops.logical_and(ops.logical_not(is_end), step >= self.max_length)
-        return self.ban(log_probs, others[None])
+        return self.ban(log_probs, self.banned(_columns(log_probs), history, step))
+
+    def banned(self, ids, history, step):
+        """bool, True where `ids` (int32 `(N, K)` or `(1, K)`) are banned."""
+        return ops.logical_and(ids != self.end_id, step >= self.max_length)
 
 
 class BannedIds(LogitsProcessor):
@@ -89,11 +101,13 @@ class BannedIds(LogitsProcessor):
         self.ids = ids
 
     def __call__(self, log_probs, history, step):
-        ids = ops.reshape(ops.convert_to_tensor(self.ids, "int32"), (1, -1))
-        vocab = ops.arange(ops.shape(log_probs)[1], dtype="int32")
         # A `(V, K)` comparison: cheaper than a scatter for a few ids.
-        banned = ops.any(vocab[:, None] == ids, axis=1)
-        return self.ban(log_probs, banned[None])
+        return self.ban(log_probs, self.banned(_columns(log_probs), history, step))
+
+    def banned(self, ids, history, step):
+        """bool, True where `ids` (int32 `(N, K)` or `(1, K)`) are banned."""
+        banned_ids = ops.reshape(ops.convert_to_tensor(self.ids, "int32"), (-1,))
+        return ops.any(ops.expand_dims(ids, -1) == banned_ids, axis=-1)
 
 
 class NoRepeatNgram(LogitsProcessor):
@@ -118,11 +132,47 @@ class NoRepeatNgram(LogitsProcessor):
         self.n = n
 
     def __call__(self, log_probs, history, step):
+        found = self._followers(history, step)
+        if found is None:
+            return log_probs
+        followers, match = found
+        rows, windows = ops.shape(followers)[0], ops.shape(followers)[1]
+        width = ops.shape(log_probs)[1]
+        # A follower outside the scores' columns is not among them.
+        match = ops.logical_and(match, followers < width)
+        row_ids = ops.broadcast_to(
+            ops.arange(rows, dtype="int32")[:, None], (rows, windows)
+        )
+        column = ops.minimum(ops.maximum(followers, 0), width - 1)
+        indices = ops.stack([row_ids, column], axis=-1)
+        # Adding 0 leaves a score as is and duplicates add up: no
+        # order-dependent writes, whatever the backend.
+        penalty = ops.where(match, _NEG_INF, 0.0)
+        return ops.scatter_update(
+            log_probs,
+            ops.reshape(indices, (-1, 2)),
+            ops.reshape(penalty, (-1,)),
+            reduction="add",
+        )
+
+    def banned(self, ids, history, step):
+        """bool, True where `ids` (int32 `(N, K)`) are banned."""
+        found = self._followers(history, step)
+        if found is None:
+            return ops.zeros(ops.shape(ids), "bool")
+        followers, match = found
+        same = ops.expand_dims(ids, -1) == ops.expand_dims(followers, 1)
+        return ops.any(ops.logical_and(same, ops.expand_dims(match, 1)), axis=-1)
+
+    def _followers(self, history, step):
+        """`(followers, match)`, int32 and bool `(N, windows)`: the token after
+        each window of `n - 1` tokens, and whether that window is the current
+        suffix (its follower is then banned); None if no window fits."""
         n = self.n
         length = ops.shape(history)[1]
         windows = length - n + 1
         if windows <= 0:
-            return log_probs
+            return None
         # `followers[:, j]` follows the window starting at `j`; -1 when it is
         # not generated yet, which never matches a real token below.
         followers = history[:, n - 1 :]
@@ -135,20 +185,7 @@ class NoRepeatNgram(LogitsProcessor):
             )
         if n > 1:
             match = ops.logical_and(match, step >= n - 1)
-        rows = ops.shape(history)[0]
-        row_ids = ops.broadcast_to(
-            ops.arange(rows, dtype="int32")[:, None], (rows, windows)
-        )
-        indices = ops.stack([row_ids, ops.maximum(followers, 0)], axis=-1)
-        # Adding 0 leaves a score as is and duplicates add up: no
-        # order-dependent writes, whatever the backend.
-        penalty = ops.where(match, _NEG_INF, 0.0)
-        return ops.scatter_update(
-            log_probs,
-            ops.reshape(indices, (-1, 2)),
-            ops.reshape(penalty, (-1,)),
-            reduction="add",
-        )
+        return followers, match
 
 
 def constraints(

@@ -11,6 +11,8 @@ from typing import Any, NamedTuple
 import keras
 from keras import ops
 
+from keras_attn.pointer_scores import PointerScores, greedy_choice
+
 _NEG_INF = float("-inf")
 _INT32_MAX = 2**31 - 1
 
@@ -279,8 +281,10 @@ class SearchLoop:
                 f"extras)`. Received {len(out)} outputs."
             )
         log_probs, state = out[0], (out[1] if self.has_state else ())
+        if not isinstance(log_probs, PointerScores):
+            log_probs = ops.cast(log_probs, "float32")
         return (
-            ops.cast(log_probs, "float32"),
+            log_probs,
             state,
             (out[2] if len(out) == 3 else None),
         )
@@ -288,6 +292,14 @@ class SearchLoop:
     def _advance(self, loop, log_probs, state, extras, choose, batch):
         """Constrains, chooses, and records step `loop["t"]`."""
         k, t = self.beam_size, loop["t"]
+        if isinstance(log_probs, PointerScores):
+            if self._chooses_from_parts(choose):
+                word, log_prob = greedy_choice(
+                    log_probs, self.processors, loop["history"], t
+                )
+                cum = loop["cum"] + log_prob
+                return self._record(loop, word, cum, cum, None, state, extras)
+            log_probs = log_probs.dense()
         for processor in self.processors:
             log_probs = processor(log_probs, loop["history"], t)
         vocab = ops.shape(log_probs)[1]
@@ -310,6 +322,27 @@ class SearchLoop:
         cum = ops.take_along_axis(ops.reshape(total, (batch, k * vocab)), top, 1)
         score = ops.take_along_axis(candidates, top, axis=1)
         word, cum, score = (ops.reshape(x, (-1,)) for x in (word, cum, score))
+        parent = None
+        if k > 1:
+            parent = ops.reshape(
+                ops.arange(batch, dtype="int32")[:, None] * k + top // vocab, (-1,)
+            )
+        return self._record(loop, word, cum, score, parent, state, extras)
+
+    def _chooses_from_parts(self, choose):
+        """Whether greedy can choose from `PointerScores` as they are: every
+        processor says which ids it bans (`banned`)."""
+        return (
+            self.beam_size == 1
+            and choose is argmax_first
+            and not self.use_penalty
+            and all(callable(getattr(p, "banned", None)) for p in self.processors)
+        )
+
+    def _record(self, loop, word, cum, score, parent, state, extras):
+        """The loop after step `loop["t"]` chose `word` (`(N,)` each; `parent`:
+        the row each beam extends, None for one beam)."""
+        k, t = self.beam_size, loop["t"]
         finished, lengths, history = loop["finished"], loop["lengths"], loop["history"]
         if k == 1:
             # The same on the `(B,)` vectors, without a pass over the scores.
@@ -318,9 +351,6 @@ class SearchLoop:
             score = ops.where(finished, loop["score"], score)
         new = dict(loop, t=t + 1, cum=cum, score=score)
         if k > 1:
-            parent = ops.reshape(
-                ops.arange(batch, dtype="int32")[:, None] * k + top // vocab, (-1,)
-            )
             finished = ops.take(finished, parent, axis=0)
             lengths = ops.take(lengths, parent, axis=0)
             history = ops.take(history, parent, axis=0)

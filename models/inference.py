@@ -142,7 +142,11 @@ class HeadlineModule(tf.Module):
         # whose shapes are fixed, the batch is halved as half its rows end.
         def step(ids, state):
             log_probs, decoder, attention = self.model.step(
-                ids, state["decoder"], state["memory"], output_kernel=kernel
+                ids,
+                state["decoder"],
+                state["memory"],
+                output_kernel=kernel,
+                return_parts=True,
             )
             return log_probs, dict(state, decoder=decoder), attention
 
