@@ -52,8 +52,14 @@ def interleaved(
     times = {name: [] for name in programs}
     names = list(programs)
     for r in range(repeats):
-        # Alternate the order each round so neither side always runs first.
-        order = names if r % 2 == 0 else names[::-1]
+        # Each round starts one program later, and every other round runs
+        # backwards: each program runs in every position and after each of
+        # the others, so none is always the one after the heaviest (a fixed
+        # order made the same export 1.1-1.2x slower in one place than in
+        # another, BENCHMARKS.md section 4g).
+        shift = r % len(names)
+        order = names[shift:] + names[:shift]
+        order = order if r % 2 == 0 else order[::-1]
         for name in order:
             times[name].append(timeit(programs[name], number))
     return times
