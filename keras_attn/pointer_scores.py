@@ -57,17 +57,6 @@ class PointerScores(NamedTuple):
             )
         return write_rows(generated, self.source_ids, self.source_scores)
 
-    def map(self, fn):
-        """The same scores with `fn` applied to every tensor (rows taken,
-        cast...)."""
-        return PointerScores(
-            fn(self.logits),
-            fn(self.offset),
-            fn(self.source_ids),
-            fn(self.source_scores),
-            self.num_oov,
-        )
-
 
 def write_rows(scores, ids, values):
     """`scores` `(N, V')` with `values[n, i]` written at `(n, ids[n, i])`.

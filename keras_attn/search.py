@@ -10,7 +10,10 @@ The search knows nothing of the model (the design of OpenNMT-tf's
 * `state`: a nested structure of tensors, each with the rows first `(N, ...)`
   (`None` if the search was given none).
 * `log_probs`: float32 `(N, V)`; `V` may depend on the batch (a copy
-  mechanism's extended vocabulary) but is the same at every step.
+  mechanism's extended vocabulary) but is the same at every step. A
+  pointer-generator may return them in parts (`keras_attn.PointerScores`):
+  greedy search then chooses without writing them out, the other strategies
+  write them out first.
 * the new `state`: the same structure, dtypes and shapes.
 * `extras`: optional tensor `(N, ...)`, recorded at every step for the chosen
   hypothesis (the step's attention, for heatmaps).
