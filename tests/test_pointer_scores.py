@@ -89,9 +89,7 @@ def test_dense_is_the_pointer_distribution():
 @pytest.mark.parametrize(
     "constraints",
     [
-        {},
-        {"min_length": 3},
-        {"no_repeat_ngram_size": 1, "banned_ids": [0, 2]},
+        {"min_length": 3, "no_repeat_ngram_size": 1, "banned_ids": [0, 2]},
         {"no_repeat_ngram_size": 2, "min_length": 2},
     ],
 )
@@ -103,13 +101,12 @@ def test_greedy_from_parts_equals_greedy_written_out(constraints):
             widths.append(log_probs.shape[1])
             return super().__call__(log_probs, history, step)
 
-    for seed in range(4):
-        source = make_source(np.random.default_rng(seed), 8)
-        processors = [Recording(0, END)]
-        parts, dense = search_both(
-            ka.greedy_search, source, processors=processors, **constraints
-        )
-        assert_same(parts, dense)
+    # One batch of many rows: each search compiles its loop once (JAX).
+    source = make_source(np.random.default_rng(0), 24)
+    parts, dense = search_both(
+        ka.greedy_search, source, processors=[Recording(0, END)], **constraints
+    )
+    assert_same(parts, dense)
     # From the parts, the processors ban in the logits (V columns).
     assert set(widths) == {V, V + OOV}
     # The toy model does copy OOV words (ids >= V): the test covers them.
