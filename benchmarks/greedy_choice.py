@@ -48,14 +48,15 @@ def _processors(end_id, min_length):
     return [MinLength(min_length, end_id), NoRepeatNgram(1)]
 
 
-def dense_choice(logits, p_gen, weights, ext_ids, history, t, end_id, min_length):
+def dense_choice(
+    logits, p_gen, weights, ext_ids, num_oov, history, t, end_id, min_length
+):
     """Written out: the distribution, the processors, the first maximum."""
     import tensorflow as tf
 
     from keras_attn.pointer import pointer_log_distribution
     from keras_attn.search_loop import argmax_first
 
-    num_oov = ext_ids.shape[1]
     log_probs = pointer_log_distribution(p_gen, logits, weights, ext_ids, num_oov)
     for processor in _processors(end_id, min_length):
         log_probs = processor(log_probs, history, t)
@@ -63,12 +64,14 @@ def dense_choice(logits, p_gen, weights, ext_ids, history, t, end_id, min_length
     return ids, tf.gather(log_probs, ids, batch_dims=1)
 
 
-def parts_choice(logits, p_gen, weights, ext_ids, history, t, end_id, min_length):
+def parts_choice(
+    logits, p_gen, weights, ext_ids, num_oov, history, t, end_id, min_length
+):
     """From `PointerScores`, as the greedy search does."""
     from keras_attn.pointer import pointer_scores
     from keras_attn.pointer_scores import greedy_choice
 
-    scores = pointer_scores(p_gen, logits, weights, ext_ids, ext_ids.shape[1])
+    scores = pointer_scores(p_gen, logits, weights, ext_ids, num_oov)
     return greedy_choice(scores, _processors(end_id, min_length), history, t)
 
 
@@ -97,7 +100,9 @@ def main(argv=None):
     history = np.full((args.batch, width), -1, "int32")
     history[:, :t] = ext_ids.numpy()[:, :t]
     history = tf.constant(history)
-    common = (p_gen, weights, ext_ids, history, tf.constant(t), END_ID, 3)
+    # The export's OOV slots: one per source position it keeps.
+    num_oov = model.config.max_source_length
+    common = (p_gen, weights, ext_ids, num_oov, history, tf.constant(t), END_ID, 3)
 
     rng = np.random.default_rng(0)
     for trial in range(20):
