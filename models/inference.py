@@ -158,19 +158,19 @@ class HeadlineModule(tf.Module):
             **common,
         )
 
-    @tf.function(input_signature=[_DOCUMENTS])
+    @tf.function(input_signature=[_DOCUMENTS], autograph=False)
     def beam(self, documents):
         return _headline_outputs(self.search(documents, self.options.beam_size))
 
-    @tf.function(input_signature=[_DOCUMENTS])
+    @tf.function(input_signature=[_DOCUMENTS], autograph=False)
     def greedy(self, documents):
         return _headline_outputs(self.search(documents, 1))
 
-    @tf.function(input_signature=[_DOCUMENTS])
+    @tf.function(input_signature=[_DOCUMENTS], autograph=False)
     def attention(self, documents):
         return self.search(documents, self.options.beam_size)
 
-    @tf.function(input_signature=_LENGTH_CONTROL)
+    @tf.function(input_signature=_LENGTH_CONTROL, autograph=False)
     def length_control(self, documents, min_length, max_length, length_penalty):
         return self.search(
             documents, self.options.beam_size, length_penalty, min_length, max_length
@@ -199,7 +199,7 @@ def _padded_for_xla(decode):
     masked out; the added rows are copies of the batch's own rows, which end
     with them (empty sources could run the loop to `max_length`).
     """
-    compiled = tf.function(decode, jit_compile=True)
+    compiled = tf.function(decode, jit_compile=True, autograph=False)
 
     def padded(ids, ext_ids, *args):
         rows, length = tf.shape(ids)[0], tf.shape(ids)[1]

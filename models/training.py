@@ -263,7 +263,7 @@ class ValidationRouge(keras.callbacks.Callback):
         if self._greedy is None:
             module = HeadlineModule(self.model, self.features, SearchOptions())
             self._greedy = tf.function(
-                lambda d: module.search(d, 1)["normalized_headlines"]
+                lambda d: module.search(d, 1)["normalized_headlines"], autograph=False
             )
         headlines = headlines_in_batches(self._greedy, self.documents)
         scores = mean_rouge(headlines, self.summaries, ("rouge1", "rouge2", "rougeL"))

@@ -44,7 +44,8 @@ def tune_search_options(
         search = tf.function(
             lambda d, alpha, m=module, k=options.beam_size: m.search(
                 d, k, length_penalty=alpha
-            )["normalized_headlines"]
+            )["normalized_headlines"],
+            autograph=False,
         )
         for alpha in length_penalties:
             headlines = headlines_in_batches(
