@@ -17,8 +17,11 @@ examples, ids from the same `TextFeatures` (copy ids map to <unk>).
 Both train steps are `tf.function(model.train_step, reduce_retracing=True)`
 (as `fit` does), fed from persistent iterators, timed in interleaved blocks
 of `--block` steps. Reported: examples/second of each, the ratio
-project / reference (median over rounds), analytic matmul FLOP/s against the
-CPU's peak, and the peak RSS of the process.
+project / reference (median over rounds), the achieved matmul GFLOP/s (the
+project's from `flops.training_flops`, the exact count on each batch's
+padded lengths; the reference's from `reference_training_flops`) against
+this machine's fp32 and bf16 matmul peaks measured in the same run
+(`flops.machine_peaks`), and the peak RSS of the process.
 
     nice -n 19 python benchmarks/bench_training.py
     nice -n 19 python benchmarks/bench_training.py --variants bf16 xla
@@ -40,10 +43,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-
-# AMD EPYC (Zen 3): two 256-bit FMA pipes per core = 2 x 8 fp32 lanes x 2 FLOPs
-# per FMA = 32 fp32 FLOP/cycle/core. Base clock 2.45 GHz (BogoMIPS / 2).
-FLOP_PER_CYCLE_PER_CORE = 32
 
 
 def parse_args(argv=None):
@@ -91,7 +90,6 @@ def parse_args(argv=None):
         metavar="K",
         help="sampled words per batch of the `sampled` variant",
     )
-    p.add_argument("--cpu-ghz", type=float, default=2.45, help="for the peak FLOP/s")
     return p.parse_args(argv)
 
 
@@ -166,11 +164,13 @@ def tutorial_model(vocab_size, embedding_dim, units, attention_units):
     return Reference()
 
 
-def matmul_flops(config, batch, source_len, target_len, reference=False):
-    """Forward matmul FLOPs (2 per multiply-add) of one batch; training ~ 3x.
+def reference_training_flops(config, batch, source_len, target_len):
+    """Matmul FLOPs (2 per multiply-add) of one training step of the tutorial
+    model (`tutorial_model`): its forward products, x3 for backpropagation.
 
-    Counts the recurrent cells, projections, attention scores and context, the
-    output layer; ignores element-wise ops (tanh, softmax, gates).
+    Its GRU encoder is one direction of H units, its output layer untied
+    over the whole vocabulary; the rest is `flops.py`'s count. Element-wise
+    ops (tanh, softmax, gates) are left out.
     """
     E, H, A, V = (
         config.embedding_dim,
@@ -179,26 +179,13 @@ def matmul_flops(config, batch, source_len, target_len, reference=False):
         config.vocab_size,
     )
     S, T = source_len, target_len
-    # Training with a sampled softmax scores K sampled words and the target.
-    if not reference and config.sampled_softmax:
-        V = config.sampled_softmax + 1
-    gates = 3 if reference or config.cell == "gru" else 4
-    if reference:
-        encoder = S * 2 * (E + H) * gates * H
-    else:
-        h = H // 2
-        encoder = 2 * S * 2 * (E + h) * gates * h + 2 * H * H  # + bridge
-    decoder = T * 2 * (E + H) * gates * H
+    encoder = S * 2 * (E + H) * 3 * H
+    decoder = T * 2 * (E + H) * 3 * H
     attention = S * 2 * H * A + T * 2 * H * A  # key and query projections
     attention += T * S * (2 * A + 2 * H)  # v . tanh(...) and the context
     attentional = T * 2 * (2 * H) * H
-    if reference:
-        output = T * 2 * H * V
-    elif config.tie_embeddings:
-        output = T * (2 * H * E + 2 * E * V)
-    else:
-        output = T * 2 * H * V
-    return batch * (encoder + decoder + attention + attentional + output)
+    output = T * 2 * H * V
+    return 3 * batch * (encoder + decoder + attention + attentional + output)
 
 
 def main(argv=None):
@@ -206,12 +193,18 @@ def main(argv=None):
     import common
     import keras
     import tensorflow as tf
+    from flops import machine_peaks, training_flops
 
     from models import data, runs, training
     from models.config import SummarizerConfig, TrainOptions
     from models.features import TextFeatures
 
     common.print_machine_info()
+    peaks = machine_peaks()
+    print(
+        f"# matmul peak, 2048^3, this run: fp32 {peaks['fp32']:.0f} GFLOP/s, "
+        f"bf16 {peaks['bf16']:.0f} GFLOP/s"
+    )
     rss_start = common.peak_rss_mib()
     split = data.load_split("train", data_dir=args.data_dir, tfds_dir=args.tfds_dir)
     split = split.take(args.examples)
@@ -323,9 +316,10 @@ def main(argv=None):
             b, s = inputs["source_ids"].shape
             t = target.shape[1]
             examples += b
-            reference = name == "reference"
-            model_config = config if reference else model.config
-            flops += 3 * matmul_flops(model_config, b, s, t, reference=reference)
+            if name == "reference":
+                flops += reference_training_flops(config, b, s, t)
+            else:
+                flops += training_flops(model.config, b, s, t)
         start = time.perf_counter()
         for batch in batches:
             logs = step(batch)
@@ -355,7 +349,6 @@ def main(argv=None):
             line.append(f"{name} {run_block(name, args.block):.1f} ex/s")
         print(f"round {r}: " + ", ".join(line), flush=True)
 
-    peak = 2 * args.cpu_ghz * 1e9 * FLOP_PER_CYCLE_PER_CORE
     rows = []
     for name in names:
         st = stats[name]
@@ -374,7 +367,8 @@ def main(argv=None):
                 eps,
                 ratio,
                 achieved / 1e9,
-                100 * achieved / peak,
+                f"{100e-9 * achieved / peaks['fp32']:.1f}% / "
+                f"{100e-9 * achieved / peaks['bf16']:.1f}%",
                 st["examples"] // (args.block * args.rounds) if st["eps"] else 0,
             ]
         )
@@ -386,15 +380,11 @@ def main(argv=None):
                 "examples/s (median)",
                 "ratio vs reference",
                 "matmul GFLOP/s",
-                "% of fp32 peak",
+                "of fp32 / bf16 peak",
                 "mean batch",
             ],
             rows,
         )
-    )
-    print(
-        f"\n# peak fp32 assumed: 2 cores x {args.cpu_ghz} GHz x "
-        f"{FLOP_PER_CYCLE_PER_CORE} FLOP/cycle = {peak / 1e9:.0f} GFLOP/s"
     )
     print(f"# peak RSS {common.peak_rss_mib():.0f} MiB (at start {rss_start:.0f} MiB)")
     return 0

@@ -25,6 +25,14 @@ and 3 for a GRU, and a source of S tokens:
 For dot and general scores the query/key terms change (see
 `attention_flops`). A decoded headline of n tokens takes n + 1 steps (the end
 token is a step too); a beam runs every step for each of its k rows.
+
+A training step (`training_flops`) runs the same products over the padded
+batch, the decoder teacher-forced over the T target positions, and its
+output layer over the K sampled words and the target (V = K + 1) when it
+samples the softmax; backpropagation doubles every product (the gradients
+for its input and for its weights are products of the same size):
+
+    training step    3 * batch * (encoder(S) + T * decoder step(S))
 Element-wise work (gate nonlinearities, tanh of the additive score, the
 log-softmax over V, the copy mixture) is a few operations per element and is
 left out: it is memory-bound, and the point of the ratio is how close the
@@ -33,6 +41,7 @@ matrix products come to the matmul peak.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 
@@ -120,6 +129,24 @@ def search_flops(
         for s, n in zip(source_lengths, steps, strict=True)
     )
     return {"encoder": encoder, "decoder": decoder, "total": encoder + decoder}
+
+
+def training_flops(config, batch: int, source_length: int, target_length: int) -> int:
+    """FLOPs of one training step (forward and backward) on a padded batch.
+
+    Args:
+        config: the model's `SummarizerConfig` (its `sampled_softmax`, if
+            below the vocabulary, sizes the output layer).
+        batch: rows of the batch.
+        source_length, target_length: its padded lengths, which every row
+            runs (masking does not skip the products).
+    """
+    if 0 < config.sampled_softmax < config.vocab_size:
+        config = dataclasses.replace(config, vocab_size=config.sampled_softmax + 1)
+    forward = encoder_flops(config, source_length) + target_length * step_flops(
+        config, source_length
+    )
+    return 3 * batch * forward
 
 
 def matmul_peak_gflops(dtype: str = "float32", n: int = 2048, seconds=2.0) -> float:

@@ -65,3 +65,17 @@ def test_search_sums_rows_and_beams():
     assert out == {"encoder": encoder, "decoder": decoder, "total": encoder + decoder}
     with pytest.raises(ValueError, match="Received: len"):
         flops.search_flops(c, [5], [1, 2])
+
+
+def test_training_step_by_hand():
+    # Forward per row: encoder(5) = 792 and 3 target steps of 426 (above);
+    # backpropagation doubles every product; 2 rows.
+    assert flops.training_flops(config(), 2, 5, 3) == 3 * 2 * (792 + 3 * 426)
+    # A sampled softmax of K = 4 scores 5 words a step: output
+    # 2*(4*2 + 2*5) = 36 instead of 56.
+    sampled = config(sampled_softmax=4)
+    assert flops.training_flops(sampled, 1, 5, 3) == 3 * (792 + 3 * (426 - 56 + 36))
+    # K at or above the vocabulary trains on the full softmax.
+    assert flops.training_flops(config(sampled_softmax=10), 1, 5, 3) == 3 * (
+        792 + 3 * 426
+    )
