@@ -158,6 +158,9 @@ class HeadlineModule(tf.Module):
             **common,
         )
 
+    # No AutoGraph: the search is `keras.ops` with explicit loops (it runs
+    # under `jax.jit` too), so AutoGraph would only rewrite its source, a
+    # third of the export's time (BENCHMARKS.md section 4h).
     @tf.function(input_signature=[_DOCUMENTS], autograph=False)
     def beam(self, documents):
         return _headline_outputs(self.search(documents, self.options.beam_size))
