@@ -210,7 +210,7 @@ class TrainOptions:
     """
 
     batch_size: int = 64
-    learning_rate: float = 1e-3
+    learning_rate: float = 2e-3
     clipnorm: float = 2.0
     epochs: int = 60
     steps_per_epoch: int | None = None
