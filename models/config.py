@@ -280,6 +280,9 @@ class SearchOptions:
             `--xla_cpu_compilation_enabled`. XLA keeps shapes fixed, so
             greedy halves its batch as rows end (`drop_finished="halves"`)
             instead of dropping each ended row.
+        shards: The batch is decoded as this many independent searches,
+            which TensorFlow runs at the same time (one per core: a search
+            alone leaves a core idle). Same headlines.
     """
 
     beam_size: int = 5
@@ -290,6 +293,11 @@ class SearchOptions:
     suppress_unk: bool = False
     shortlist: int = 0
     xla: bool = False
+    shards: int = 1
+
+    def __post_init__(self):
+        if self.shards < 1:
+            raise UserError(f"`shards` must be >= 1. Received: shards={self.shards}")
 
     @classmethod
     def tuned(cls, run_dir):

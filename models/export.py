@@ -140,6 +140,12 @@ def main(argv=None):
         help="opt-in: compile the encoder and search with XLA (needs "
         "TensorFlow with XLA to serve: pip's, or the project's server)",
     )
+    p.add_argument(
+        "--shards",
+        type=int,
+        help="decode a batch as this many searches at the same time "
+        "(SearchOptions.shards)",
+    )
     args = p.parse_args(argv)
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     if args.search_options:
@@ -150,6 +156,8 @@ def main(argv=None):
         options = dataclasses.replace(options, shortlist=args.shortlist)
     if args.xla:
         options = dataclasses.replace(options, xla=True)
+    if args.shards is not None:
+        options = dataclasses.replace(options, shards=args.shards)
     path = export_run(args.run_dir, args.export_dir, options, args.dtype_policy)
     print(f"Exported {path}")
 

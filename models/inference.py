@@ -51,9 +51,8 @@ class HeadlineModule(tf.Module):
         self.options = options
         # Under XLA, one compiled function for all calls: XLA caches its
         # compilations there, one per padded shape.
-        self._decode_ids = (
-            _padded_for_xla(self._decode) if options.xla else self._decode
-        )
+        decode = _padded_for_xla(self._decode) if options.xla else self._decode
+        self._decode_ids = _in_shards(decode, options.shards)
 
     def search(
         self,
@@ -223,6 +222,37 @@ def _padded_for_xla(decode):
         )
 
     return padded
+
+
+def _in_shards(decode, shards):
+    """`decode(ids, ext_ids, *args)` run on `shards` slices of the batch.
+
+    A search is a loop of small ops, each waiting for the last, so it leaves
+    a core idle; TensorFlow runs independent ops at the same time, so one
+    search per slice keeps every core busy. Rows are decoded independently,
+    so the headlines are the same. A batch of fewer rows than `shards` is
+    decoded whole.
+    """
+    if shards == 1:
+        return decode
+
+    def sharded(ids, ext_ids, *args):
+        rows = tf.shape(ids)[0]
+
+        def apart():
+            # Slice sizes differ by one at most, and none is empty.
+            bounds = [i * rows // shards for i in range(shards + 1)]
+            results = [
+                decode(ids[begin:end], ext_ids[begin:end], *args)
+                for begin, end in zip(bounds[:-1], bounds[1:], strict=True)
+            ]
+            return keras_attn.DecodingResult(
+                *[tf.concat(list(field), 0) for field in zip(*results, strict=True)]
+            )
+
+        return tf.cond(rows >= shards, apart, lambda: decode(ids, ext_ids, *args))
+
+    return sharded
 
 
 def _headline_outputs(out):

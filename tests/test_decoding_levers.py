@@ -15,6 +15,7 @@ from test_summarizer import VOCAB, tiny_batch
 
 from models.config import SearchOptions
 from models.ensemble import SummarizerEnsemble
+from models.errors import UserError
 from models.features import TextFeatures
 from models.inference import HeadlineModule
 from models.runs import _with_dtype_policy
@@ -117,3 +118,43 @@ def test_xla_decodes_the_same_headlines_on_padded_shapes():
         for key in ("scores", "attention"):
             assert got[key].shape == expected[key].shape
             np.testing.assert_allclose(got[key], expected[key], atol=1e-5)
+
+
+@pytest.mark.parametrize("xla", [False, True])
+def test_shards_decode_the_same_headlines_as_one_search(xla):
+    (model,) = _members(1)
+
+    def module(shards):
+        options = SearchOptions(
+            beam_size=3, max_length=5, min_length=2, xla=xla, shards=shards
+        )
+        return HeadlineModule(model, TextFeatures(WORDS, 7, 5), options)
+
+    whole, halves, quarters = module(1), module(2), module(4)
+    for beam in (1, 3):
+        search = tf.function(lambda d, beam=beam: halves.search(d, beam))
+        search = search.get_concrete_function(tf.TensorSpec([None], tf.string))
+        if xla:
+            # One XLA search per shard, and one for a batch too small to split.
+            graph = search.graph.as_graph_def()
+            nodes = list(graph.node)
+            for function in graph.library.function:  # the branches of a cond
+                nodes += function.node_def
+            clusters = [n for n in nodes if n.attr["_XlaMustCompile"].b]
+            assert len(clusters) == 3
+        # 5 rows: 2 + 3 in halves, 1 + 1 + 1 + 2 in quarters; 1 row: whole.
+        five = tf.concat([DOCUMENTS, DOCUMENTS[::-1][:2]], 0)
+        for documents in (five, DOCUMENTS[:1]):
+            expected = whole.search(documents, beam)
+            for got in (search(documents), quarters.search(documents, beam)):
+                assert got["headline_tokens"].numpy().tolist() == (
+                    expected["headline_tokens"].numpy().tolist()
+                )
+                for key in ("scores", "attention"):
+                    assert got[key].shape == expected[key].shape
+                    np.testing.assert_allclose(got[key], expected[key], atol=1e-5)
+
+
+def test_shards_must_be_positive():
+    with pytest.raises(UserError, match="Received: shards=0"):
+        SearchOptions(shards=0)
