@@ -4,9 +4,11 @@
 split, in rounds beside the tutorial loop. This compares two exports of the
 same model alone, on consecutive batches of the test documents (each batch a
 new set of lengths), each batch called `--pairs` times by both, one after the
-other; it prints each one's median time per call and the median of the
-paired ratios (first / second: above 1 when the second is faster). Each
-shape is called once by both before it is timed (XLA compiles it then).
+other; it prints each one's median time per call, the cores it kept busy
+(the process's CPU time over the wall time, summed over its calls) and the
+median of the paired ratios (first / second: above 1 when the second is
+faster). Each shape is called once by both before it is timed (XLA compiles
+it then).
 
     python benchmarks/paired_exports.py saved_models/headlines_ema1/12 \\
         saved_models/headlines_ema1/14 \\
@@ -53,9 +55,13 @@ def main(argv=None):
         for d in (args.first, args.second)
     )
 
-    def seconds(fn, docs):
-        start = time.perf_counter()
+    cpu = {args.first: 0.0, args.second: 0.0}
+
+    def seconds(fn, docs, name=None):
+        start, start_cpu = time.perf_counter(), time.process_time()
         fn(documents=docs)["headlines"].numpy()
+        if name:
+            cpu[name] += time.process_time() - start_cpu
         return time.perf_counter() - start
 
     times = {args.first: [], args.second: []}
@@ -66,13 +72,17 @@ def main(argv=None):
             break
         seconds(first, docs), seconds(second, docs)
         for _ in range(args.pairs):
-            a, c = seconds(first, docs), seconds(second, docs)
+            a = seconds(first, docs, args.first)
+            c = seconds(second, docs, args.second)
             times[args.first].append(a)
             times[args.second].append(c)
             ratios.append(a / c)
     print(machine_info())
     for name, values in times.items():
-        print(f"{name}: {1000 * median(values):.1f} ms per call (median)")
+        print(
+            f"{name}: {1000 * median(values):.1f} ms per call (median), "
+            f"{cpu[name] / sum(values):.2f} cores busy"
+        )
     print(
         f"{args.signature}, batch {args.batch_size}: first / second, median of "
         f"{len(ratios)} pairs: {median(ratios):.3f}"
