@@ -131,7 +131,8 @@ def test_shards_decode_the_same_headlines_as_one_search(xla):
         return HeadlineModule(model, TextFeatures(WORDS, 7, 5), options)
 
     whole, halves, quarters = module(1), module(2), module(4)
-    for beam in (1, 3):
+    # Under XLA each slice's shape compiles: beam search alone there.
+    for beam in (3,) if xla else (1, 3):
         search = tf.function(lambda d, beam=beam: halves.search(d, beam))
         search = search.get_concrete_function(tf.TensorSpec([None], tf.string))
         if xla:
