@@ -270,9 +270,9 @@ _DETOKENIZE: tuple[tuple[str, str], ...] = (
     ("^--$", "\u2014"),
 )
 # Tokens written against the one before (`Japan's`, `12%`, `won't`), and
-# tokens the next one is written against (`$4.3`, `(Python`).
+# tokens the next one is written against (`$4.3`, `US$5.2`, `(Python`).
 _CLOSES = "[,.;:?!%)\\]}\u201d']|\\.\\.\\.|(?i:n't|'(?:s|re|ve|ll|d|m))"
-_OPENS = "[$(\\[{\u201c]"
+_OPENS = "[$(\\[{\u201c]|\\p{L}{1,3}\\$"
 # Leading punctuation, the first character, the rest.
 _FIRST = r"(?s)^([\p{P}\p{S}\s]*)(.?)(.*)$"
 

@@ -93,6 +93,7 @@ def test_a_word_whose_rules_depend_on_case_splits_alike_in_both_forms():
             "apple net rises 12 % to $ 4.3 billion .",
             "Apple net rises 12% to $4.3 billion.",
         ),
+        ("deficit of us$ 5.2 billion , HK$ 3", "Deficit of us$5.2 billion, HK$3"),
         ("-lrb- Python 3 -rrb- IPv4\\/IPv6 AT&amp;T", "(Python 3) IPv4/IPv6 AT&T"),
         ("he said , `` no '' ; ok ? yes !", "He said, “no”; ok? yes!"),
         ("`` no '' , he said", "“No”, he said"),
