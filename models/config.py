@@ -281,8 +281,9 @@ class SearchOptions:
             greedy halves its batch as rows end (`drop_finished="halves"`)
             instead of dropping each ended row.
         shards: The batch is decoded as this many independent searches,
-            which TensorFlow runs at the same time (one per core: a search
-            alone leaves a core idle). Same headlines.
+            which TensorFlow runs at the same time. Same headlines; on 2
+            cores, 2 gains where one search leaves a core idle: under XLA
+            and for beam search (BENCHMARKS.md section 4i).
     """
 
     beam_size: int = 5

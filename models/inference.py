@@ -227,11 +227,11 @@ def _padded_for_xla(decode):
 def _in_shards(decode, shards):
     """`decode(ids, ext_ids, *args)` run on `shards` slices of the batch.
 
-    A search is a loop of small ops, each waiting for the last, so it leaves
-    a core idle; TensorFlow runs independent ops at the same time, so one
-    search per slice keeps every core busy. Rows are decoded independently,
-    so the headlines are the same. A batch of fewer rows than `shards` is
-    decoded whole.
+    A search is a loop of small ops, each waiting for the last, which can
+    leave a core idle (XLA's code runs a cluster's small ops on one thread);
+    TensorFlow runs independent ops at the same time, so one search per
+    slice fills it. Rows are decoded independently, so the headlines are the
+    same. A batch of fewer rows than `shards` is decoded whole.
     """
     if shards == 1:
         return decode
