@@ -55,7 +55,7 @@ def _tfds_builder(dataset: str, data_dir):
 
 def _check_keys(builder, document_key: str, summary_key: str) -> None:
     features = builder.info.features
-    text_keys = sorted(k for k in features.keys() if features[k].dtype == tf.string)
+    text_keys = sorted(k for k in features.keys() if features[k].tf_dtype == tf.string)
     for name, key in (("document_key", document_key), ("summary_key", summary_key)):
         if key not in text_keys:
             raise UserError(
