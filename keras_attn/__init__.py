@@ -26,6 +26,7 @@ from keras_attn.pointer_network import (
 from keras_attn.pointer_scores import PointerScores
 from keras_attn.processors import (
     BannedIds,
+    IdBan,
     LogitsProcessor,
     MaxLength,
     MinLength,
@@ -65,6 +66,7 @@ __all__ = [
     "EntityMemoryCell",
     "EntityOutput",
     "GeneralAttention",
+    "IdBan",
     "LuongAttentionCell",
     "LogitsProcessor",
     "MaxLength",

@@ -23,6 +23,8 @@ from typing import Any, NamedTuple
 
 from keras import ops
 
+from keras_attn.processors import apply_processors
+
 _NEG_INF = float("-inf")
 _INT32_MAX = 2**31 - 1
 
@@ -113,8 +115,8 @@ def greedy_choice(scores, processors, history, step):
     """
     logits, ids = scores.logits, scores.source_ids
     source_scores = scores.source_scores
+    logits = apply_processors(processors, logits, history, step)
     for processor in processors:
-        logits = processor(logits, history, step)
         source_scores = ops.where(
             processor.banned(ids, history, step), _NEG_INF, source_scores
         )

@@ -15,6 +15,12 @@ nothing is renormalised. The processors here also say which of any given ids
 they ban (`banned(ids, history, step)`), which lets greedy search apply them
 to a pointer-generator's scores left in parts (`keras_attn.pointer_scores`);
 a processor without that method makes the search expand the scores first.
+
+Those that ban a few ids per row (`IdBan`: `MinLength`, `BannedIds`,
+`NoRepeatNgram`) list them (`banned_ids`), and `apply_processors` bans the
+ids of neighbouring ones in a single scatter: on TensorFlow's executor each
+`(N, V)` pass of a decoding step is an op of its own, and three passes cost
+more than one scatter (BENCHMARKS.md section 4j).
 `keras_attn.search`'s strategies apply their list in order at every step,
 under `jit` too, so a processor must be built from `keras.ops` with no
 Python-side data-dependent control flow. The design is that of Hugging
@@ -43,7 +49,71 @@ class LogitsProcessor:
         return ops.where(mask, _NEG_INF, log_probs)
 
 
-class MinLength(LogitsProcessor):
+class IdBan(LogitsProcessor):
+    """A processor that bans a few ids per row, which it lists.
+
+    Subclasses implement `banned_ids`; calling the processor adds `-inf` to
+    the scores of the listed ids (a scatter: no `(N, V)` mask is built).
+    """
+
+    def __call__(self, log_probs, history, step):
+        return ban_listed(log_probs, [self], history, step)
+
+    def banned_ids(self, history, step, rows):
+        """The ids this step bans in each of `rows` rows.
+
+        Returns:
+            `(ids, mask)`, int32 and bool `(rows, K)`: the ids, and which of
+            them are banned (the others are ignored); None when none is.
+        """
+        raise NotImplementedError
+
+
+def ban_listed(log_probs, processors, history, step):
+    """`log_probs` `(N, V)` with the ids listed by `IdBan` `processors` at
+    `-inf`, in one scatter-add (adding 0 leaves a score as it is, and
+    duplicates add up: no order-dependent writes, whatever the backend)."""
+    rows, width = ops.shape(log_probs)[0], ops.shape(log_probs)[1]
+    listed = [p.banned_ids(history, step, rows) for p in processors]
+    listed = [found for found in listed if found is not None]
+    if not listed:
+        return log_probs
+    ids = ops.concatenate([ops.cast(i, "int32") for i, _ in listed], axis=1)
+    mask = ops.concatenate([m for _, m in listed], axis=1)
+    # An id outside the scores' columns is not among them.
+    mask = ops.logical_and(mask, ops.logical_and(ids >= 0, ids < width))
+    row_ids = ops.zeros_like(ids) + ops.arange(rows, dtype="int32")[:, None]
+    column = ops.minimum(ops.maximum(ids, 0), width - 1)
+    indices = ops.reshape(ops.stack([row_ids, column], axis=-1), (-1, 2))
+    penalty = ops.cast(ops.where(mask, _NEG_INF, 0.0), log_probs.dtype)
+    return ops.scatter_update(
+        log_probs, indices, ops.reshape(penalty, (-1,)), reduction="add"
+    )
+
+
+def apply_processors(processors, log_probs, history, step):
+    """Applies `processors` in order, the neighbouring `IdBan`s in one
+    scatter (`ban_listed`). A subclass that overrides `__call__` is called."""
+    run = []
+    for processor in list(processors) + [None]:
+        if processor is not None and type(processor).__call__ is IdBan.__call__:
+            run.append(processor)
+            continue
+        if run:
+            log_probs = ban_listed(log_probs, run, history, step)
+            run = []
+        if processor is not None:
+            log_probs = processor(log_probs, history, step)
+    return log_probs
+
+
+def _full(rows, values):
+    """`values` `(K,)` repeated for `rows` rows: `(rows, K)`."""
+    values = ops.reshape(ops.convert_to_tensor(values, "int32"), (1, -1))
+    return ops.zeros((rows, 1), "int32") + values
+
+
+class MinLength(IdBan):
     """Bans `end_id` for the first `min_length` steps.
 
     So every hypothesis has at least `min_length` tokens before its end.
@@ -57,8 +127,9 @@ class MinLength(LogitsProcessor):
         self.min_length = min_length
         self.end_id = end_id
 
-    def __call__(self, log_probs, history, step):
-        return self.ban(log_probs, self.banned(_columns(log_probs), history, step))
+    def banned_ids(self, history, step, rows):
+        ids = _full(rows, [self.end_id])
+        return ids, ops.broadcast_to(step < self.min_length, ops.shape(ids))
 
     def banned(self, ids, history, step):
         """bool, True where `ids` (int32 `(N, K)` or `(1, K)`) are banned."""
@@ -90,7 +161,7 @@ class MaxLength(LogitsProcessor):
         return ops.logical_and(ids != self.end_id, step >= self.max_length)
 
 
-class BannedIds(LogitsProcessor):
+class BannedIds(IdBan):
     """Bans a fixed set of ids at every step (padding, start, unknown...).
 
     Args:
@@ -100,9 +171,9 @@ class BannedIds(LogitsProcessor):
     def __init__(self, ids):
         self.ids = ids
 
-    def __call__(self, log_probs, history, step):
-        # A `(V, K)` comparison: cheaper than a scatter for a few ids.
-        return self.ban(log_probs, self.banned(_columns(log_probs), history, step))
+    def banned_ids(self, history, step, rows):
+        ids = _full(rows, self.ids)
+        return ids, ops.ones(ops.shape(ids), "bool")
 
     def banned(self, ids, history, step):
         """bool, True where `ids` (int32 `(N, K)` or `(1, K)`) are banned."""
@@ -110,13 +181,13 @@ class BannedIds(LogitsProcessor):
         return ops.any(ops.expand_dims(ids, -1) == banned_ids, axis=-1)
 
 
-class NoRepeatNgram(LogitsProcessor):
+class NoRepeatNgram(IdBan):
     """Bans any token that would repeat an n-gram already in the hypothesis.
 
     The last `n - 1` tokens are compared with every earlier window of
     `n - 1` tokens; where they match, the token that followed that window is
-    banned (a scatter-add of `-inf` into the scores, no `(N, V)` mask built
-    from a one-hot). Cost `O(N * max_length * n)` per step.
+    banned (`IdBan`: a scatter-add of `-inf` into the scores, no `(N, V)`
+    mask built from a one-hot). Cost `O(N * max_length * n)` per step.
 
     With `n=1` every token already generated is banned: each id appears at
     most once. A Pointer Network decoding a tour (TSP) over the input
@@ -131,29 +202,8 @@ class NoRepeatNgram(LogitsProcessor):
             raise ValueError(f"`n` must be a Python int >= 1. Received: n={n!r}")
         self.n = n
 
-    def __call__(self, log_probs, history, step):
-        found = self._followers(history, step)
-        if found is None:
-            return log_probs
-        followers, match = found
-        rows, windows = ops.shape(followers)[0], ops.shape(followers)[1]
-        width = ops.shape(log_probs)[1]
-        # A follower outside the scores' columns is not among them.
-        match = ops.logical_and(match, followers < width)
-        row_ids = ops.broadcast_to(
-            ops.arange(rows, dtype="int32")[:, None], (rows, windows)
-        )
-        column = ops.minimum(ops.maximum(followers, 0), width - 1)
-        indices = ops.stack([row_ids, column], axis=-1)
-        # Adding 0 leaves a score as is and duplicates add up: no
-        # order-dependent writes, whatever the backend.
-        penalty = ops.where(match, _NEG_INF, 0.0)
-        return ops.scatter_update(
-            log_probs,
-            ops.reshape(indices, (-1, 2)),
-            ops.reshape(penalty, (-1,)),
-            reduction="add",
-        )
+    def banned_ids(self, history, step, rows):
+        return self._followers(history, step)
 
     def banned(self, ids, history, step):
         """bool, True where `ids` (int32 `(N, K)`) are banned."""

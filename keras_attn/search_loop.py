@@ -12,6 +12,7 @@ import keras
 from keras import ops
 
 from keras_attn.pointer_scores import PointerScores, greedy_choice
+from keras_attn.processors import apply_processors
 
 _NEG_INF = float("-inf")
 _INT32_MAX = 2**31 - 1
@@ -300,8 +301,7 @@ class SearchLoop:
                 cum = loop["cum"] + log_prob
                 return self._record(loop, word, cum, cum, None, state, extras)
             log_probs = log_probs.dense()
-        for processor in self.processors:
-            log_probs = processor(log_probs, loop["history"], t)
+        log_probs = apply_processors(self.processors, log_probs, loop["history"], t)
         vocab = ops.shape(log_probs)[1]
         if k > 1:
             # An ended row only continues with the end token, for free: in the

@@ -13,6 +13,7 @@ from keras_attn.coverage import CoverageAttention, coverage_loss
 from keras_attn.pointer import (
     PointerGenerator,
     copy_distribution,
+    log_partition,
     mix_target_probabilities,
     pointer_distribution,
     pointer_log_distribution,
@@ -358,6 +359,21 @@ def test_pointer_log_distribution_equals_log_of_the_dense_one(rng):
     np.testing.assert_allclose(log_far[:, 7], expected + np.log(p_gen[:, 0]), rtol=1e-5)
     with pytest.raises(ValueError, match="logits shape"):
         pointer_log_distribution(p_gen, logits[:, None], attention, source_ids)
+
+
+def test_log_partition_equals_logsumexp(rng):
+    logits = rng.normal(0.0, 5.0, (5, 1000)).astype("float32")
+    logits[1] *= 20.0  # exp would overflow without the shift
+    logits[2, ::2] = -np.inf  # banned words
+    logits[3] = 7.25  # a flat row: the softmax's peak is 1 / V
+    logits[4] = -np.inf  # nothing left: -inf, as logsumexp gives
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shifted = logits - logits.max(1, keepdims=True)
+        expected = logits.max(1) + np.log(np.exp(shifted.astype("float64")).sum(1))
+    got = np_(log_partition(ops.convert_to_tensor(logits)))[:, 0]
+    np.testing.assert_allclose(got[:4], expected[:4], rtol=1e-6)
+    np.testing.assert_allclose(got[3], 7.25 + np.log(1000.0), rtol=1e-6)
+    assert got[4] == -np.inf
 
 
 @pytest.mark.parametrize("from_logits", [False, True])

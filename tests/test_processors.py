@@ -1,0 +1,82 @@
+"""keras_attn.processors: the `IdBan`s list their ids, and neighbouring ones
+are banned in one scatter (`apply_processors`), with the same result as one
+after the other. Scores by hand."""
+
+import numpy as np
+from keras import ops
+
+import keras_attn as ka
+from keras_attn.processors import apply_processors, ban_listed
+
+NEG = -np.inf
+# Two rows of six scores; row 0 generated [4, 2], row 1 [2] (then -1).
+SCORES = np.arange(12, dtype="float32").reshape(2, 6) / 10.0
+HISTORY = np.array([[4, 2, -1, -1], [2, -1, -1, -1]], dtype="int32")
+
+
+def run(processors, step, scores=SCORES):
+    out = apply_processors(processors, ops.convert_to_tensor(scores), HISTORY, step)
+    return ops.convert_to_numpy(out)
+
+
+def by_hand(banned_by_row):
+    expected = SCORES.copy()
+    for row, ids in enumerate(banned_by_row):
+        expected[row, list(ids)] = NEG
+    return expected
+
+
+def test_each_processor_bans_its_ids():
+    np.testing.assert_array_equal(run([ka.MinLength(3, 1)], 1), by_hand([[1], [1]]))
+    # From step `min_length` on, nothing.
+    np.testing.assert_array_equal(run([ka.MinLength(3, 1)], 3), SCORES)
+    np.testing.assert_array_equal(
+        run([ka.BannedIds([0, 5])], 0), by_hand([[0, 5], [0, 5]])
+    )
+    np.testing.assert_array_equal(run([ka.NoRepeatNgram(1)], 2), by_hand([[4, 2], [2]]))
+
+
+def test_neighbours_in_one_scatter_equal_one_after_the_other():
+    processors = [ka.MinLength(3, 2), ka.BannedIds([0, 2]), ka.NoRepeatNgram(1)]
+    together = run(processors, 2)
+    apart = SCORES
+    for processor in processors:
+        apart = run([processor], 2, apart)
+    # Duplicates (2 three times in row 0) add up to -inf all the same.
+    np.testing.assert_array_equal(together, by_hand([[0, 2, 4], [0, 2]]))
+    np.testing.assert_array_equal(together, apart)
+
+
+def test_ids_outside_the_columns_are_ignored():
+    out = ban_listed(
+        ops.convert_to_tensor(SCORES), [ka.BannedIds([-1, 3, 6, 40])], HISTORY, 0
+    )
+    np.testing.assert_array_equal(ops.convert_to_numpy(out), by_hand([[3], [3]]))
+
+
+def test_other_processors_keep_their_place_and_overrides_are_called():
+    calls = []
+
+    class Recording(ka.MinLength):
+        def __call__(self, log_probs, history, step):
+            calls.append(step)
+            return super().__call__(log_probs, history, step)
+
+    class Shift(ka.LogitsProcessor):  # not a ban: order matters around it
+        def __call__(self, log_probs, history, step):
+            return log_probs - ops.max(log_probs, axis=1, keepdims=True)
+
+    out = run([ka.BannedIds([5]), Shift(), Recording(3, 4)], 0)
+    # Shift sees column 5 banned: row maxima 0.4 and 1.0; then 4 is banned.
+    expected = SCORES - np.array([[0.4], [1.0]], dtype="float32")
+    expected[:, [4, 5]] = NEG
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+    assert calls == [0]
+
+
+def test_an_empty_batch():
+    empty = np.zeros((0, 6), "float32")
+    out = apply_processors(
+        [ka.MinLength(3, 1), ka.NoRepeatNgram(2)], empty, HISTORY[:0], 1
+    )
+    assert ops.convert_to_numpy(out).shape == (0, 6)
