@@ -268,6 +268,13 @@ _DETOKENIZE: tuple[tuple[str, str], ...] = (
     ("^``$", "\u201c"),
     ("^''$", "\u201d"),
     ("^--$", "\u2014"),
+    # Gigaword's masked ordinals of a quarter or a half (`#st-qtr`), which
+    # the source rarely writes in digits: the suffix decides the digit, a
+    # quarter being 1-4 and a half 1-2.
+    ("^#st-(qtr|quarter|half)$", "1st-\\1"),
+    ("^#nd-(qtr|quarter|half)$", "2nd-\\1"),
+    ("^#rd-(qtr|quarter)$", "3rd-\\1"),
+    ("^#th-(qtr|quarter)$", "4th-\\1"),
 )
 # Tokens written against the one before (`Japan's`, `12%`, `won't`), and
 # tokens the next one is written against (`$4.3`, `US$5.2`, `(Python`).

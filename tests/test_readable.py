@@ -100,6 +100,11 @@ def test_a_word_whose_rules_depend_on_case_splits_alike_in_both_forms():
         ("i ca n't , drivers ' union 'ok '", "I can't, drivers' union 'ok'"),
         ("-lsb- x -rsb- -lcb- y -rcb- at 3:30 : wait ...", "[X] {y} at 3:30: wait..."),
         ("gains -- losses", "Gains — losses"),
+        # A quarter's or a half's masked ordinal: the suffix says the digit;
+        # any other masked number the source did not hold keeps its `#`.
+        ("apple #st-qtr net , #th-qtr #rd-qtr", "Apple 1st-qtr net, 4th-qtr 3rd-qtr"),
+        ("#nd-half loss ; #st-half", "2nd-half loss; 1st-half"),
+        ("loss in ##th #rd-half ##st-qtr", "Loss in ##th #rd-half ##st-qtr"),
         ("u.s. -based firm in calif. .", "U.s. -based firm in calif."),
         ("état à 東京タワー 🙂", "État à 東京タワー 🙂"),
         ("ßig", "SSig"),
