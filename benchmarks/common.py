@@ -114,7 +114,9 @@ def machine_info() -> dict[str, str]:
             "",
         ).split()
         info["simd"] = ",".join(
-            f for f in ("avx2", "fma", "avx512f", "avx512_bf16") if f in flags
+            f
+            for f in ("avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_int8")
+            if f in flags
         )
     except OSError:
         pass
