@@ -197,11 +197,61 @@ class TextFeatures(tf.Module):
             tokens,
         )
         words = tf.where(self._is_data_unk(words), "", words)
-        return text.detokenize(words)
+        return text.detokenize(_source_ordinals(words, source["surface_tokens"]))
 
 
 def _fingerprints(tokens):
     return tf.strings.to_hash_bucket_fast(tokens, 2**63 - 1)
+
+
+# Gigaword masks the ordinal of a quarter or a half (`#st-qtr`), and a model
+# may write one that the source names otherwise (`second-quarter`): where
+# the source names one such ordinal, it replaces the model's. (Else
+# `text.detokenize` reads the digit off the model's suffix.)
+_ORDINALS = (
+    ("1st", "first|1st"),
+    ("2nd", "second|2nd"),
+    ("3rd", "third|3rd"),
+    ("4th", "fourth|4th"),
+)
+_PERIODS = "quarter|qtr|half"
+
+
+def _source_ordinal(surface_tokens):
+    """`[batch]`: the one quarter or half ordinal (`2nd`) each source names,
+    hyphenated (`second-quarter`) or not (`second quarter`), else ""."""
+    words = tf.strings.lower(surface_tokens)
+    following = tf.concat([words[:, 1:], tf.fill([tf.shape(words)[0], 1], "")], 1)
+    period_follows = tf.strings.regex_full_match(following, _PERIODS)
+    named = tf.stack(
+        [
+            tf.reduce_any(
+                tf.strings.regex_full_match(words, f"({spelled})-({_PERIODS})")
+                | (tf.strings.regex_full_match(words, spelled) & period_follows),
+                axis=1,
+            )
+            for _, spelled in _ORDINALS
+        ],
+        axis=1,
+    )
+    count = tf.reduce_sum(tf.cast(named, tf.int32), axis=1)
+    ordinal = tf.gather(
+        tf.constant([digits for digits, _ in _ORDINALS]),
+        tf.argmax(tf.cast(named, tf.int32), axis=1, output_type=tf.int32),
+    )
+    return tf.where(count == 1, ordinal, "")
+
+
+def _source_ordinals(words, surface_tokens):
+    """`words` `[batch, T]` with each masked quarter or half ordinal
+    (`#st-qtr`) given its source's ordinal, where the source names one (and
+    a half has it: `1st` or `2nd`)."""
+    ordinal = _source_ordinal(surface_tokens)[:, None]
+    masked = tf.strings.regex_full_match(words, f"#(st|nd|rd|th)-({_PERIODS})")
+    half = tf.strings.regex_full_match(words, ".*-half")
+    fits = tf.logical_not(half & ((ordinal == "3rd") | (ordinal == "4th")))
+    named = ordinal + tf.strings.regex_replace(words, "^#(st|nd|rd|th)", "")
+    return tf.where(masked & (ordinal != "") & fits, named, words)
 
 
 def _first_positions(tokens):

@@ -165,6 +165,42 @@ def test_readable_prefers_the_source_position_attended_to():
     assert out == ["Nec NEC NEC"]
 
 
+@pytest.mark.parametrize(
+    "document, tokens, expected",
+    [
+        # The source's ordinal, hyphenated or as two words, replaces the
+        # model's masked one.
+        (
+            "Apple said its second-quarter net income rose 12%.",
+            ["apple", "#st-qtr", "net", "rises"],
+            "Apple 2nd-qtr net rises",
+        ),
+        (
+            "Sales in the First Half fell.",
+            ["#nd-half", "sales", "fall"],
+            "1st-half Sales fall",
+        ),
+        ("Its 3rd-quarter loss widened.", ["#th-qtr", "loss"], "3rd-qtr loss"),
+        # Two ordinals named, none, or one a half cannot have: the model's
+        # suffix says the digit.
+        (
+            "First-quarter profit beat second-quarter profit.",
+            ["#st-qtr", "profit"],
+            "1st-qtr profit",
+        ),
+        (
+            "Apple's profit rose.",
+            ["apple", "#rd-qtr", "profit"],
+            "Apple 3rd-qtr profit",
+        ),
+        ("The fourth quarter was weak.", ["#nd-half", "weak"], "2nd-half weak"),
+    ],
+)
+def test_readable_takes_a_quarters_ordinal_from_the_source(document, tokens, expected):
+    features = TextFeatures(VOCAB, max_source_length=16, max_target_length=8)
+    assert readable(features, [document], [tokens]) == [expected]
+
+
 def test_readable_general_normalization_keeps_digits_in_the_vocabulary():
     vocab = [*RESERVED, "cut", "2,500", "jobs"]
     features = TextFeatures(vocab, 16, 8, normalization="general")
