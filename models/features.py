@@ -208,12 +208,6 @@ def _fingerprints(tokens):
 # may write one that the source names otherwise (`second-quarter`): where
 # the source names one such ordinal, it replaces the model's. (Else
 # `text.detokenize` reads the digit off the model's suffix.)
-_ORDINALS = (
-    ("1st", "first|1st"),
-    ("2nd", "second|2nd"),
-    ("3rd", "third|3rd"),
-    ("4th", "fourth|4th"),
-)
 _PERIODS = "quarter|qtr|half"
 
 
@@ -230,13 +224,13 @@ def _source_ordinal(surface_tokens):
                 | (tf.strings.regex_full_match(words, spelled) & period_follows),
                 axis=1,
             )
-            for _, spelled in _ORDINALS
+            for _, spelled, _ in text.PERIOD_ORDINALS
         ],
         axis=1,
     )
     count = tf.reduce_sum(tf.cast(named, tf.int32), axis=1)
     ordinal = tf.gather(
-        tf.constant([digits for digits, _ in _ORDINALS]),
+        tf.constant([digits for digits, _, _ in text.PERIOD_ORDINALS]),
         tf.argmax(tf.cast(named, tf.int32), axis=1, output_type=tf.int32),
     )
     return tf.where(count == 1, ordinal, "")
@@ -244,14 +238,17 @@ def _source_ordinal(surface_tokens):
 
 def _source_ordinals(words, surface_tokens):
     """`words` `[batch, T]` with each masked quarter or half ordinal
-    (`#st-qtr`) given its source's ordinal, where the source names one (and
-    a half has it: `1st` or `2nd`)."""
+    (`#st-qtr`) given its source's ordinal, where the source names one that
+    the period can have."""
     ordinal = _source_ordinal(surface_tokens)[:, None]
-    masked = tf.strings.regex_full_match(words, f"#(st|nd|rd|th)-({_PERIODS})")
-    half = tf.strings.regex_full_match(words, ".*-half")
-    fits = tf.logical_not(half & ((ordinal == "3rd") | (ordinal == "4th")))
-    named = ordinal + tf.strings.regex_replace(words, "^#(st|nd|rd|th)", "")
-    return tf.where(masked & (ordinal != "") & fits, named, words)
+    period = tf.strings.regex_replace(words, "^#(st|nd|rd|th)-", "")
+    for digits, _, periods in text.PERIOD_ORDINALS:
+        takes = tf.logical_and(
+            tf.equal(ordinal, digits),
+            tf.strings.regex_full_match(words, f"#(st|nd|rd|th)-({periods})"),
+        )
+        words = tf.where(takes, digits + "-" + period, words)
+    return words
 
 
 def _first_positions(tokens):

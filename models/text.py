@@ -255,6 +255,15 @@ def surface_words(texts, max_tokens: int | None = None, max_chars: int = 4096):
     return words
 
 
+# The ordinals of a quarter or a half, which Gigaword masks (`#st-qtr`): each
+# one's digits, its spelled forms and the periods it can have (a half is
+# 1st or 2nd).
+PERIOD_ORDINALS = (
+    ("1st", "first|1st", "qtr|quarter|half"),
+    ("2nd", "second|2nd", "qtr|quarter|half"),
+    ("3rd", "third|3rd", "qtr|quarter"),
+    ("4th", "fourth|4th", "qtr|quarter"),
+)
 # (pattern, rewrite) pairs from a PTB token back to written text.
 _DETOKENIZE: tuple[tuple[str, str], ...] = (
     ("(?i)^-lrb-$", "("),
@@ -269,12 +278,11 @@ _DETOKENIZE: tuple[tuple[str, str], ...] = (
     ("^''$", "\u201d"),
     ("^--$", "\u2014"),
     # Gigaword's masked ordinals of a quarter or a half (`#st-qtr`), which
-    # the source rarely writes in digits: the suffix decides the digit, a
-    # quarter being 1-4 and a half 1-2.
-    ("^#st-(qtr|quarter|half)$", "1st-\\1"),
-    ("^#nd-(qtr|quarter|half)$", "2nd-\\1"),
-    ("^#rd-(qtr|quarter)$", "3rd-\\1"),
-    ("^#th-(qtr|quarter)$", "4th-\\1"),
+    # the source rarely writes in digits: the suffix decides the digit.
+    *(
+        (f"^#{digits[1:]}-({periods})$", f"{digits}-\\1")
+        for digits, _, periods in PERIOD_ORDINALS
+    ),
 )
 # Tokens written against the one before (`Japan's`, `12%`, `won't`), and
 # tokens the next one is written against (`$4.3`, `US$5.2`, `(Python`).
