@@ -69,7 +69,7 @@ def export(
             f"`version` must be a new version folder. Received: version={version} "
             f"({final} exists)"
         )
-    module = HeadlineModule(model, features, options)
+    module = HeadlineModule(model, features, options, frozen=True)
     signatures = module.signatures()
     # A hidden temporary folder in the same directory: TF Serving ignores
     # names that are not integers, and the rename is atomic on one filesystem.

@@ -44,15 +44,26 @@ _LENGTH_CONTROL = [
 class HeadlineModule(tf.Module):
     """The exported graph: text features, encoder, decoder and search."""
 
-    def __init__(self, model, features, options):
+    def __init__(self, model, features, options, frozen=False):
         super().__init__(name="headline_summarizer")
         self.model = model
         self.features = features
         self.options = options
+        # `frozen`: the model's weights will not change (an export), so the
+        # output layer's `(D, V)` kernel, the embedding transposed when tied,
+        # is made once and saved beside them; else each call transposes it,
+        # which under XLA is a copy of 1.1 ms a shard (BENCHMARKS.md 4l).
+        self._output_kernel = None
+        if frozen:
+            self._output_kernel = tf.nest.map_structure(
+                lambda kernel: tf.Variable(kernel, trainable=False),
+                model.output_kernel(options.shortlist),
+            )
         # Under XLA, one compiled function for all calls: XLA caches its
         # compilations there, one per padded shape.
-        decode = _padded_for_xla(self._decode) if options.xla else self._decode
-        self._decode_ids = _in_shards(decode, options.shards)
+        self._decode_ids = (
+            _padded_for_xla(self._decode) if options.xla else self._decode
+        )
 
     def search(
         self,
@@ -81,14 +92,36 @@ class HeadlineModule(tf.Module):
         else:
             limit = options.max_length if max_length is None else max_length
             min_length = tf.clip_by_value(min_length, 0, limit)
-        source = self.features.encode_source(documents)
-        ids, ext_ids = source["ids"], source["ext_ids"]
-        result = self._decode_ids(
-            ids, ext_ids, beam_size, length_penalty, min_length, max_length
-        )
+        settings = (beam_size, length_penalty, min_length, max_length)
+
+        def search_slices(slices):
+            sources = [self.features.encode_source(d) for d in slices]
+            # Every slice's text is read before any search starts: else
+            # TensorFlow's executor may run one slice's text ops after the
+            # other's search, on the thread it holds (BENCHMARKS.md 4l).
+            with tf.control_dependencies([s["ext_ids"] for s in sources]):
+                results = [
+                    self._decode_ids(
+                        tf.identity(s["ids"]), tf.identity(s["ext_ids"]), *settings
+                    )
+                    for s in sources
+                ]
+            outputs = [
+                self._outputs(source, result)
+                for source, result in zip(sources, results, strict=True)
+            ]
+            return {
+                key: _concat_padded([output[key] for output in outputs])
+                for key in outputs[0]
+            }
+
+        return _in_shards(search_slices, options.shards)(documents)
+
+    def _outputs(self, source, result):
+        """`search`'s outputs from one slice's source features and search."""
         # The search returns `max_length` steps; keep those any row used.
         steps = tf.clip_by_value(
-            tf.reduce_max(result.lengths) + 1, 1, options.max_length
+            tf.reduce_max(result.lengths) + 1, 1, self.options.max_length
         )
         ids, attention = result.ids[:, :steps], result.extras[:, :steps]
         tokens, normalized = self.features.decode(ids, result.lengths, source["tokens"])
@@ -121,7 +154,9 @@ class HeadlineModule(tf.Module):
             no_repeat_ngram_size=options.no_repeat_ngram_size,
             processors=processors,
         )
-        kernel = self.model.output_kernel(options.shortlist)  # once, not per step
+        kernel = self._output_kernel  # once, not per step
+        if kernel is None:
+            kernel = self.model.output_kernel(options.shortlist)
         if beam_size > 1:
             memory = keras_attn.tile_batch(memory, beam_size)
 
@@ -224,35 +259,50 @@ def _padded_for_xla(decode):
     return padded
 
 
-def _in_shards(decode, shards):
-    """`decode(ids, ext_ids, *args)` run on `shards` slices of the batch.
+def _in_shards(search_slices, shards):
+    """`search_slices(list of documents)` on `shards` slices of the batch.
 
     A search is a loop of small ops, each waiting for the last, which can
     leave a core idle (XLA's code runs a cluster's small ops on one thread);
     TensorFlow runs independent ops at the same time, so one search per
-    slice fills it. Rows are decoded independently, so the headlines are the
-    same. A batch of fewer rows than `shards` is decoded whole.
+    slice fills it, and one slice's text can be read or written while the
+    other's search runs. Rows are decoded independently, so the headlines
+    are the same. A batch of fewer rows than `shards` is searched whole.
     """
-    if shards == 1:
-        return decode
 
-    def sharded(ids, ext_ids, *args):
-        rows = tf.shape(ids)[0]
+    def sharded(documents):
+        if shards == 1:
+            return search_slices([documents])
+        rows = tf.shape(documents)[0]
 
         def apart():
             # Slice sizes differ by one at most, and none is empty.
             bounds = [i * rows // shards for i in range(shards + 1)]
-            results = [
-                decode(ids[begin:end], ext_ids[begin:end], *args)
-                for begin, end in zip(bounds[:-1], bounds[1:], strict=True)
-            ]
-            return keras_attn.DecodingResult(
-                *[tf.concat(list(field), 0) for field in zip(*results, strict=True)]
+            return search_slices(
+                [
+                    documents[begin:end]
+                    for begin, end in zip(bounds[:-1], bounds[1:], strict=True)
+                ]
             )
 
-        return tf.cond(rows >= shards, apart, lambda: decode(ids, ext_ids, *args))
+        return tf.cond(rows >= shards, apart, lambda: search_slices([documents]))
 
     return sharded
+
+
+def _concat_padded(parts):
+    """`parts` `[rows_i, ...]` concatenated on rows, each padded at the end of
+    its other axes to the largest (with "" or 0, as the search pads)."""
+    if len(parts) == 1:
+        return parts[0]
+    sizes = tf.reduce_max(tf.stack([tf.shape(part) for part in parts]), axis=0)
+    padded = []
+    for part in parts:
+        room = sizes - tf.shape(part)
+        padding = tf.stack([tf.zeros_like(room), room], axis=1)[1:]
+        padding = tf.concat([[[0, 0]], padding], axis=0)
+        padded.append(tf.pad(part, padding))
+    return tf.concat(padded, axis=0)
 
 
 def _headline_outputs(out):

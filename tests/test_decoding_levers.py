@@ -91,6 +91,37 @@ def test_bfloat16_computes_in_bfloat16_close_to_float32():
     assert all(any(t for t in row) for row in tokens)
 
 
+@pytest.mark.parametrize("members", [1, 2])
+@pytest.mark.parametrize("shortlist", [0, 10])
+def test_a_frozen_module_saves_its_output_kernel_and_decodes_the_same(
+    members, shortlist
+):
+    models = _members(members)
+    model = models[0] if members == 1 else SummarizerEnsemble(models)
+    options = SearchOptions(
+        beam_size=3, max_length=5, min_length=2, shortlist=shortlist
+    )
+    live = HeadlineModule(model, TextFeatures(WORDS, 7, 5), options)
+    frozen = HeadlineModule(model, TextFeatures(WORDS, 7, 5), options, frozen=True)
+    # One `(D, V)` variable a member, the embedding transposed (tied).
+    columns = shortlist or VOCAB
+    kernels = [v for v in frozen.variables if tuple(v.shape) == (8, columns)]
+    assert len(kernels) == members
+    for kernel, member in zip(kernels, models, strict=True):
+        expected = ops.transpose(member.embedding.embeddings)[:, :columns]
+        np.testing.assert_array_equal(kernel.numpy(), expected)
+    for beam in (1, 3):
+        got, expected = frozen.search(DOCUMENTS, beam), live.search(DOCUMENTS, beam)
+        for key in ("headlines", "headline_tokens"):
+            assert got[key].numpy().tolist() == expected[key].numpy().tolist()
+        np.testing.assert_array_equal(got["scores"], expected["scores"])
+    # It decodes with the saved kernel, not the model's.
+    for kernel in kernels:
+        kernel.assign(tf.zeros_like(kernel))
+    got, expected = frozen.search(DOCUMENTS, 1), live.search(DOCUMENTS, 1)
+    assert not np.allclose(got["scores"], expected["scores"])
+
+
 def test_xla_decodes_the_same_headlines_on_padded_shapes():
     (model,) = _members(1)
 
@@ -148,9 +179,15 @@ def test_shards_decode_the_same_headlines_as_one_search(xla):
         for documents in (five, DOCUMENTS[:1]):
             expected = whole.search(documents, beam)
             for got in (search(documents), quarters.search(documents, beam)):
-                assert got["headline_tokens"].numpy().tolist() == (
-                    expected["headline_tokens"].numpy().tolist()
-                )
+                # Each shard reads its own documents' text: the readable
+                # headlines and the padded tokens are the whole batch's.
+                for key in (
+                    "headlines",
+                    "normalized_headlines",
+                    "headline_tokens",
+                    "source_tokens",
+                ):
+                    assert got[key].numpy().tolist() == (expected[key].numpy().tolist())
                 for key in ("scores", "attention"):
                     assert got[key].shape == expected[key].shape
                     np.testing.assert_allclose(got[key], expected[key], atol=1e-5)

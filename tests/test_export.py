@@ -23,7 +23,7 @@ _DOCUMENTS = tf.TensorSpec([None], tf.string)
 class _EchoModule(tf.Module):
     """Same signatures as `HeadlineModule`: the headline is the document."""
 
-    def __init__(self, model, features, options):
+    def __init__(self, model, features, options, frozen=False):
         super().__init__()
 
     @tf.function(input_signature=[_DOCUMENTS])
