@@ -1,23 +1,31 @@
-"""Keras' bidirectional LSTM against two other ways to run the same encoder.
+"""Keras' bidirectional LSTM against three other ways to run the same encoder.
 
 - `hoisted`: the input projection `x @ W` of every step does not depend on
   the recurrence, so it runs as one large matmul before the loop.
 - `BlockLSTMV2`: TensorFlow's fused whole-sequence LSTM op (a core op, so
   stock TF Serving would load it), each direction one op; the backward one
   on the sequences reversed by their lengths.
+- `by_length`: `keras_attn.bidirectional_by_length`, the rows sorted by
+  length and the batch halved as they end (what the XLA export runs).
 
-This checks that each agrees with Keras (outputs at the real positions and
-final states) and times them at the export's shape (64 documents of up to 45
-tokens, 128-wide embeddings, 128 units a direction), compiled as TensorFlow
-functions on the executor.
+This checks that each agrees with Keras (outputs and final states) and times
+them at the export's shape (128-wide embeddings, 128 units a direction),
+compiled as TensorFlow functions on the executor, or by XLA (`--xla`): on
+one batch of random lengths up to 45, or with `--data-dir` on the test
+sources' lengths, padded as the XLA export pads them.
 
     python benchmarks/encoder_variants.py
+    python benchmarks/encoder_variants.py --xla --batch 32 \\
+        --data-dir ../shared/data/gigaword_sample
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import sys
 import time
+from pathlib import Path
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -28,6 +36,9 @@ import tensorflow as tf  # noqa: E402
 from common import print_machine_info  # noqa: E402
 from keras import ops  # noqa: E402
 from keras.src import backend as keras_backend  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import keras_attn  # noqa: E402
 
 
 @keras.saving.register_keras_serializable("benchmarks")
@@ -102,13 +113,42 @@ def block_lstm_bidirectional(encoder, x, mask):
     return [memory, *forward_final, *backward_final]
 
 
+def _batches(args, rng):
+    """`(inputs, lengths, mask)` batches: the test sources' lengths in order
+    (whitespace tokens, at most 64), padded as the XLA export pads them (a
+    multiple of 16); else one batch of random lengths up to 45."""
+    if args.data_dir is None:
+        lengths = rng.integers(10, 46, size=args.batch)
+        lengths[0] = 45
+        all_lengths, step = [lengths], 45
+    else:
+        path = Path(args.data_dir) / "org_data" / "test.src.txt"
+        counts = [min(len(line.split()), 64) for line in path.open(encoding="utf-8")]
+        all_lengths = [
+            np.array(counts[i : i + args.batch])
+            for i in range(0, args.batch * args.batches, args.batch)
+        ]
+        step = 16
+    batches = []
+    for lengths in all_lengths:
+        steps = -(-int(lengths.max()) // step) * step
+        x = rng.standard_normal((len(lengths), steps, 128)).astype("float32")
+        mask = np.arange(steps)[None] < lengths[:, None]
+        batches.append((x, lengths.astype("int32"), mask))
+    return batches
+
+
 def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--xla", action="store_true", help="compile each with XLA")
+    p.add_argument("--data-dir", help="folder holding org_data/: its test lengths")
+    p.add_argument("--batches", type=int, default=8, help="with --data-dir")
+    args = p.parse_args()
     print_machine_info()
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((64, 45, 128)).astype("float32")
-    lengths = rng.integers(10, 46, size=64)
-    lengths[0] = 45
-    mask = np.arange(45)[None] < lengths[:, None]
+    batches = _batches(args, rng)
+    x, lengths, mask = batches[0]
     encoders = {
         name: keras.layers.Bidirectional(
             layer(128, return_sequences=True, return_state=True)
@@ -119,30 +159,42 @@ def main():
         encoder(x, mask=mask)
     encoders["hoisted"].set_weights(encoders["keras"].get_weights())
     calls = {
-        name: tf.function(lambda x, m, e=encoder: e(x, mask=m), autograph=False)
+        name: tf.function(
+            lambda x, n, m, e=encoder: e(x, mask=m),
+            autograph=False,
+            jit_compile=args.xla,
+        )
         for name, encoder in encoders.items()
     }
-    calls["BlockLSTMV2"] = tf.function(
-        lambda x, m: block_lstm_bidirectional(encoders["keras"], x, m),
+    calls["by_length"] = tf.function(
+        lambda x, n, m: keras_attn.bidirectional_by_length(encoders["keras"], x, n),
         autograph=False,
+        jit_compile=args.xla,
     )
-    reference = calls["keras"](x, mask)
-    for name in ("hoisted", "BlockLSTMV2"):
+    if not args.xla:  # BlockLSTMV2 has no XLA kernel
+        calls["BlockLSTMV2"] = tf.function(
+            lambda x, n, m: block_lstm_bidirectional(encoders["keras"], x, m),
+            autograph=False,
+        )
+    for name in [n for n in calls if n != "keras"]:
         difference = max(
             float(np.abs(np.asarray(a) - np.asarray(b)).max())
-            for a, b in zip(reference, calls[name](x, mask), strict=True)
+            for batch in batches
+            for a, b in zip(calls["keras"](*batch), calls[name](*batch), strict=True)
         )
         print(f"largest difference from Keras, {name}: {difference:.2e}")
+    calls_each = max(1, 30 // len(batches))
     for round_ in range(3):
         for name, call in calls.items():
-            for _ in range(3):
-                call(x, mask)
+            for batch in batches:
+                call(*batch)
             start = time.perf_counter()
-            for _ in range(30):
-                result = call(x, mask)
+            for _ in range(calls_each):
+                for batch in batches:
+                    result = call(*batch)
             result[0].numpy()
-            ms = (time.perf_counter() - start) / 30 * 1e3
-            print(f"round {round_ + 1}, {name}: {ms:.2f} ms a call")
+            ms = (time.perf_counter() - start) / calls_each / len(batches) * 1e3
+            print(f"round {round_ + 1}, {name}: {ms:.2f} ms a batch")
 
 
 if __name__ == "__main__":

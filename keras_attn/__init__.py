@@ -39,6 +39,7 @@ from keras_attn.recurrent import (
     LuongAttentionCell,
     SelfAttentionCell,
 )
+from keras_attn.rnn_by_length import bidirectional_by_length
 from keras_attn.search import (
     DecodingResult,
     beam_search,
@@ -80,6 +81,7 @@ __all__ = [
     "ScaledDotAttention",
     "SelfAttentionCell",
     "beam_search",
+    "bidirectional_by_length",
     "causal_mask",
     "copy_distribution",
     "coverage_loss",

@@ -34,10 +34,14 @@ class SummarizerEnsemble(keras.Model):
             )
         self.members = list(members)
 
-    def initial_decoder_state(self, source_ids, source_ext_ids, shortlist=0):
+    def initial_decoder_state(
+        self, source_ids, source_ext_ids, shortlist=0, by_length=False
+    ):
         states, memories = zip(
             *(
-                m.initial_decoder_state(source_ids, source_ext_ids, shortlist)
+                m.initial_decoder_state(
+                    source_ids, source_ext_ids, shortlist, by_length=by_length
+                )
                 for m in self.members
             ),
             strict=True,

@@ -141,8 +141,11 @@ class HeadlineModule(tf.Module):
         processors = []
         if max_length is not None:
             processors.append(keras_attn.MaxLength(max_length, END_ID))
+        # Under XLA the encoder skips the rows past their length (1.2-1.35x
+        # on its own); on TensorFlow's executor Keras' layer, whose two
+        # directions run on two cores, is faster (BENCHMARKS.md 4l).
         state, memory = self.model.initial_decoder_state(
-            ids, ext_ids, options.shortlist
+            ids, ext_ids, options.shortlist, by_length=options.xla
         )
         start_ids = tf.fill([tf.shape(ids)[0]], START_ID)
         banned = [PAD_ID, START_ID] + ([UNK_ID] if options.suppress_unk else [])

@@ -144,8 +144,12 @@ class HeadlineSummarizer(keras.Model):
     def _state_count(self):
         return 2 if self.config.cell == "lstm" else 1
 
-    def encode(self, source_ids, training=None):
+    def encode(self, source_ids, training=None, by_length=False):
         """Encodes the source.
+
+        `by_length`: at inference, each encoder layer runs on the rows still
+        inside their length (`keras_attn.bidirectional_by_length`): the same
+        outputs for less work, which pays under XLA (BENCHMARKS.md 4l).
 
         Returns:
             `(memory, mask, initial_state)`: `(batch, S, hidden)`,
@@ -156,11 +160,16 @@ class HeadlineSummarizer(keras.Model):
             self.embedding(source_ids), training=training
         )
         embedded = self.embedding_dropout(embedded, training=training)
+        lengths = ops.sum(ops.cast(mask, "int32"), axis=-1)
+
+        def run(layer, inputs):
+            if by_length and not training:
+                return keras_attn.bidirectional_by_length(layer, inputs, lengths)
+            return layer(inputs, mask=mask, training=training)
+
         for layer in self.lower_encoders:
-            embedded = self.encoder_dropout(
-                layer(embedded, mask=mask, training=training), training=training
-            )
-        outputs = self.encoder(embedded, mask=mask, training=training)
+            embedded = self.encoder_dropout(run(layer, embedded), training=training)
+        outputs = run(self.encoder, embedded)
         memory, states = outputs[0], outputs[1:]
         n = self._state_count
         forward, backward = states[:n], states[n:]
@@ -374,7 +383,9 @@ class HeadlineSummarizer(keras.Model):
 
     # ------------------------------------------------------------- decoding step
 
-    def initial_decoder_state(self, source_ids, source_ext_ids, shortlist=0):
+    def initial_decoder_state(
+        self, source_ids, source_ext_ids, shortlist=0, by_length=False
+    ):
         """Encodes once and returns the decoding state and the fixed memory.
 
         `shortlist`: if > 0, `step` scores only the `shortlist` most frequent
@@ -389,7 +400,9 @@ class HeadlineSummarizer(keras.Model):
             source's extended ids (and, shortlisting, the output layer's rows
             of the source's words).
         """
-        values, mask, initial_state = self.encode(source_ids, training=False)
+        values, mask, initial_state = self.encode(
+            source_ids, training=False, by_length=by_length
+        )
         memory = {
             "attention": self.attention.prepare_memory(values, value_mask=mask),
             "source_ext_ids": source_ext_ids,

@@ -74,6 +74,25 @@ def test_teacher_forced_log_probs_equal_step_by_step(overrides):
         np.testing.assert_allclose(forward[:, t], expected, atol=2e-5)
 
 
+@pytest.mark.parametrize(
+    "overrides", [{}, {"cell": "gru"}, {"encoder_layers": 2}, {"coverage": True}]
+)
+def test_the_encoder_by_length_gives_the_same_decoding_state(overrides):
+    model = HeadlineSummarizer(tiny_config(**overrides))
+    inputs, _ = tiny_batch()
+    inputs["source_ids"][2, 3:] = 0  # three lengths: 7, 5, 3
+    model(inputs)  # builds it
+    args = (inputs["source_ids"], inputs["source_ext_ids"])
+    masked = model.initial_decoder_state(*args)
+    by_length = model.initial_decoder_state(*args, by_length=True)
+    flat = [keras.tree.flatten(x) for x in (masked, by_length)]
+    assert len(flat[0]) == len(flat[1])
+    for expected, got in zip(*flat, strict=True):
+        np.testing.assert_allclose(
+            ops.convert_to_numpy(got), ops.convert_to_numpy(expected), atol=1e-6
+        )
+
+
 def test_sampled_softmax_trains_and_leaves_evaluation_exact():
     inputs, target = tiny_batch()
     sampled = HeadlineSummarizer(tiny_config(sampled_softmax=8))
