@@ -279,7 +279,9 @@ class SearchOptions:
             server); stock TensorFlow Serving runs it only behind
             `--xla_cpu_compilation_enabled`. XLA keeps shapes fixed, so
             greedy halves its batch as rows end (`drop_finished="halves"`)
-            instead of dropping each ended row.
+            instead of dropping each ended row, and the encoder runs on the
+            rows inside their length, halved likewise
+            (`keras_attn.bidirectional_by_length`; BENCHMARKS.md 4l).
         shards: The batch is decoded as this many independent searches,
             which TensorFlow runs at the same time. Same headlines; on 2
             cores, 2 gains where one search leaves a core idle: under XLA
