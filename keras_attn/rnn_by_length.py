@@ -48,8 +48,8 @@ def bidirectional_by_length(layer, inputs, lengths):
     if not layer.built:  # not inside the loops, which JAX traces
         layer.build(tuple(inputs.shape))
     lengths = ops.cast(lengths, "int32")
-    # Longest first (a stable sort keeps ties in order): the open rows are
-    # then a prefix of the batch at every position.
+    # Longest first: the open rows are then a prefix of the batch at every
+    # position. `restore` undoes the order, whatever it made of ties.
     order = ops.argsort(-lengths)
     lengths = ops.take(lengths, order)
     inputs = ops.take(inputs, order, axis=0)
