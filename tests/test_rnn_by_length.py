@@ -40,7 +40,8 @@ def _assert_same(expected, got):
 
 
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
-@pytest.mark.parametrize("rows, steps", [(16, 9), (5, 7), (3, 1), (1, 4)])
+# 16 rows are halved four times before the longest ends; one step is the least.
+@pytest.mark.parametrize("rows, steps", [(16, 9), (3, 1)])
 def test_equals_the_masked_layer(cell, rows, steps):
     inputs, lengths = _batch(rows, steps)
     layer = _layer(cell)
