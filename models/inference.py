@@ -52,7 +52,8 @@ class HeadlineModule(tf.Module):
         # `frozen`: the model's weights will not change (an export), so the
         # output layer's `(D, V)` kernel, the embedding transposed when tied,
         # is made once and saved beside them; else each call transposes it,
-        # which under XLA is a copy of 1.1 ms a shard (BENCHMARKS.md 4l).
+        # under XLA a `(V, D)` copy in every shard's computation
+        # (BENCHMARKS.md 4l measures it with the shards' own text).
         self._output_kernel = None
         if frozen:
             self._output_kernel = tf.nest.map_structure(
@@ -96,9 +97,9 @@ class HeadlineModule(tf.Module):
 
         def search_slices(slices):
             sources = [self.features.encode_source(d) for d in slices]
-            # Every slice's text is read before any search starts: else
-            # TensorFlow's executor may run one slice's text ops after the
-            # other's search, on the thread it holds (BENCHMARKS.md 4l).
+            # Every slice's text is read before any search starts, so that
+            # no search waits for text ops the executor could have queued
+            # behind the other slice's search.
             with tf.control_dependencies([s["ext_ids"] for s in sources]):
                 results = [
                     self._decode_ids(
