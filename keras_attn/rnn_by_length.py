@@ -99,7 +99,10 @@ def _run_by_length(cells, time_major, lengths):
     t = ops.convert_to_tensor(0, dtype="int32")
     rows = batch
     for stage in range(_HALVINGS + 1):
-        half = rows // 2 if stage < _HALVINGS else 0
+        # The last stage runs until every row has ended; a known batch of one
+        # row has no smaller stage to go to (fewer loops to compile).
+        last = stage == _HALVINGS or (isinstance(rows, int) and rows <= 1)
+        half = 0 if last else rows // 2
         open_lengths = lengths[:rows]
 
         def cond(t, states, outputs, open_lengths=open_lengths, half=half):
@@ -127,7 +130,7 @@ def _run_by_length(cells, time_major, lengths):
             return t + 1, new_states, new_outputs
 
         t, states, outputs = ops.while_loop(cond, body, (t, states, outputs))
-        if stage == _HALVINGS:
+        if last:
             break
         keep = _at_least_one(half, rows)
         for d, direction in enumerate(states):
