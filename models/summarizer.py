@@ -160,10 +160,11 @@ class HeadlineSummarizer(keras.Model):
             self.embedding(source_ids), training=training
         )
         embedded = self.embedding_dropout(embedded, training=training)
-        lengths = ops.sum(ops.cast(mask, "int32"), axis=-1)
+        by_length = by_length and not training
+        lengths = ops.sum(ops.cast(mask, "int32"), axis=-1) if by_length else None
 
         def run(layer, inputs):
-            if by_length and not training:
+            if by_length:  # the sources are right-padded
                 return keras_attn.bidirectional_by_length(layer, inputs, lengths)
             return layer(inputs, mask=mask, training=training)
 
