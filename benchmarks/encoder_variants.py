@@ -138,6 +138,28 @@ def _batches(args, rng):
     return batches
 
 
+def print_row_steps(path, batch):
+    """The encoder's row-steps over the whole test split in batches of
+    `batch`: padded as the XLA export pads them, the words among them, and
+    those `bidirectional_by_length` runs (the batch halved as rows end)."""
+    counts = [min(len(line.split()), 64) for line in path.open(encoding="utf-8")]
+    padded = words = by_length = 0
+    for start in range(0, len(counts) - batch + 1, batch):
+        lengths = np.array(counts[start : start + batch])
+        padded += batch * -(-int(lengths.max()) // 16) * 16
+        words += int(lengths.sum())
+        rows = batch
+        for t in range(int(lengths.max())):
+            while rows > 1 and (lengths > t).sum() <= rows // 2:
+                rows //= 2
+            by_length += rows
+    print(
+        f"row-steps, batches of {batch}: words {words / padded:.0%} of the "
+        f"padded ones; by length {by_length / padded:.0%} of them "
+        f"({words / by_length:.0%} words)"
+    )
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--batch", type=int, default=64)
@@ -146,6 +168,9 @@ def main():
     p.add_argument("--batches", type=int, default=8, help="with --data-dir")
     args = p.parse_args()
     print_machine_info()
+    if args.data_dir is not None:
+        path = Path(args.data_dir) / "org_data" / "test.src.txt"
+        print_row_steps(path, args.batch)
     rng = np.random.default_rng(0)
     batches = _batches(args, rng)
     x, lengths, mask = batches[0]

@@ -14,9 +14,9 @@ the shapes stay fixed, so it runs under XLA and `jax.jit`.
 import keras
 from keras import ops
 
-# Stages unrolled: a batch of up to `2 ** _HALVINGS` rows ends in a stage
-# of one row; a larger one keeps its last stage's size.
-_HALVINGS = 6
+# The stages of greedy's halving: a batch of up to `2 ** _HALVINGS` rows
+# ends in a stage of one row; a larger one keeps its last stage's size.
+from keras_attn.search_loop import _HALVINGS, _clip
 
 
 def bidirectional_by_length(layer, inputs, lengths):
@@ -132,7 +132,7 @@ def _run_by_length(cells, time_major, lengths):
         t, states, outputs = ops.while_loop(cond, body, (t, states, outputs))
         if last:
             break
-        keep = _at_least_one(half, rows)
+        keep = _clip(half, 1, rows)
         for d, direction in enumerate(states):
             for i, s in enumerate(direction):
                 ended[d][i].append(s[keep:])
@@ -151,10 +151,3 @@ def _run_by_length(cells, time_major, lengths):
 def _initial_state(cell, batch):
     state = cell.get_initial_state(batch)
     return list(state) if isinstance(state, (list, tuple)) else [state]
-
-
-def _at_least_one(half, rows):
-    """`max(half, 1)`, but never more than `rows` (Python ints stay ints)."""
-    if isinstance(half, int) and isinstance(rows, int):
-        return min(max(half, 1), rows)
-    return ops.minimum(ops.maximum(half, 1), rows)

@@ -142,7 +142,7 @@ class HeadlineModule(tf.Module):
         processors = []
         if max_length is not None:
             processors.append(keras_attn.MaxLength(max_length, END_ID))
-        # Under XLA the encoder skips the rows past their length (1.2-1.35x
+        # Under XLA the encoder skips the rows past their length (1.17-1.25x
         # on its own); on TensorFlow's executor Keras' layer, whose two
         # directions run on two cores, is faster (BENCHMARKS.md 4l).
         state, memory = self.model.initial_decoder_state(
