@@ -44,7 +44,25 @@ def pytest_configure(config):
 _ONLY = {"tf_only": "tensorflow", "jax_only": "jax"}
 
 
+# Fixtures that train a model in a subprocess: a test using one (directly or
+# through another fixture) must be marked `slow`, so `-m "not slow"` never
+# trains.
+TRAINING_FIXTURES = ("trained",)
+
+
 def pytest_collection_modifyitems(config, items):
+    unmarked = [
+        item.nodeid
+        for item in items
+        if set(TRAINING_FIXTURES) & set(getattr(item, "fixturenames", ()))
+        and item.get_closest_marker("slow") is None
+    ]
+    if unmarked:
+        raise pytest.UsageError(
+            "Tests that use a training fixture "
+            f"({', '.join(TRAINING_FIXTURES)}) must be marked `slow`. "
+            f"Received unmarked: {', '.join(unmarked)}"
+        )
     selected, deselected = [], []
     for item in items:
         wrong = any(
@@ -105,7 +123,8 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_report_header(config):
-    return f"keras {keras.__version__}, backend: {BACKEND}"
+    # Where keras_attn comes from: CI's wheel run checks it is site-packages.
+    return f"keras {keras.__version__}, backend: {BACKEND}, keras_attn: {ka.__file__}"
 
 
 @pytest.fixture(autouse=True)

@@ -110,6 +110,7 @@ def test_a_finished_run_exports_again_as_the_next_version(trained, tmp_path_fact
         )
 
 
+@pytest.mark.slow  # end to end: trains
 def test_served_headlines_are_readable(trained):
     tmp_path, _ = trained
     import tensorflow as tf
