@@ -9,15 +9,10 @@ and writes `metrics.json` and attention heatmaps beside it.
 """
 
 import argparse
-import dataclasses
-import inspect
 import os
-import re
 import sys
-import typing
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 class _HelpFormatter(
@@ -26,45 +21,10 @@ class _HelpFormatter(
     """The module docstring as written; every flag's default after its help."""
 
 
-def _field_help(cls):
-    """`{field: help}` from the `Attributes:` section of `cls`'s docstring."""
-    helps, name, in_section = {}, None, False
-    for line in inspect.cleandoc(cls.__doc__ or "").splitlines():
-        entry = re.match(r"    (\w+): (.*)", line)
-        if line == "Attributes:":
-            in_section = True
-        elif in_section and entry:
-            name = entry[1]
-            helps[name] = entry[2]
-        elif in_section and name and line.startswith(" " * 8):
-            helps[name] += " " + line.strip()
-        elif in_section and line.strip():
-            break  # the next section
-    return helps
-
-
-def add_config_flags(group, cls):
-    """Adds `--<field-name>` for each field of the dataclass `cls`.
-
-    The help is the field's line in the docstring's `Attributes:`; booleans
-    get `--x/--no-x`; a field's metadata may add `choices` and `metavar`.
-    """
-    helps, hints = _field_help(cls), typing.get_type_hints(cls)
-    for field in dataclasses.fields(cls):
-        kind = hints[field.name]
-        if type(None) in typing.get_args(kind):  # `int | None`: an int or unset
-            (kind,) = [t for t in typing.get_args(kind) if t is not type(None)]
-        kwargs = {"default": field.default, "help": helps.get(field.name)}
-        if kind is bool:
-            kwargs["action"] = argparse.BooleanOptionalAction
-        else:
-            kwargs["type"] = kind
-        kwargs.update(field.metadata)
-        group.add_argument("--" + field.name.replace("_", "-"), **kwargs)
-
-
 def parse_args(argv=None):
     from models.config import SearchOptions, SummarizerConfig, TrainOptions
+    from models.flags import add_config_flags
+    from models.startup import add_verbose_flag
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=_HelpFormatter)
     g = p.add_argument_group("data")
@@ -146,11 +106,15 @@ def parse_args(argv=None):
     g.add_argument("--eval-split", default="test", help="split to score")
     g.add_argument("--max-eval-examples", type=int, help="score only the first N pairs")
     g.add_argument("--skip-eval", action="store_true", help="export without evaluating")
+    add_verbose_flag(p)
     return p.parse_args(argv)
 
 
 def main(argv=None):
     args = parse_args(argv)
+    from models.startup import import_tensorflow
+
+    import_tensorflow(args.verbose)
     from models import pipeline
     from models.errors import LostWorker, UserError
 

@@ -30,6 +30,7 @@ import numpy as np
 from models.errors import UserError
 from models.layout import resolve_version_dir
 from models.metrics import ROUGE_TYPES, rouge_with_intervals
+from models.startup import add_verbose_flag, import_tensorflow
 
 SPLITS = ("train", "validation", "test")
 # System name -> signature name, in the order they are reported.
@@ -441,15 +442,16 @@ def _parser() -> argparse.ArgumentParser:
         help="score the readable `headlines` output, not `normalized_headlines` "
         "(for references in written text rather than Gigaword's form).",
     )
+    add_verbose_flag(parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     try:
         # Checked before TensorFlow is imported, to fail fast.
         resolve_version_dir(args.model_dir)
+        import_tensorflow(args.verbose)
         evaluate(
             args.model_dir,
             args.split,

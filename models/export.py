@@ -7,8 +7,16 @@ a crash never leaves a half-written version for a server to pick up. A
 failure removes the temporary folder; one left by a kill is removed by a
 later export once it is an hour old. The graph and its signatures are
 `models.inference.HeadlineModule`'s.
+
+    python -m models.export --run-dir runs/headlines \
+        --export-dir saved_models/headlines
+
+exports a finished run again with today's code. TensorFlow and the model code
+are imported when an export runs, not with this module, so that the command
+line hides TensorFlow's start-up lines (`models.startup`).
 """
 
+import argparse
 import dataclasses
 import json
 import os
@@ -17,12 +25,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import tensorflow as tf
-
 from models.config import SearchOptions
-from models.inference import HeadlineModule
+from models.errors import UserError
+from models.flags import add_config_flags, given
 from models.layout import next_version
-from models.runs import load_run, load_trained_model, model_files
+from models.startup import add_verbose_flag, import_tensorflow
 
 TMP_PREFIX = ".tmp-export-"
 # A temporary folder older than this is a killed export's: no export of a
@@ -58,6 +65,10 @@ def export(
         extra_files: dict of file name to text (written) or to a `Path`
             (copied), beside the SavedModel: the model config, say.
     """
+    import tensorflow as tf
+
+    from models.inference import HeadlineModule
+
     options = options or SearchOptions()
     export_dir = Path(export_dir)
     export_dir.mkdir(parents=True, exist_ok=True)
@@ -101,6 +112,8 @@ def export_run(run_dir, export_dir, options=None, dtype_policy=None):
     (`search_tuning.json`), else the defaults. `dtype_policy`: compute in
     this Keras dtype policy (`"mixed_bfloat16"`, an opt-in speed lever).
     """
+    from models.runs import load_run, load_trained_model, model_files
+
     run_dir = Path(run_dir)
     options = options or SearchOptions.tuned(run_dir)
     _, features = load_run(run_dir)
@@ -109,11 +122,10 @@ def export_run(run_dir, export_dir, options=None, dtype_policy=None):
     return export(model, features, export_dir, options=options, extra_files=files)
 
 
-def main(argv=None):
-    import argparse
-
+def _parser():
     p = argparse.ArgumentParser(
-        description="Export a trained run again as the next SavedModel version."
+        prog="python -m models.export",
+        description="Export a trained run again as the next SavedModel version.",
     )
     p.add_argument("--run-dir", required=True, help="runs/<name> of a finished run")
     p.add_argument("--export-dir", required=True, help="saved_models/<name>")
@@ -122,43 +134,42 @@ def main(argv=None):
         help="a search_options.json (default: the run's tuned settings)",
     )
     p.add_argument(
-        "--shortlist",
-        type=int,
-        metavar="K",
-        help="opt-in, approximate: score only the K most frequent words and "
-        "the source's words at each step (SearchOptions.shortlist)",
-    )
-    p.add_argument(
         "--dtype-policy",
         choices=["mixed_bfloat16"],
         help="opt-in, approximate: compute in bfloat16 (fast on CPUs with "
         "AVX512-BF16 or AMX)",
     )
-    p.add_argument(
-        "--xla",
-        action="store_true",
-        help="opt-in: compile the encoder and search with XLA (needs "
-        "TensorFlow with XLA to serve: pip's, or the project's server)",
+    add_config_flags(
+        p.add_argument_group(
+            "decoding (each given flag overrides --search-options or the run's "
+            "tuned settings)"
+        ),
+        SearchOptions,
+        unset=True,
     )
-    p.add_argument(
-        "--shards",
-        type=int,
-        help="decode a batch as this many searches at the same time "
-        "(SearchOptions.shards)",
-    )
-    args = p.parse_args(argv)
-    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    add_verbose_flag(p)
+    return p
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    import_tensorflow(args.verbose)
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        raise SystemExit(
+            "error: `KERAS_BACKEND` must be tensorflow to export. "
+            f"Received: KERAS_BACKEND={keras.backend.backend()}"
+        )
     if args.search_options:
         options = SearchOptions(**json.loads(Path(args.search_options).read_text()))
     else:
         options = SearchOptions.tuned(args.run_dir)
-    if args.shortlist is not None:
-        options = dataclasses.replace(options, shortlist=args.shortlist)
-    if args.xla:
-        options = dataclasses.replace(options, xla=True)
-    if args.shards is not None:
-        options = dataclasses.replace(options, shards=args.shards)
-    path = export_run(args.run_dir, args.export_dir, options, args.dtype_policy)
+    options = dataclasses.replace(options, **given(args, SearchOptions))
+    try:
+        path = export_run(args.run_dir, args.export_dir, options, args.dtype_policy)
+    except UserError as error:
+        raise SystemExit(f"error: {error}") from None
     print(f"Exported {path}")
 
 

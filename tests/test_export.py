@@ -16,6 +16,7 @@ from pathlib import Path  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from models import export as export_lib  # noqa: E402
+from models import inference  # noqa: E402
 
 _DOCUMENTS = tf.TensorSpec([None], tf.string)
 
@@ -40,7 +41,8 @@ class _EchoModule(tf.Module):
 
 @pytest.fixture(autouse=True)
 def echo_module(monkeypatch):
-    monkeypatch.setattr(export_lib, "HeadlineModule", _EchoModule)
+    # `export` reads it from `models.inference` when it runs.
+    monkeypatch.setattr(inference, "HeadlineModule", _EchoModule)
 
 
 def run_export(export_dir, **kwargs):

@@ -25,9 +25,22 @@ One module per part, each importing only those before it:
 Only TensorFlow, numpy, starlette and uvicorn are needed: this package must
 never import the model-building code (`keras_attn` or the other `models/`
 modules), so that it can run anywhere the SavedModel can.
+
+The app's names are read from `models.serve.app` when first used, so that
+`python -m models.serve` parses its flags and hides TensorFlow's start-up lines
+(`models.startup`) before TensorFlow loads.
 """
 
-from models.serve.app import HeadlineServer, ServerConfig, create_app
+import importlib
+
 from models.serve.cli import main, parse_args
 
 __all__ = ["HeadlineServer", "ServerConfig", "create_app", "main", "parse_args"]
+_APP_NAMES = ("HeadlineServer", "ServerConfig", "create_app")
+
+
+def __getattr__(name):
+    # PEP 562: `models.serve.create_app` imports the app (and TensorFlow) then.
+    if name in _APP_NAMES:
+        return getattr(importlib.import_module("models.serve.app"), name)
+    raise AttributeError(f"module 'models.serve' has no attribute {name!r}")

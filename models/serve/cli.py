@@ -4,7 +4,7 @@ import argparse
 import dataclasses
 import logging
 
-from models.serve.app import ServerConfig, create_app
+from models.startup import add_verbose_flag, import_tensorflow
 
 
 def _positive(kind):
@@ -44,6 +44,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         choices=["debug", "info", "warning", "error"],
         help="'info' logs one line per request.",
     )
+    add_verbose_flag(p)
     return p.parse_args(argv)
 
 
@@ -53,6 +54,10 @@ def main(argv=None) -> None:
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(message)s"
     )
     import uvicorn  # Only the CLI needs it; tests may drive the app in-process.
+
+    import_tensorflow(args.verbose)
+    # After TensorFlow, so that its start-up lines stay hidden.
+    from models.serve.app import ServerConfig, create_app
 
     config = ServerConfig(
         **{f.name: getattr(args, f.name) for f in dataclasses.fields(ServerConfig)}

@@ -11,15 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import tensorflow as tf
+from google.protobuf import json_format
+from tensorflow.core.protobuf import saved_model_pb2
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-
-import tensorflow as tf  # noqa: E402
-from google.protobuf import json_format  # noqa: E402
-from tensorflow.core.protobuf import saved_model_pb2  # noqa: E402
-
-from models.errors import UserError  # noqa: E402
-from models.layout import SAVED_MODEL_FILE, version_dirs  # noqa: E402
+from models.errors import UserError
+from models.layout import SAVED_MODEL_FILE, version_dirs
 
 # Written beside the SavedModel by `models.export`; the server reads it as
 # JSON and imports none of the model code.
