@@ -23,7 +23,7 @@ from keras_attn.pointer_network import (
     pointer_log_probs,
     pointer_network_nll,
 )
-from keras_attn.pointer_scores import PointerScores
+from keras_attn.pointer_parts import PointerScores
 from keras_attn.processors import (
     BannedIds,
     IdBan,
@@ -31,6 +31,7 @@ from keras_attn.processors import (
     MaxLength,
     MinLength,
     NoRepeatNgram,
+    TokenBan,
 )
 from keras_attn.recurrent import (
     AttentionCellWrapper,
@@ -48,6 +49,8 @@ from keras_attn.search import (
     tile_batch,
 )
 from keras_attn.shortlist import shortlist_log_distribution
+from keras_attn.token_scores import DenseScores, TokenScores, argmax_first
+from keras_attn.warpers import LogitsWarper, Temperature, TopK, TopP
 
 __version__ = "0.1.0"
 
@@ -63,13 +66,15 @@ __all__ = [
     "ConcatAttention",
     "CoverageAttention",
     "DecodingResult",
+    "DenseScores",
     "DotAttention",
     "EntityMemoryCell",
     "EntityOutput",
     "GeneralAttention",
     "IdBan",
-    "LuongAttentionCell",
     "LogitsProcessor",
+    "LogitsWarper",
+    "LuongAttentionCell",
     "MaxLength",
     "MinLength",
     "NetworkAttention",
@@ -80,6 +85,12 @@ __all__ = [
     "PositionEncoder",
     "ScaledDotAttention",
     "SelfAttentionCell",
+    "Temperature",
+    "TokenBan",
+    "TokenScores",
+    "TopK",
+    "TopP",
+    "argmax_first",
     "beam_search",
     "bidirectional_by_length",
     "causal_mask",

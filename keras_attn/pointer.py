@@ -27,7 +27,7 @@ All probabilities are float32, whatever the layers' dtype policy.
 import keras
 from keras import ops
 
-from keras_attn.pointer_scores import PointerScores, source_word_scores, write_rows
+from keras_attn.pointer_parts import PointerScores, source_word_scores, write_rows
 
 _REDUCTIONS = ("mean", "sum", "none")
 _NEG_INF = float("-inf")
@@ -309,8 +309,7 @@ def log_partition(logits):
     conditioned: the result is within an ulp or two of `ops.logsumexp`. On
     TensorFlow's CPU executor the softmax is one fused kernel, where
     `logsumexp` is four passes over the `(N, V)` logits (max, subtract, exp,
-    sum): 1.3-1.6x faster a decoding step (BENCHMARKS.md section 4j). A row
-    all `-inf` gives `-inf`, as `logsumexp` does.
+    sum). A row all `-inf` gives `-inf`, as `logsumexp` does.
     """
     top = ops.max(logits, axis=-1, keepdims=True)
     peak = ops.max(ops.softmax(logits, axis=-1), axis=-1, keepdims=True)
@@ -324,7 +323,7 @@ def pointer_scores(p_gen, logits, attention, source_ids, num_oov=0):
     logsumexp(z)`: the logits and one offset per row. Only the `Tv` source
     words need the mixture with the copy distribution (an `O(Tv^2)`
     comparison per row). Greedy search chooses from these parts without
-    expanding them; `.dense()` writes them out.
+    expanding them; `.log_probs()` writes them out.
 
     Args:
         p_gen: `(batch, 1)` (or `(batch,)`), from `PointerGenerator`.

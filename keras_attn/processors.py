@@ -10,21 +10,24 @@ A processor is any callable
   from `step` on hold -1.
 * `step`: int32 scalar, the index of the token being chosen (0-based).
 
-It returns the constrained scores, same shape: a banned token gets `-inf`,
-nothing is renormalised. The processors here also say which of any given ids
-they ban (`banned(ids, history, step)`), which lets greedy search apply them
-to a pointer-generator's scores left in parts (`keras_attn.pointer_scores`);
-a processor without that method makes the search expand the scores first.
+It returns the constrained scores, same shape; nothing is renormalised. A
+processor states what it does once, by the base class it extends:
 
-Those that ban a few ids per row (`IdBan`: `MinLength`, `BannedIds`,
-`NoRepeatNgram`) list them (`banned_ids`), and `apply_processors` bans the
-ids of neighbouring ones in a single scatter: on TensorFlow's executor each
-`(N, V)` pass of a decoding step is an op of its own, and three passes cost
-more than one scatter (BENCHMARKS.md section 4j).
-`keras_attn.search`'s strategies apply their list in order at every step,
-under `jit` too, so a processor must be built from `keras.ops` with no
-Python-side data-dependent control flow. The design is that of Hugging
-Face's `LogitsProcessor`s, minus the renormalisation.
+* `LogitsProcessor`: any change of the scores, in `__call__`;
+* `TokenBan`: bans tokens (`-inf`), said by `banned(ids, history, step)` for
+  any ids; `__call__` is derived. Greedy search can then apply it to scores
+  it never writes out (a pointer-generator's, `keras_attn.PointerScores`);
+* `IdBan`, a `TokenBan` that bans a few ids per row and lists them
+  (`banned_ids`); `banned` and `__call__` are derived, and `apply_processors`
+  bans the ids of neighbouring `IdBan`s in a single scatter: one op over the
+  scores rather than one `(N, V)` pass each, which on TensorFlow's executor
+  is an op of its own.
+
+The warpers that shape sampling (temperature, top-k, top-p) are processors
+too (`keras_attn.warpers`). `keras_attn.search`'s strategies apply their list
+in order at every step, under `jit` too, so a processor must be built from
+`keras.ops` with no Python-side data-dependent control flow. The design is
+that of Hugging Face's `LogitsProcessor`s, minus the renormalisation.
 """
 
 from keras import ops
@@ -32,28 +35,46 @@ from keras import ops
 _NEG_INF = float("-inf")
 
 
-def _columns(log_probs):
-    """int32 `(1, V)`: the token id of each column of `log_probs`."""
-    return ops.arange(ops.shape(log_probs)[1], dtype="int32")[None]
-
-
 class LogitsProcessor:
     """Base class of the processors (subclassing it is optional)."""
 
     def __call__(self, log_probs, history, step):
-        """Returns `log_probs` `(N, V)` with the banned tokens at `-inf`."""
-        raise NotImplementedError
+        """Returns the processed `log_probs` `(N, V)`."""
+        raise NotImplementedError(
+            f"{self.__class__.__name__} must implement `__call__`."
+        )
 
     def ban(self, log_probs, mask):
         """`log_probs` with `-inf` where `mask` (broadcast to `(N, V)`)."""
         return ops.where(mask, _NEG_INF, log_probs)
 
 
-class IdBan(LogitsProcessor):
-    """A processor that bans a few ids per row, which it lists.
+class TokenBan(LogitsProcessor):
+    """A processor that only bans tokens; subclasses implement `banned`."""
 
-    Subclasses implement `banned_ids`; calling the processor adds `-inf` to
-    the scores of the listed ids (a scatter: no `(N, V)` mask is built).
+    def __call__(self, log_probs, history, step):
+        columns = ops.arange(ops.shape(log_probs)[1], dtype="int32")[None]
+        return self.ban(log_probs, self.banned(columns, history, step))
+
+    def banned(self, ids, history, step):
+        """Which of `ids` this step bans.
+
+        Args:
+            ids: int32 `(N, K)` or `(1, K)`.
+            history, step: as the processors take them.
+
+        Returns:
+            bool, the shape of `ids` (or broadcastable to `(N, K)`).
+        """
+        raise NotImplementedError(f"{self.__class__.__name__} must implement `banned`.")
+
+
+class IdBan(TokenBan):
+    """A `TokenBan` that lists the few ids it bans in each row.
+
+    Subclasses implement `banned_ids` only: calling the processor adds
+    `-inf` to the scores of the listed ids (a scatter: no `(N, V)` mask is
+    built), and `banned` compares any ids with the list.
     """
 
     def __call__(self, log_probs, history, step):
@@ -66,7 +87,19 @@ class IdBan(LogitsProcessor):
             `(ids, mask)`, int32 and bool `(rows, K)`: the ids, and which of
             them are banned (the others are ignored); None when none is.
         """
-        raise NotImplementedError
+        raise NotImplementedError(
+            f"{self.__class__.__name__} must implement `banned_ids`."
+        )
+
+    def banned(self, ids, history, step):
+        listed = self.banned_ids(history, step, ops.shape(ids)[0])
+        if listed is None:
+            return ops.zeros(ops.shape(ids), "bool")
+        listed_ids, mask = listed
+        same = ops.expand_dims(ids, -1) == ops.expand_dims(
+            ops.cast(listed_ids, "int32"), 1
+        )
+        return ops.any(ops.logical_and(same, ops.expand_dims(mask, 1)), axis=-1)
 
 
 def ban_listed(log_probs, processors, history, step):
@@ -92,11 +125,11 @@ def ban_listed(log_probs, processors, history, step):
 
 
 def apply_processors(processors, log_probs, history, step):
-    """Applies `processors` in order, the neighbouring `IdBan`s in one
-    scatter (`ban_listed`). A subclass that overrides `__call__` is called."""
+    """Applies `processors` in order, neighbouring `IdBan`s in one scatter
+    (`ban_listed`)."""
     run = []
     for processor in list(processors) + [None]:
-        if processor is not None and type(processor).__call__ is IdBan.__call__:
+        if isinstance(processor, IdBan):
             run.append(processor)
             continue
         if run:
@@ -131,12 +164,8 @@ class MinLength(IdBan):
         ids = _full(rows, [self.end_id])
         return ids, ops.broadcast_to(step < self.min_length, ops.shape(ids))
 
-    def banned(self, ids, history, step):
-        """bool, True where `ids` (int32 `(N, K)` or `(1, K)`) are banned."""
-        return ops.logical_and(ids == self.end_id, step < self.min_length)
 
-
-class MaxLength(LogitsProcessor):
+class MaxLength(TokenBan):
     """Forces `end_id` from step `max_length` on: at most `max_length` tokens.
 
     The search's own `max_length` is a Python int that sizes its buffers (one
@@ -153,11 +182,7 @@ class MaxLength(LogitsProcessor):
         self.max_length = max_length
         self.end_id = end_id
 
-    def __call__(self, log_probs, history, step):
-        return self.ban(log_probs, self.banned(_columns(log_probs), history, step))
-
     def banned(self, ids, history, step):
-        """bool, True where `ids` (int32 `(N, K)` or `(1, K)`) are banned."""
         return ops.logical_and(ids != self.end_id, step >= self.max_length)
 
 
@@ -174,11 +199,6 @@ class BannedIds(IdBan):
     def banned_ids(self, history, step, rows):
         ids = _full(rows, self.ids)
         return ids, ops.ones(ops.shape(ids), "bool")
-
-    def banned(self, ids, history, step):
-        """bool, True where `ids` (int32 `(N, K)` or `(1, K)`) are banned."""
-        banned_ids = ops.reshape(ops.convert_to_tensor(self.ids, "int32"), (-1,))
-        return ops.any(ops.expand_dims(ids, -1) == banned_ids, axis=-1)
 
 
 class NoRepeatNgram(IdBan):
@@ -203,18 +223,6 @@ class NoRepeatNgram(IdBan):
         self.n = n
 
     def banned_ids(self, history, step, rows):
-        return self._followers(history, step)
-
-    def banned(self, ids, history, step):
-        """bool, True where `ids` (int32 `(N, K)`) are banned."""
-        found = self._followers(history, step)
-        if found is None:
-            return ops.zeros(ops.shape(ids), "bool")
-        followers, match = found
-        same = ops.expand_dims(ids, -1) == ops.expand_dims(followers, 1)
-        return ops.any(ops.logical_and(same, ops.expand_dims(match, 1)), axis=-1)
-
-    def _followers(self, history, step):
         """`(followers, match)`, int32 and bool `(N, windows)`: the token after
         each window of `n - 1` tokens, and whether that window is the current
         suffix (its follower is then banned); None if no window fits."""

@@ -7,16 +7,15 @@ Gigaword sources padded to the longest one, about half of those row-steps
 are padding. `bidirectional_by_length` gives the same outputs (at
 inference: no dropout) with the rows sorted by length, each stage of the
 recurrence running on the rows still open, the batch halved each time half
-of them have ended, as `greedy_search(..., drop_finished="halves")` does:
+of them have ended, as `greedy_search(..., drop_finished="halves")` does
+(the schedule of `keras_attn.halving`):
 the shapes stay fixed, so it runs under XLA and `jax.jit`.
 """
 
 import keras
 from keras import ops
 
-# The stages of greedy's halving: a batch of up to `2 ** _HALVINGS` rows
-# ends in a stage of one row; a larger one keeps its last stage's size.
-from keras_attn.search_loop import _HALVINGS, _clip
+from keras_attn.halving import HALVINGS, next_stage_rows, stage_limit
 
 
 def bidirectional_by_length(layer, inputs, lengths):
@@ -98,11 +97,8 @@ def _run_by_length(cells, time_major, lengths):
     longest = ops.max(ops.pad(lengths, [[0, 1]]))  # 0 for an empty batch
     t = ops.convert_to_tensor(0, dtype="int32")
     rows = batch
-    for stage in range(_HALVINGS + 1):
-        # The last stage runs until every row has ended; a known batch of one
-        # row has no smaller stage to go to (fewer loops to compile).
-        last = stage == _HALVINGS or (isinstance(rows, int) and rows <= 1)
-        half = 0 if last else rows // 2
+    for stage in range(HALVINGS + 1):
+        half, last = stage_limit(stage, rows)
         open_lengths = lengths[:rows]
 
         def cond(t, states, outputs, open_lengths=open_lengths, half=half):
@@ -132,7 +128,7 @@ def _run_by_length(cells, time_major, lengths):
         t, states, outputs = ops.while_loop(cond, body, (t, states, outputs))
         if last:
             break
-        keep = _clip(half, 1, rows)
+        keep = next_stage_rows(half, rows)
         for d, direction in enumerate(states):
             for i, s in enumerate(direction):
                 ended[d][i].append(s[keep:])

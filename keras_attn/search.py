@@ -9,16 +9,19 @@ The search knows nothing of the model (the design of OpenNMT-tf's
 * `ids`: int32 `(N,)`, the previous token of each row (the start ids first).
 * `state`: a nested structure of tensors, each with the rows first `(N, ...)`
   (`None` if the search was given none).
-* `log_probs`: float32 `(N, V)`; `V` may depend on the batch (a copy
-  mechanism's extended vocabulary) but is the same at every step. A
-  pointer-generator may return them in parts (`keras_attn.PointerScores`):
-  greedy search then chooses without writing them out, the other strategies
-  write them out first.
+* `log_probs`: float `(N, V)`; `V` may depend on the batch (a copy
+  mechanism's extended vocabulary) but is the same at every step. Or any
+  `keras_attn.TokenScores`, which greedy search asks for its `argmax` and the
+  other strategies for its `log_probs()`: a pointer-generator's scores in
+  parts (`keras_attn.PointerScores`) let greedy search choose without
+  writing them out.
 * the new `state`: the same structure, dtypes and shapes.
 * `extras`: optional tensor `(N, ...)`, recorded at every step for the chosen
   hypothesis (the step's attention, for heatmaps).
 
-Constraints are processors (`keras_attn.processors`), composed in a list.
+Constraints are processors (`keras_attn.processors`), composed in a list;
+sampling's temperature, top-k and top-p are processors too, warpers
+(`keras_attn.warpers`).
 
 The loops are `keras.ops.while_loop`s over buffers of `max_length` steps, so
 the same call runs eagerly, under `jax.jit`, inside a `tf.function` with a
@@ -54,11 +57,11 @@ from keras_attn.processors import constraints
 from keras_attn.search_loop import (
     DecodingResult,
     SearchLoop,
-    argmax_first,
-    sample,
+    sampler,
     tile_batch,
     top_k_chooser,
 )
+from keras_attn.warpers import sampling_warpers, split_warpers
 
 __all__ = [
     "DecodingResult",
@@ -96,7 +99,8 @@ def greedy_search(
         banned_ids: Ids never generated (`processors.BannedIds`).
         no_repeat_ngram_size: Python int; if > 0, no n-gram of this size
             appears twice in a hypothesis (`processors.NoRepeatNgram`).
-        processors: More processors, applied after those above.
+        processors: More processors, applied after those above; no warpers
+            (`keras_attn.warpers`), which only shape sampling.
         drop_finished: take ended rows out of the batch, so that later
             steps compute fewer rows: the same results, faster when the
             lengths vary. `True`: every step computes only the open rows;
@@ -114,8 +118,9 @@ def greedy_search(
     Returns:
         A `DecodingResult`; `scores == log_probs`.
     """
-    processors = constraints(
-        end_id, min_length, banned_ids, no_repeat_ngram_size, processors
+    processors = _constraints_only(
+        "greedy_search",
+        constraints(end_id, min_length, banned_ids, no_repeat_ngram_size, processors),
     )
     if isinstance(drop_finished, str) and drop_finished != "halves":
         raise ValueError(
@@ -127,7 +132,7 @@ def greedy_search(
         return search.run_halving(initial_state, start_ids)
     if drop_finished:
         return search.run_dropping_finished(initial_state, start_ids)
-    return search.run(initial_state, start_ids, argmax_first)
+    return search.run(initial_state, start_ids)
 
 
 def beam_search(
@@ -180,8 +185,9 @@ def beam_search(
         raise ValueError(
             f"`beam_size` must be a Python int >= 1. Received: beam_size={beam_size!r}"
         )
-    processors = constraints(
-        end_id, min_length, banned_ids, no_repeat_ngram_size, processors
+    processors = _constraints_only(
+        "beam_search",
+        constraints(end_id, min_length, banned_ids, no_repeat_ngram_size, processors),
     )
     search = SearchLoop(step, end_id, max_length, processors, beam_size, length_penalty)
     return search.run(initial_state, start_ids, top_k_chooser(beam_size))
@@ -203,46 +209,59 @@ def sampling_search(
     no_repeat_ngram_size=0,
     processors=(),
 ):
-    """Draws each token from the (constrained) next-token distribution.
+    """Draws each token from the (constrained, warped) next-token distribution.
 
-    The distribution is `softmax(log_probs / temperature)`, cut to the `top_k`
-    most probable tokens, then to the smallest set whose probability reaches
-    `top_p` (nucleus sampling; the most probable token is always kept, and
-    tokens tied with the last one kept stay too). The draws are inverse-CDF
-    lookups of `max_length * B` uniforms drawn once before the loop: the same
-    `seed` gives the same tokens, under `jit` too, and no random op runs
-    inside the loop.
+    The constraints (every processor but the warpers) give the scored
+    log-probabilities; the warpers then shape what is drawn from: the
+    keywords' `Temperature`, `TopK` and `TopP` (`keras_attn.warpers`) in that
+    order, then the warpers in `processors`, in theirs. The default is
+    `softmax(log_probs / temperature)`, cut to the `top_k` most probable
+    tokens, then to the smallest set whose probability reaches `top_p`
+    (nucleus sampling; the most probable token is always kept, and tokens
+    tied with the last one kept stay too). The draws are inverse-CDF lookups
+    of `max_length * B` uniforms drawn once before the loop: the same `seed`
+    gives the same tokens, under `jit` too, and no random op runs inside the
+    loop.
 
     Args:
         step, initial_state, start_ids, end_id, max_length: As in
             `greedy_search`.
-        temperature: Positive float; < 1 sharpens, > 1 flattens.
-        top_k: Python int; if > 0, only the `top_k` most probable tokens.
-        top_p: Float in (0, 1]; 1 keeps every token.
+        temperature: Positive float; < 1 sharpens, > 1 flattens
+            (`Temperature`).
+        top_k: Python int; if > 0, only the `top_k` most probable tokens
+            (`TopK`).
+        top_p: Float in (0, 1]; 1 keeps every token (`TopP`).
         seed: int, `keras.random.SeedGenerator` or None (Keras' global
             generator). Under `jax.jit`, pass an int.
-        min_length, banned_ids, no_repeat_ngram_size, processors: As in
-            `greedy_search`.
+        min_length, banned_ids, no_repeat_ngram_size: As in `greedy_search`.
+        processors: More processors, applied after those above; the warpers
+            among them after every other.
 
     Returns:
         A `DecodingResult`; `scores == log_probs`, the sum of the constrained
-        log-probabilities before temperature and truncation.
+        log-probabilities before the warpers.
     """
-    if not isinstance(top_k, int) or top_k < 0:
-        raise ValueError(
-            f"`top_k` must be a Python int >= 0. Received: top_k={top_k!r}"
-        )
-    processors = constraints(
-        end_id, min_length, banned_ids, no_repeat_ngram_size, processors
+    warpers = sampling_warpers(temperature, top_k, top_p)
+    processors, more_warpers = split_warpers(
+        constraints(end_id, min_length, banned_ids, no_repeat_ngram_size, processors)
     )
     search = SearchLoop(step, end_id, max_length, processors)
     start_ids = ops.convert_to_tensor(start_ids, "int32")
     batch = ops.shape(start_ids)[0]
     uniforms = keras.random.uniform((max_length, batch), seed=seed)
 
-    def choose(candidates, t):
-        return sample(
-            candidates, ops.take(uniforms, t, axis=0), temperature, top_k, top_p
-        )
-
+    choose = sampler(warpers + more_warpers, uniforms)
     return search.run(initial_state, start_ids, choose)
+
+
+def _constraints_only(strategy, processors):
+    """`processors`, or a ValueError if a warper is among them."""
+    warpers = split_warpers(processors)[1]
+    if warpers:
+        names = [type(w).__name__ for w in warpers]
+        raise ValueError(
+            f"`processors` of `{strategy}` must hold no warpers (temperature, "
+            "top-k and top-p shape `sampling_search`'s draws only). Received: "
+            f"processors with {names}"
+        )
+    return processors

@@ -2,8 +2,10 @@
 
 `SearchLoop` runs a one-token step inside `keras.ops.while_loop`s: it applies
 the processors, lets a strategy's `choose` pick each row's extensions, and
-records the tokens, scores and extras in fixed-size buffers. Greedy search
-may also drop its ended rows (`run_dropping_finished`, `run_halving`).
+records the tokens, scores and extras in fixed-size buffers. The step's
+scores are a `keras_attn.TokenScores` (a tensor is wrapped in one): greedy
+search asks them for their `argmax`, the others for their `log_probs`. Greedy
+search may also drop its ended rows (`run_dropping_finished`, `run_halving`).
 """
 
 from typing import Any, NamedTuple
@@ -11,11 +13,11 @@ from typing import Any, NamedTuple
 import keras
 from keras import ops
 
-from keras_attn.pointer_scores import PointerScores, greedy_choice
+from keras_attn.halving import HALVINGS, next_stage_rows, stage_limit
 from keras_attn.processors import apply_processors
+from keras_attn.token_scores import as_token_scores
 
 _NEG_INF = float("-inf")
-_INT32_MAX = 2**31 - 1
 
 
 class DecodingResult(NamedTuple):
@@ -58,53 +60,46 @@ def tile_batch(nested, beam_size):
 
 
 # ------------------------------------------------------------------ choosers
-# `choose(candidates, t) -> indices`: candidates `(B, K * V)` (the running
-# scores of every extension of every beam), indices int32 `(B, K)`.
-
-
-def argmax_first(candidates, t):
-    # The first index of each row's maximum, as `argmax` gives it, from a max
-    # and a min: under XLA on CPU, `argmax` (one reduction over value-index
-    # pairs) took twice as long over a `(64, 10064)` step (BENCHMARKS.md
-    # section 4f). With `initial`, an empty batch is no error.
-    best = ops.max(candidates, axis=-1, keepdims=True, initial=_NEG_INF)
-    width = ops.shape(candidates)[-1]
-    index = ops.arange(width, dtype="int32")[None]
-    first = ops.where(candidates == best, index, width - 1)
-    return ops.min(first, axis=-1, initial=_INT32_MAX)[:, None]
+# `choose(candidates, log_probs, history, t) -> indices` (beam and sampling;
+# greedy asks the scores for their `argmax`): candidates `(B, K * V)`, the
+# running scores of every extension of every beam; log_probs `(B * K, V)`,
+# this step's processed log-probabilities; indices int32 `(B, K)` into the
+# candidates.
 
 
 def top_k_chooser(k):
-    def choose(candidates, t):
+    def choose(candidates, log_probs, history, t):
         return ops.cast(ops.top_k(candidates, k)[1], "int32")
 
     return choose
 
 
-def sample(candidates, uniforms, temperature, top_k, top_p):
-    """One token per row, by inverse CDF of `uniforms` `(B,)` in [0, 1)."""
-    logits = candidates / temperature
-    if top_k:
-        kth = ops.top_k(logits, top_k)[0][:, -1:]
-        logits = ops.where(logits < kth, _NEG_INF, logits)
-    probs = ops.softmax(logits, axis=-1)
-    if not (isinstance(top_p, (int, float)) and top_p >= 1.0):
-        ordered = ops.flip(ops.sort(probs, axis=-1), axis=-1)
-        # Keep a token while the probability before it is short of `top_p`.
-        kept = ops.cumsum(ordered, axis=-1) - ordered < top_p
-        cutoff = ops.min(ops.where(kept, ordered, 2.0), axis=-1, keepdims=True)
-        probs = ops.where(probs >= cutoff, probs, 0.0)
-    cdf = ops.cumsum(probs, axis=-1)
+def sampler(warpers, uniforms):
+    """Draws each row's token from its warped log-probabilities, with
+    `uniforms[t]` `(B,)` at step `t` (`uniforms`: `(max_length, B)`)."""
+
+    def choose(candidates, log_probs, history, t):
+        log_probs = apply_processors(warpers, log_probs, history, t)
+        return draw(log_probs, ops.take(uniforms, t, axis=0))
+
+    return choose
+
+
+def draw(log_probs, uniforms):
+    """One token per row, by inverse CDF of `uniforms` `(B,)` in [0, 1):
+    int32 `(B, 1)`."""
+    cdf = ops.cumsum(ops.softmax(log_probs, axis=-1), axis=-1)
     # Zero-probability tokens do not move the CDF, so they are never chosen.
     below = ops.sum(ops.cast(cdf <= (uniforms * cdf[:, -1])[:, None], "int32"), -1)
-    return ops.minimum(below, ops.shape(probs)[1] - 1)[:, None]
+    return ops.minimum(below, ops.shape(log_probs)[1] - 1)[:, None]
 
 
 # ------------------------------------------------------------------ the loop
 
 
 class SearchLoop:
-    """The loop all strategies share; they differ in `choose`."""
+    """The loop all strategies share; they differ in `choose` (None: greedy,
+    the scores' `argmax`)."""
 
     def __init__(
         self, step, end_id, max_length, processors, beam_size=1, length_penalty=0.0
@@ -124,7 +119,7 @@ class SearchLoop:
         )
         self.length_penalty = length_penalty
 
-    def run(self, initial_state, start_ids, choose):
+    def run(self, initial_state, start_ids, choose=None):
         loop, batch, first = self._start(initial_state, start_ids)
         loop = self._advance(loop, *first, choose, batch)
 
@@ -134,8 +129,8 @@ class SearchLoop:
             return ops.logical_and(more, ops.logical_not(ops.all(done)))
 
         def body(loop):
-            log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
-            return (self._advance(loop, log_probs, state, extras, choose, batch),)
+            scores, state, extras = self._call_step(loop["ids"], loop["state"])
+            return (self._advance(loop, scores, state, extras, choose, batch),)
 
         (loop,) = ops.while_loop(cond, body, (loop,))
         return self._finalize(loop, batch)
@@ -162,8 +157,8 @@ class SearchLoop:
             return ops.logical_and(loop["t"] < self.max_length, open_rows > 0)
 
         def body(loop, out):
-            log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
-            loop = self._advance(loop, log_probs, state, extras, argmax_first, -1)
+            scores, state, extras = self._call_step(loop["ids"], loop["state"])
+            loop = self._advance(loop, scores, state, extras, None, -1)
             return self._drop_ended(loop, out)
 
         loop, out = ops.while_loop(cond, body, (loop, out))
@@ -180,19 +175,17 @@ class SearchLoop:
         Each stage is a loop of fixed shapes that runs while more than half
         its rows are open; then every row is written to `out` (an open one
         is written again when it ends) and the open rows, first, fill a batch
-        half the size. The stages are unrolled for a batch of up to
-        `2 ** _HALVINGS` rows; a larger one keeps its last stage's size.
+        half the size (the schedule of `keras_attn.halving`).
         """
         loop, out, batch = self._start_with_buffers(initial_state, start_ids)
 
         def body(loop):
-            log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
-            return (self._advance(loop, log_probs, state, extras, argmax_first, -1),)
+            scores, state, extras = self._call_step(loop["ids"], loop["state"])
+            return (self._advance(loop, scores, state, extras, None, -1),)
 
-        for stage in range(_HALVINGS + 1):
+        for stage in range(HALVINGS + 1):
             rows = ops.shape(loop["ids"])[0]
-            # The last stage runs until every row has ended.
-            half = rows // 2 if stage < _HALVINGS else 0
+            half, last = stage_limit(stage, rows)
 
             def cond(loop, half=half):
                 open_rows = ops.sum(
@@ -202,12 +195,13 @@ class SearchLoop:
 
             (loop,) = ops.while_loop(cond, body, (loop,))
             out = _scatter_rows(out, loop, ops.arange(rows))
-            if stage < _HALVINGS:
-                # Open rows first; `half` of them at most, unless `t` ran out.
-                order = ops.argsort(ops.cast(loop["finished"], "int32"))
-                loop = _take_rows(
-                    loop, ops.take(order, ops.arange(_clip(half, 1, rows)))
-                )
+            if last:
+                break
+            # Open rows first; `half` of them at most, unless `t` ran out.
+            order = ops.argsort(ops.cast(loop["finished"], "int32"))
+            loop = _take_rows(
+                loop, ops.take(order, ops.arange(next_stage_rows(half, rows)))
+            )
         if "extras" in out:
             out["extras"] = _swap_first_axes(out["extras"])
         return self._finalize(out, batch)
@@ -220,7 +214,7 @@ class SearchLoop:
         out = {key: loop[key] for key in _MOVED}
         if "extras" in loop:
             out["extras"] = _swap_first_axes(loop["extras"])
-        return self._advance(loop, *first, argmax_first, -1), out, batch
+        return self._advance(loop, *first, None, -1), out, batch
 
     def _drop_ended(self, loop, out):
         """Moves the ended rows of `loop` into `out` (when any has ended)."""
@@ -235,7 +229,7 @@ class SearchLoop:
         )
 
     def _start(self, initial_state, start_ids):
-        """The loop's variables, step 0's `(log_probs, state, extras)`, batch.
+        """The loop's variables, step 0's `(scores, state, extras)`, batch.
 
         Step 0 runs outside the loop: it gives the shape of the extras'
         buffer.
@@ -262,7 +256,7 @@ class SearchLoop:
             "lengths": ops.zeros((rows,), "int32"),
             "history": ops.full((rows, length), -1, "int32"),
         }
-        log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
+        scores, state, extras = self._call_step(loop["ids"], loop["state"])
         if extras is not None:
             loop["extras"] = ops.zeros(
                 (length,) + tuple(ops.shape(extras)), extras.dtype
@@ -272,36 +266,30 @@ class SearchLoop:
                 loop["parents"] = ops.broadcast_to(
                     ops.arange(rows, dtype="int32")[None], (length, rows)
                 )
-        return loop, batch, (log_probs, state, extras)
+        return loop, batch, (scores, state, extras)
 
     def _call_step(self, ids, state):
+        """`(scores, state, extras)`: the step's scores as `TokenScores`, its
+        state (`()` without one) and its extras (None without)."""
         out = self.step(ids, state if self.has_state else None)
         if len(out) not in (2, 3):
             raise ValueError(
                 "`step` must return `(log_probs, state)` or `(log_probs, state, "
                 f"extras)`. Received {len(out)} outputs."
             )
-        log_probs, state = out[0], (out[1] if self.has_state else ())
-        if not isinstance(log_probs, PointerScores):
-            log_probs = ops.cast(log_probs, "float32")
         return (
-            log_probs,
-            state,
+            as_token_scores(out[0]),
+            (out[1] if self.has_state else ()),
             (out[2] if len(out) == 3 else None),
         )
 
-    def _advance(self, loop, log_probs, state, extras, choose, batch):
+    def _advance(self, loop, scores, state, extras, choose, batch):
         """Constrains, chooses, and records step `loop["t"]`."""
-        k, t = self.beam_size, loop["t"]
-        if isinstance(log_probs, PointerScores):
-            if self._chooses_from_parts(choose):
-                word, log_prob = greedy_choice(
-                    log_probs, self.processors, loop["history"], t
-                )
-                cum = loop["cum"] + log_prob
-                return self._record(loop, word, cum, cum, None, state, extras)
-            log_probs = log_probs.dense()
-        log_probs = apply_processors(self.processors, log_probs, loop["history"], t)
+        k, t, history = self.beam_size, loop["t"], loop["history"]
+        if choose is None:
+            word, cum = scores.argmax(self.processors, history, t, loop["cum"])
+            return self._record(loop, word, cum, cum, None, state, extras)
+        log_probs = apply_processors(self.processors, scores.log_probs(), history, t)
         vocab = ops.shape(log_probs)[1]
         if k > 1:
             # An ended row only continues with the end token, for free: in the
@@ -317,7 +305,7 @@ class SearchLoop:
             penalty = ops.power((5.0 + n) / 6.0, self.length_penalty)
             candidates = total / penalty[:, None]
         candidates = ops.reshape(candidates, (batch, k * vocab))
-        top = choose(candidates, t)
+        top = choose(candidates, log_probs, history, t)
         word = top % vocab
         cum = ops.take_along_axis(ops.reshape(total, (batch, k * vocab)), top, 1)
         score = ops.take_along_axis(candidates, top, axis=1)
@@ -328,16 +316,6 @@ class SearchLoop:
                 ops.arange(batch, dtype="int32")[:, None] * k + top // vocab, (-1,)
             )
         return self._record(loop, word, cum, score, parent, state, extras)
-
-    def _chooses_from_parts(self, choose):
-        """Whether greedy can choose from `PointerScores` as they are: every
-        processor says which ids it bans (`banned`)."""
-        return (
-            self.beam_size == 1
-            and choose is argmax_first
-            and not self.use_penalty
-            and all(callable(getattr(p, "banned", None)) for p in self.processors)
-        )
 
     def _record(self, loop, word, cum, score, parent, state, extras):
         """The loop after step `loop["t"]` chose `word` (`(N,)` each; `parent`:
@@ -416,10 +394,6 @@ class SearchLoop:
 
 # What the dropping searches move from an ended row to the batch's buffers.
 _MOVED = ("cum", "score", "lengths", "history")
-# `run_halving`'s stages: a batch of 64 rows goes down to one. Each stage
-# traces the step once more (a larger graph, a longer XLA compile), so not
-# more than the batches a server runs need.
-_HALVINGS = 6
 
 
 def _take_rows(loop, index):
@@ -444,13 +418,6 @@ def _scatter_rows(out, loop, index):
         rows = _swap_first_axes(ops.take(loop["extras"], index, axis=1))
         out["extras"] = ops.scatter_update(out["extras"], at, rows)
     return out
-
-
-def _clip(x, low, high):
-    """`min(max(x, low), high)`, in Python for Python ints (static shapes)."""
-    if isinstance(x, int) and isinstance(high, int):
-        return min(max(x, low), high)
-    return ops.minimum(ops.maximum(x, low), high)
 
 
 def _swap_first_axes(x):

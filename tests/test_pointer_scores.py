@@ -1,5 +1,6 @@
-"""keras_attn.pointer_scores: greedy search from a pointer-generator's scores
-in parts chooses what it chooses from them written out, on every backend.
+"""keras_attn.pointer_parts: greedy search from a pointer-generator's scores
+in parts (`PointerScores.argmax`) chooses what it chooses from them written
+out (`log_probs()`), on every backend.
 
 The toy pointer-generator's logits, switch and attention depend on the
 previous token; sources repeat words and hold OOVs (extended ids), so copy
@@ -12,7 +13,6 @@ import pytest
 from keras import ops
 
 import keras_attn as ka
-from keras_attn.pointer_scores import greedy_choice
 
 BACKEND = keras.backend.backend()
 V, S, OOV, END = 12, 6, 4, 1
@@ -39,7 +39,7 @@ def make_step(source_ids, seed=0, parts=True):
         p_gen = ops.take(gate_table, ids, axis=0)
         source = ops.take(ops.convert_to_tensor(source_ids), rows, axis=0)
         scores = ka.pointer_scores(p_gen, logits, attention, source, num_oov=OOV)
-        return (scores if parts else scores.dense()), state
+        return (scores if parts else scores.log_probs()), state
 
     return step
 
@@ -96,7 +96,7 @@ def test_dense_is_the_pointer_distribution():
 def test_greedy_from_parts_equals_greedy_written_out(constraints):
     widths = []
 
-    class Recording(ka.MinLength):  # the width of the scores it bans in
+    class Recording(ka.MaxLength):  # the width of the scores it bans in
         def __call__(self, log_probs, history, step):
             widths.append(log_probs.shape[1])
             return super().__call__(log_probs, history, step)
@@ -104,7 +104,7 @@ def test_greedy_from_parts_equals_greedy_written_out(constraints):
     # One batch of many rows: each search compiles its loop once (JAX).
     source = make_source(np.random.default_rng(0), 24)
     parts, dense = search_both(
-        ka.greedy_search, source, processors=[Recording(0, END)], **constraints
+        ka.greedy_search, source, processors=[Recording(99, END)], **constraints
     )
     assert_same(parts, dense)
     # From the parts, the processors ban in the logits (V columns).
@@ -144,7 +144,8 @@ def test_ties_and_banned_rows_choose_as_argmax():
         for p in processors:
             dense = p(dense, history, 0)
         expected = np.argmax(ops.convert_to_numpy(dense), axis=1)
-        ids, log_probs = greedy_choice(scores, processors, history, 0)
+        running = np.zeros((2,), "float32")
+        ids, log_probs = scores.argmax(processors, history, 0, running)
         np.testing.assert_array_equal(ops.convert_to_numpy(ids), expected)
         np.testing.assert_array_equal(
             ops.convert_to_numpy(log_probs),

@@ -1,6 +1,8 @@
-"""keras_attn.processors: the `IdBan`s list their ids, and neighbouring ones
-are banned in one scatter (`apply_processors`), with the same result as one
-after the other. Scores by hand."""
+"""keras_attn.processors: each processor states its bans once. The `IdBan`s
+list their ids, and neighbouring ones are banned in one scatter
+(`apply_processors`), with the same result as one after the other; a
+`TokenBan` says which ids it bans, and its `__call__` follows. Scores by
+hand."""
 
 import numpy as np
 from keras import ops
@@ -54,13 +56,13 @@ def test_ids_outside_the_columns_are_ignored():
     np.testing.assert_array_equal(ops.convert_to_numpy(out), by_hand([[3], [3]]))
 
 
-def test_other_processors_keep_their_place_and_overrides_are_called():
+def test_other_processors_keep_their_place_and_listed_bans_are_asked():
     calls = []
 
     class Recording(ka.MinLength):
-        def __call__(self, log_probs, history, step):
+        def banned_ids(self, history, step, rows):
             calls.append(step)
-            return super().__call__(log_probs, history, step)
+            return super().banned_ids(history, step, rows)
 
     class Shift(ka.LogitsProcessor):  # not a ban: order matters around it
         def __call__(self, log_probs, history, step):
@@ -80,3 +82,36 @@ def test_an_empty_batch():
         [ka.MinLength(3, 1), ka.NoRepeatNgram(2)], empty, HISTORY[:0], 1
     )
     assert ops.convert_to_numpy(out).shape == (0, 6)
+
+
+class Odd(ka.TokenBan):
+    """Bans the odd ids from step 1 on: stated once, by `banned`."""
+
+    def banned(self, ids, history, step):
+        return ops.logical_and(ids % 2 == 1, step >= 1)
+
+
+def test_a_token_ban_states_its_bans_once():
+    np.testing.assert_array_equal(run([Odd()], 0), SCORES)
+    np.testing.assert_array_equal(run([Odd()], 1), by_hand([[1, 3, 5], [1, 3, 5]]))
+    # Between two IdBans it keeps its place; all three ban.
+    out = run([ka.BannedIds([0]), Odd(), ka.MinLength(3, 2)], 1)
+    np.testing.assert_array_equal(out, by_hand([[0, 1, 2, 3, 5], [0, 1, 2, 3, 5]]))
+
+
+def test_listed_bans_answer_for_any_ids():
+    # Row 0 generated [4, 2], row 1 [2]: NoRepeatNgram(1) bans those; the
+    # ids asked about are per row, one of them outside the scores' columns.
+    ids = np.array([[4, 3, 2, 40], [4, 3, 2, 40]], "int32")
+    said = ka.NoRepeatNgram(1).banned(ids, HISTORY, 2)
+    expected = [[True, False, True, False], [False, False, True, False]]
+    np.testing.assert_array_equal(ops.convert_to_numpy(said), expected)
+    said = ka.BannedIds([3, 40]).banned(ids, HISTORY, 0)
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(said), [[False, True, False, True]] * 2
+    )
+    said = ka.MinLength(3, 2).banned(ids, HISTORY, 2)
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(said), [[False, False, True, False]] * 2
+    )
+    assert not ops.convert_to_numpy(ka.MinLength(3, 2).banned(ids, HISTORY, 3)).any()

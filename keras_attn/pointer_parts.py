@@ -1,4 +1,4 @@
-"""A pointer-generator's next-token scores, left unexpanded for greedy search.
+"""A pointer-generator's next-token scores, left in parts (`PointerScores`).
 
 One decoding step of a pointer-generator gives, over the extended vocabulary
 (`V` words, then `num_oov` slots for the source's unknown words),
@@ -11,28 +11,27 @@ with `z` the vocabulary logits and `Z` their partition function. Written
 out, that is a `(N, V + num_oov)` tensor, and a greedy step then passes over
 it several times (the processors' bans, the maximum). `PointerScores` keeps
 the parts instead: the logits, one offset per row, and the `S` source words'
-scores. The best word absent from the source is the one of largest banned
+scores. The best word absent from the source is the one of largest allowed
 logit (the offset is the same for the whole row), so a greedy choice needs
-the partition function and the banned logits' maximum over `(N, V)`, and
-the rest over `(N, S)` (`greedy_choice`). `keras_attn.search`'s greedy
-search does this when a step returns `PointerScores`; the other strategies
-call `dense()`.
+the banned logits' maximum over `(N, V)`, and the rest over `(N, S)`
+(`PointerScores.argmax`, the `keras_attn.TokenScores` protocol). Beam and
+sampling search write the scores out (`log_probs()`).
 """
-
-from typing import Any, NamedTuple
 
 from keras import ops
 
-from keras_attn.processors import apply_processors
+from keras_attn.processors import TokenBan, apply_processors
+from keras_attn.token_scores import TokenScores, argmax_first
 
 _NEG_INF = float("-inf")
-_INT32_MAX = 2**31 - 1
 
 
-class PointerScores(NamedTuple):
+class PointerScores(TokenScores):
     """A pointer-generator step's log-probabilities, in parts.
 
-    Attributes:
+    Built by `keras_attn.pointer_scores`.
+
+    Args:
         logits: float32 `(N, V)`, the vocabulary logits.
         offset: float32 `(N, 1)`, `log p_gen - log Z`: a word absent from
             the source scores `logits + offset`.
@@ -43,13 +42,14 @@ class PointerScores(NamedTuple):
         num_oov: Python int, the OOV slots after the vocabulary.
     """
 
-    logits: Any
-    offset: Any
-    source_ids: Any
-    source_scores: Any
-    num_oov: int
+    def __init__(self, logits, offset, source_ids, source_scores, num_oov):
+        self.logits = logits
+        self.offset = offset
+        self.source_ids = source_ids
+        self.source_scores = source_scores
+        self.num_oov = num_oov
 
-    def dense(self):
+    def log_probs(self):
         """float32 `(N, V + num_oov)` log-probabilities, `-inf` on the OOV
         slots that no source word holds."""
         generated = self.logits + self.offset
@@ -58,6 +58,47 @@ class PointerScores(NamedTuple):
                 generated, [[0, 0], [0, self.num_oov]], constant_values=_NEG_INF
             )
         return write_rows(generated, self.source_ids, self.source_scores)
+
+    def dense(self):
+        """The same as `log_probs()`."""
+        return self.log_probs()
+
+    def argmax(self, processors, history, step, running):
+        """`TokenScores.argmax` from the parts, when every processor is a
+        `TokenBan` (it bans logits and source words alike); else from the
+        scores written out."""
+        if not all(isinstance(p, TokenBan) for p in processors):
+            return super().argmax(processors, history, step, running)
+        ids, log_probs = self._best(processors, history, step)
+        return ids, running + log_probs
+
+    def _best(self, processors, history, step):
+        """`(ids, log_probs)`: int32 `(N,)`, the first (smallest id) of each
+        row's most probable allowed tokens, and their float32 `(N,)` scores."""
+        ids = self.source_ids
+        logits = apply_processors(processors, self.logits, history, step)
+        source_scores = self.source_scores
+        for processor in processors:
+            source_scores = ops.where(
+                processor.banned(ids, history, step), _NEG_INF, source_scores
+            )
+        best_logit, word = argmax_first(logits)
+        word_score = (best_logit + self.offset)[:, 0]
+        best_source, source_word = argmax_first(source_scores, ids)
+        best_source = best_source[:, 0]
+        # The best vocabulary word may be a source word, whose own (larger)
+        # score is then among the source's; else the larger score wins, and
+        # on a tie the smaller id, as `argmax` takes the first.
+        word_in_source = ops.any(ids == word[:, None], axis=1)
+        take_source = ops.logical_or(
+            best_source > word_score,
+            ops.logical_and(
+                best_source == word_score,
+                ops.logical_or(word_in_source, source_word < word),
+            ),
+        )
+        chosen = ops.where(take_source, source_word, word)
+        return chosen, ops.where(take_source, best_source, word_score)
 
 
 def write_rows(scores, ids, values):
@@ -98,47 +139,3 @@ def source_word_scores(source_generated, source_ids, p_gen, attention):
         source_generated,
         ops.where(has_copy, ops.log(ops.where(has_copy, copied, 1.0)), _NEG_INF),
     )
-
-
-def greedy_choice(scores, processors, history, step):
-    """Each row's most probable allowed token, as a dense argmax would pick it.
-
-    Args:
-        scores: `PointerScores`.
-        processors: the search's processors, each with a `banned` method
-            (`keras_attn.processors`): they ban logits and source words alike.
-        history, step: as the processors take them.
-
-    Returns:
-        `(ids, log_probs)`: int32 `(N,)` tokens, the first (smallest id) of
-        each row's maximum, and their float32 `(N,)` log-probabilities.
-    """
-    logits, ids = scores.logits, scores.source_ids
-    source_scores = scores.source_scores
-    logits = apply_processors(processors, logits, history, step)
-    for processor in processors:
-        source_scores = ops.where(
-            processor.banned(ids, history, step), _NEG_INF, source_scores
-        )
-    vocab = ops.shape(logits)[1]
-    best_logit = ops.max(logits, axis=1, keepdims=True, initial=_NEG_INF)
-    index = ops.arange(vocab, dtype="int32")[None]
-    word = ops.min(ops.where(logits == best_logit, index, vocab), axis=1)
-    word_score = (best_logit + scores.offset)[:, 0]
-    best_source = ops.max(source_scores, axis=1, initial=_NEG_INF)
-    source_word = ops.min(
-        ops.where(source_scores == best_source[:, None], ids, _INT32_MAX), axis=1
-    )
-    # The best vocabulary word may be a source word, whose own (larger)
-    # score is then among the source's; else the larger score wins, and
-    # on a tie the smaller id, as `argmax` takes the first.
-    word_in_source = ops.any(ids == word[:, None], axis=1)
-    take_source = ops.logical_or(
-        best_source > word_score,
-        ops.logical_and(
-            best_source == word_score,
-            ops.logical_or(word_in_source, source_word < word),
-        ),
-    )
-    chosen = ops.where(take_source, source_word, word)
-    return chosen, ops.where(take_source, best_source, word_score)
