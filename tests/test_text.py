@@ -86,7 +86,7 @@ def test_normalize_shapes_and_graph():
 def test_normalize_truncates_long_documents_first():
     # The work is bounded: the text is cut to `max_chars` (4096) before any
     # regex runs, so 120,000 characters give exactly what their first 4096
-    # give. The time it takes is in benchmarks/bench_normalize.py.
+    # give.
     long_doc = "Word, " * 20_000
     out = text.normalize([long_doc] * 4).numpy()
     assert out[0] == text.normalize(long_doc[:4096]).numpy()

@@ -1,0 +1,130 @@
+"""The documentation's examples run, and every public name has an API page.
+
+Every ```python block of README.md and docs/**/*.md runs here: a page's blocks
+in order, in one fresh namespace, in a temporary working directory, so a
+block may build on the ones above it. A block preceded by an HTML comment
+names what it needs:
+
+* `<!-- needs: trained-export -->`: a trained SavedModel at
+  `saved_models/headlines/1`; these run in a slow test, on the suite's shared
+  tiny trained run (`trained` in conftest.py), in order, apart from the page's
+  other blocks.
+* `<!-- needs: tensorflow -->`: TensorFlow itself; the page's test is then
+  `tf_only`.
+
+Pages under docs/summarizer/ are the summarizer's: `tf_only` too.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+
+import keras_attn
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+EXPORT = "trained-export"
+_FENCE = re.compile(
+    r"^(?:<!-- needs: (?P<needs>[\w-]+) -->\n)?```python\n(?P<code>.*?)^```$",
+    re.MULTILINE | re.DOTALL,
+)
+_API_LINE = re.compile(r"^::: keras_attn\.(\w+)\s*$", re.MULTILINE)
+
+
+def python_blocks(page):
+    """`(line, needs, code)` of each python block of `page`, in order."""
+    text = page.read_text(encoding="utf-8")
+    blocks = []
+    for match in _FENCE.finditer(text):
+        line = text.count("\n", 0, match.start("code")) + 1
+        blocks.append((line, match.group("needs"), match.group("code")))
+    return blocks
+
+
+def run_blocks(page, blocks):
+    namespace = {"__name__": "__docs__"}
+    name = str(page.relative_to(ROOT))
+    for line, _, code in blocks:
+        # Blank lines in front, so that a traceback names the page's own line.
+        exec(compile("\n" * (line - 1) + code, name, "exec"), namespace)
+
+
+def _page_params():
+    params = []
+    for page in PAGES:
+        blocks = [b for b in python_blocks(page) if b[1] != EXPORT]
+        if not blocks:
+            continue
+        tf_only = "summarizer" in page.parts or any(
+            needs == "tensorflow" for _, needs, _ in blocks
+        )
+        marks = [pytest.mark.tf_only] if tf_only else []
+        params.append(
+            pytest.param(page, blocks, marks=marks, id=str(page.relative_to(ROOT)))
+        )
+    return params
+
+
+@pytest.mark.parametrize("page, blocks", _page_params())
+def test_page_examples_run(page, blocks, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run_blocks(page, blocks)
+
+
+def test_the_pages_have_examples_and_the_marks_are_known():
+    needs = [b[1] for page in PAGES for b in python_blocks(page)]
+    assert len(needs) >= 20
+    assert set(needs) <= {None, EXPORT, "tensorflow"}
+    assert needs.count(EXPORT) >= 2
+
+
+@pytest.mark.slow
+@pytest.mark.tf_only
+def test_examples_on_a_trained_export_run(trained, tmp_path, monkeypatch):
+    folder, result = trained
+    assert result.returncode == 0, result.stderr[-2000:]
+    (tmp_path / "saved_models").mkdir()
+    (tmp_path / "saved_models" / "headlines").symlink_to(folder / "export")
+    monkeypatch.chdir(tmp_path)
+    ran = 0
+    for page in PAGES:
+        blocks = [b for b in python_blocks(page) if b[1] == EXPORT]
+        run_blocks(page, blocks)
+        ran += len(blocks)
+    assert ran >= 2
+
+
+def test_every_public_name_has_an_api_entry():
+    documented = set()
+    for page in (ROOT / "docs" / "api").glob("*.md"):
+        documented |= set(_API_LINE.findall(page.read_text(encoding="utf-8")))
+    missing = sorted(set(keras_attn.__all__) - documented)
+    assert not missing, f"no `::: keras_attn.<name>` in docs/api/ for {missing}"
+    unknown = sorted(documented - set(keras_attn.__all__))
+    assert not unknown, f"docs/api/ names what keras_attn does not export: {unknown}"
+
+
+def _layout_paths():
+    """The backticked paths in the first column of development.md's layout."""
+    text = (ROOT / "docs" / "development.md").read_text(encoding="utf-8")
+    table = text.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    rows = [row.split("|")[1] for row in table.splitlines() if row.startswith("|")]
+    return {p for first in rows for p in re.findall(r"`([^`]+)`", first)}
+
+
+def test_the_layout_table_matches_the_tree():
+    named = _layout_paths()
+    assert "keras_attn/base.py" in named
+    gone = sorted(p for p in named if not (ROOT / p).exists())
+    assert not gone, f"docs/development.md's layout names missing paths: {gone}"
+    modules = [*ROOT.glob("keras_attn/*.py"), *ROOT.glob("models/**/*.py")]
+    unnamed = []
+    for module in modules:
+        path = module.relative_to(ROOT)
+        if path.name in ("__init__.py", "__main__.py"):
+            continue
+        folders = {f"{parent.as_posix()}/" for parent in path.parents}
+        if path.as_posix() not in named and not folders & named:
+            unnamed.append(path.as_posix())
+    assert not unnamed, f"docs/development.md's layout does not name {unnamed}"
