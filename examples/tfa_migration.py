@@ -6,8 +6,8 @@ backend:
 
     KERAS_BACKEND=jax python -m examples.tfa_migration
 
-The code between the README markers is the README's "Moving from
-tfa.seq2seq" example, character for character (`tests/test_tfa_migration.py`
+The code between the README markers is the first code block of
+docs/tfa-migration.md, character for character (`tests/test_tfa_migration.py`
 checks that and runs it).
 """
 

@@ -1,7 +1,8 @@
-"""The README's "Moving from tfa.seq2seq" example runs, on every backend.
+"""The docs' "Migrating from tfa.seq2seq" example runs, on every backend.
 
-The README's code block is `examples/tfa_migration.py` between its markers,
-character for character, so running the file proves the README.
+The first code block of docs/tfa-migration.md is `examples/tfa_migration.py`
+between its markers, character for character, so running the file proves
+the page.
 """
 
 import importlib.util
@@ -19,10 +20,9 @@ def _example_code():
     return text.split("# README begin\n", 1)[1].split("# README end\n", 1)[0]
 
 
-def test_readme_shows_the_example():
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Moving from tfa.seq2seq\n", 1)[1]
-    block = section.split("```python\n", 1)[1].split("```\n", 1)[0]
+def test_the_docs_show_the_example():
+    page = (ROOT / "docs" / "tfa-migration.md").read_text()
+    block = page.split("```python\n", 1)[1].split("```\n", 1)[0]
     assert block == _example_code().rstrip() + "\n"
 
 
