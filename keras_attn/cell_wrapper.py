@@ -27,16 +27,11 @@ import keras
 from keras import ops, tree
 
 from keras_attn.base import AttentionMemory, BaseAttention
+from keras_attn.serialization import deserialize_layer
 
 STYLES = ("bahdanau", "luong", "self")
 # style -> class, filled by the classes that define a `style`.
 _STYLE_CLASSES = {}
-
-
-def _deserialize(obj, custom_objects=None):
-    if isinstance(obj, dict):
-        return keras.saving.deserialize_keras_object(obj, custom_objects=custom_objects)
-    return obj
 
 
 def _flat_size(size):
@@ -134,8 +129,8 @@ class AttentionCellWrapper(keras.layers.Layer):
                 f"{self.__class__.__name__} has style={self.style!r}. "
                 f"Received: style={style!r}"
             )
-        cell = _deserialize(cell)
-        attention = _deserialize(attention)
+        cell = deserialize_layer(cell)
+        attention = deserialize_layer(attention)
         if not (hasattr(cell, "state_size") and hasattr(cell, "call")):
             raise ValueError(
                 "`cell` must be a Keras RNN cell with `state_size` and "
@@ -436,8 +431,8 @@ class AttentionCellWrapper(keras.layers.Layer):
     @classmethod
     def from_config(cls, config, custom_objects=None):
         config = dict(config)
-        config["cell"] = _deserialize(config["cell"], custom_objects)
-        config["attention"] = _deserialize(config["attention"], custom_objects)
+        config["cell"] = deserialize_layer(config["cell"], custom_objects)
+        config["attention"] = deserialize_layer(config["attention"], custom_objects)
         target = cls
         if cls is AttentionCellWrapper:
             target = _style_class(config.get("style", "luong"))

@@ -16,12 +16,11 @@ import keras
 from keras import ops
 
 from keras_attn.additive import BahdanauAttention, additive_scores
+from keras_attn.loss_reduction import check_reduction, reduce_masked
 from keras_attn.masking import (
     masked_softmax,
     softmax_dtype,
 )
-
-_REDUCTIONS = ("mean", "sum", "none")
 
 
 @keras.saving.register_keras_serializable(package="keras_attn")
@@ -369,11 +368,7 @@ def coverage_loss(attention, coverage, mask=None, reduction="mean"):
         A float32 (float64 for float64 inputs) scalar, or `(batch, Tq)`
         (`(batch,)`) for `"none"`.
     """
-    if reduction not in _REDUCTIONS:
-        raise ValueError(
-            f"`reduction` must be one of {_REDUCTIONS}. Received: "
-            f"reduction={reduction!r}"
-        )
+    check_reduction(reduction)
     dtype = softmax_dtype(attention.dtype)
     attention = ops.cast(attention, dtype)
     coverage = ops.cast(coverage, dtype)
@@ -387,22 +382,15 @@ def coverage_loss(attention, coverage, mask=None, reduction="mean"):
             f"{tuple(coverage.shape)}"
         )
     per_step = ops.sum(ops.minimum(attention, coverage), axis=-1)
-    if mask is None:
-        valid = ops.ones_like(per_step)
-    else:
+    valid = None
+    if mask is not None:
         if len(mask.shape) != len(per_step.shape):
             raise ValueError(
                 f"`mask` must have shape {tuple(per_step.shape)} (one entry "
                 f"per target step). Received mask shape: {tuple(mask.shape)}"
             )
-        valid = ops.cast(mask, dtype)
-    per_step = per_step * valid
-    if reduction == "none":
-        return per_step
-    total = ops.sum(per_step)
-    if reduction == "sum":
-        return total
-    return total / ops.maximum(ops.sum(valid), 1.0)
+        valid = ops.cast(mask, "bool")
+    return reduce_masked(per_step, valid, reduction)
 
 
 __all__ = ["CoverageAttention", "coverage_loss"]

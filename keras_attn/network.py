@@ -1,11 +1,10 @@
 """Attention whose score is any user-supplied network `f(q, k)`."""
 
-import copy
-
 import keras
 from keras import ops
 
 from keras_attn.base import BaseAttention
+from keras_attn.serialization import deserialize_layer
 
 
 @keras.saving.register_keras_serializable(package="keras_attn")
@@ -33,9 +32,7 @@ class NetworkAttention(BaseAttention):
 
     def __init__(self, network, **kwargs):
         super().__init__(**kwargs)
-        if isinstance(network, dict):
-            # Deserializing consumes the dict: leave the caller's config intact.
-            network = keras.saving.deserialize_keras_object(copy.deepcopy(network))
+        network = deserialize_layer(network)
         if not callable(network):
             raise ValueError(
                 "`network` must be a Keras layer or model computing "

@@ -27,9 +27,9 @@ All probabilities are float32, whatever the layers' dtype policy.
 import keras
 from keras import ops
 
+from keras_attn.loss_reduction import check_reduction, reduce_masked
 from keras_attn.pointer_parts import PointerScores, source_word_scores, write_rows
 
-_REDUCTIONS = ("mean", "sum", "none")
 _NEG_INF = float("-inf")
 
 
@@ -529,32 +529,20 @@ def pointer_nll(
     Returns:
         A float32 scalar, or `(batch, [T])` for `"none"`.
     """
-    if reduction not in _REDUCTIONS:
-        raise ValueError(
-            f"`reduction` must be one of {_REDUCTIONS}. Received: "
-            f"reduction={reduction!r}"
-        )
+    check_reduction(reduction)
     probs = target_probabilities(
         p_gen, vocab_probs, attention, source_ids, target_ids, from_logits
     )
     nll = -ops.log(probs + epsilon)
-    if mask is None:
-        valid = ops.ones_like(nll)
-    else:
+    valid = None
+    if mask is not None:
         if len(mask.shape) != len(nll.shape):
             raise ValueError(
                 f"`mask` must have the shape of `target_ids` "
                 f"{tuple(nll.shape)}. Received mask shape: {tuple(mask.shape)}"
             )
-        valid = ops.cast(mask, "float32")
-    # `where`, not a product: 0 * inf at padding would be NaN.
-    nll = ops.where(valid > 0, nll, 0.0)
-    if reduction == "none":
-        return nll
-    total = ops.sum(nll)
-    if reduction == "sum":
-        return total
-    return total / ops.maximum(ops.sum(valid), 1.0)
+        valid = ops.cast(mask, "bool")
+    return reduce_masked(nll, valid, reduction)
 
 
 __all__ = [

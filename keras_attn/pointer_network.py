@@ -30,20 +30,19 @@ id are both 0.
   (`NoRepeatNgram(1)` and `EndAfterAll`).
 """
 
-import copy
-
 import keras
 from keras import ops
 
 from keras_attn.additive import BahdanauAttention
 from keras_attn.base import AttentionMemory, BaseAttention
+from keras_attn.loss_reduction import check_reduction, reduce_masked
 from keras_attn.masking import softmax_dtype
 from keras_attn.processors import LogitsProcessor, NoRepeatNgram
 from keras_attn.search import beam_search, greedy_search, tile_batch
+from keras_attn.serialization import deserialize_layer
 
 END = 0
 _NEG_INF = float("-inf")
-_REDUCTIONS = ("mean", "sum", "none")
 
 
 def pointer_log_probs(attention, query, memory, mask=None):
@@ -91,11 +90,7 @@ def pointer_network_nll(log_probs, targets, reduction="mean"):
     Returns:
         The loss, float32.
     """
-    if reduction not in _REDUCTIONS:
-        raise ValueError(
-            f"`reduction` must be one of {_REDUCTIONS}. Received: "
-            f"reduction={reduction!r}"
-        )
+    check_reduction(reduction)
     targets = ops.cast(targets, "int32")
     valid = ops.greater_equal(targets, 0)
     # Padding reads the END column (never masked, so finite), then drops out.
@@ -104,13 +99,7 @@ def pointer_network_nll(log_probs, targets, reduction="mean"):
         ops.expand_dims(ops.maximum(targets, 0), -1),
         axis=-1,
     )
-    nll = ops.where(valid, -ops.squeeze(picked, -1), 0.0)
-    if reduction == "none":
-        return nll
-    total = ops.sum(nll)
-    if reduction == "sum":
-        return total
-    return total / ops.maximum(ops.sum(ops.cast(valid, "float32")), 1.0)
+    return reduce_masked(-ops.squeeze(picked, -1), valid, reduction)
 
 
 class EndAfterAll(LogitsProcessor):
@@ -131,13 +120,6 @@ class EndAfterAll(LogitsProcessor):
         is_end = ops.arange(ops.shape(log_probs)[1]) == END
         early = step < self.counts
         return self.ban(log_probs, ops.logical_and(is_end[None], early[:, None]))
-
-
-def _deserialize(obj):
-    if isinstance(obj, dict):
-        # Deserializing consumes the dict: leave the caller's config intact.
-        return keras.saving.deserialize_keras_object(copy.deepcopy(obj))
-    return obj
 
 
 @keras.saving.register_keras_serializable(package="keras_attn")
@@ -187,7 +169,7 @@ class PointerNetwork(keras.layers.Layer):
             raise ValueError(
                 f"`units` must be a positive integer. Received: units={units}"
             )
-        attention = _deserialize(attention)
+        attention = deserialize_layer(attention)
         if attention is None:
             attention = BahdanauAttention(units, dtype=self.dtype_policy)
         if not isinstance(attention, BaseAttention):

@@ -17,7 +17,8 @@ from keras_attn.attention_cells import (
     LuongAttentionCell,
     SelfAttentionCell,
 )
-from keras_attn.cell_wrapper import STYLES, AttentionCellWrapper, _deserialize
+from keras_attn.cell_wrapper import STYLES, AttentionCellWrapper
+from keras_attn.serialization import deserialize_layer
 
 
 def _is_shape(x):
@@ -77,7 +78,7 @@ class AttentionRNN(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        cell = _deserialize(cell)
+        cell = deserialize_layer(cell)
         if not isinstance(cell, AttentionCellWrapper):
             raise ValueError(
                 f"`cell` must be an AttentionCellWrapper. Received: cell={cell!r}"
@@ -203,7 +204,7 @@ class AttentionRNN(keras.layers.Layer):
     @classmethod
     def from_config(cls, config, custom_objects=None):
         config = dict(config)
-        config["cell"] = _deserialize(config["cell"], custom_objects)
+        config["cell"] = deserialize_layer(config["cell"], custom_objects)
         return cls(**config)
 
 
