@@ -54,9 +54,9 @@ def interleaved(
     for r in range(repeats):
         # Each round starts one program later, and every other round runs
         # backwards: each program runs in every position and after each of
-        # the others, so none is always the one after the heaviest (a fixed
-        # order made the same export 1.1-1.2x slower in one place than in
-        # another, BENCHMARKS.md section 4g).
+        # the others, so none is always the one after the heaviest: with a
+        # fixed order, the same program measured slower in one position than
+        # in another.
         shift = r % len(names)
         order = names[shift:] + names[:shift]
         order = order if r % 2 == 0 else order[::-1]
