@@ -197,36 +197,47 @@ class LengthBuckets(keras.utils.PyDataset):
 
     Most stories are far shorter than the longest (task 2: median 14
     sentences of up to 70), and a padded sentence still costs a step of the
-    RNN. Each story goes to the smallest of the lengths `T/4, T/2, T` that
-    holds it, a batch is drawn from one bucket and cut to its length: three
-    shapes to compile, and most steps are real sentences. Batches are
-    reshuffled every epoch.
+    RNN. Each story goes to the smallest bucket length that holds it, a
+    batch is drawn from one bucket and cut to its length. Bucket lengths are
+    the multiples of `bucket_width` (and the longest story), or with
+    `bucket_width=None` the three lengths `T/4, T/2, T`: one shape to compile
+    per bucket. Batches are reshuffled every epoch, by `(seed, epoch)`, so
+    that a resumed run sees the batches it would have seen.
 
     Args:
         split: `(stories, questions, answers)`, stories `(n, T, L)`,
             zero-padded at the end.
         batch_size: Batch size.
         seed: Seed of the shuffles.
+        bucket_width: Sentences between bucket lengths, or None.
     """
 
-    def __init__(self, split, batch_size, seed=0):
+    def __init__(self, split, batch_size, seed=0, bucket_width=5):
         super().__init__()
         self.stories, self.questions, self.answers = split
         self.batch_size = batch_size
-        self.rng = np.random.default_rng(seed)
+        self.seed = seed
         total = self.stories.shape[1]
-        self.bounds = sorted({max(1, -(-total // 4)), max(1, -(-total // 2)), total})
+        if bucket_width is None:
+            bounds = {max(1, -(-total // 4)), max(1, -(-total // 2)), total}
+        else:
+            bounds = {*range(bucket_width, total, bucket_width), total}
+        self.bounds = sorted(bounds)
         lengths = np.any(self.stories != 0, axis=-1).sum(axis=-1)
         self.bucket_of = np.searchsorted(self.bounds, lengths)
-        self.on_epoch_end()
+        self.epoch = 0
+        self.shuffle(0)
 
-    def on_epoch_end(self):
+    def shuffle(self, epoch):
+        """Sets the batches of `epoch` (a seeded draw of `(seed, epoch)`)."""
+        self.epoch = epoch
+        rng = np.random.default_rng([self.seed, epoch])
         batches = []
         for bucket in range(len(self.bounds)):
-            members = self.rng.permutation(np.flatnonzero(self.bucket_of == bucket))
+            members = rng.permutation(np.flatnonzero(self.bucket_of == bucket))
             for start in range(0, len(members), self.batch_size):
                 batches.append((bucket, members[start : start + self.batch_size]))
-        batches = [batches[i] for i in self.rng.permutation(len(batches))]
+        batches = [batches[i] for i in rng.permutation(len(batches))]
         # One batch of every length first: the TensorFlow adapter infers the
         # input signature (a length or None) from the first batches.
         firsts = {}
@@ -235,6 +246,9 @@ class LengthBuckets(keras.utils.PyDataset):
         front = sorted(firsts.values())
         rest = [b for i, b in enumerate(batches) if i not in firsts.values()]
         self.batches = [batches[i] for i in front] + rest
+
+    def on_epoch_end(self):
+        self.shuffle(self.epoch + 1)
 
     def __len__(self):
         return len(self.batches)
@@ -248,9 +262,13 @@ class LengthBuckets(keras.utils.PyDataset):
 # ---------------------------------------------------------------- model
 
 
-def build_model(vocab_size, max_words, dim=100, slots=20):
+def build_model(vocab_size, max_words, dim=100, slots=20, tied_slope=True):
     """The EntNet, and a second model on the same layers that also returns
-    the gates `(batch, T, slots)` and the read attention `(batch, slots)`."""
+    the gates `(batch, T, slots)` and the read attention `(batch, slots)`.
+
+    With `tied_slope`, the memory and the output share one PReLU slope, as in
+    the authors' code; the model's weights then save, its config does not.
+    """
     # Any number of sentences: training batches are cut to their length.
     story = keras.Input((None, max_words), dtype="int32", name="story")
     question = keras.Input((max_words,), dtype="int32", name="question")
@@ -262,17 +280,19 @@ def build_model(vocab_size, max_words, dim=100, slots=20):
         name="embedding",
     )
     sentences = PositionEncoder(max_words, name="story_encoder")(embed(story))
+    cell = EntityMemoryCell(slots, dim, return_gates=True)
     gates, memory = keras.layers.RNN(
-        EntityMemoryCell(slots, dim, return_gates=True),
+        cell,
         return_sequences=True,
         return_state=True,
         zero_output_for_mask=True,
         name="memory",
     )(sentences)
     query = PositionEncoder(max_words, name="question_encoder")(embed(question))
-    logits, read = EntityOutput(slots, vocab_size, name="output")(
-        [query, memory], return_attention_scores=True
+    output = EntityOutput(
+        slots, vocab_size, slope_source=cell if tied_slope else None, name="output"
     )
+    logits, read = output([query, memory], return_attention_scores=True)
     model = keras.Model([story, question], logits, name="entnet")
     inspect = keras.Model([story, question], [logits, gates, read])
     return model, inspect

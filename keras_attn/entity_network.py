@@ -279,6 +279,11 @@ class EntityOutput(keras.layers.Layer):
         output_dim: Number of logits (the answer vocabulary).
         kernel_initializer: Initializer of `H` `(d, d)` and `R` `(d, output_dim)`.
         alpha_initializer: Initializer of the PReLU slope `(d,)`.
+        slope_source: Optional layer with a PReLU slope `alpha` `(d,)`, e.g.
+            the `EntityMemoryCell`: this layer then uses that slope and
+            creates none, one set of slopes tied across the memory and the
+            output as in the authors' code. A tied layer has no config
+            (`get_config` raises): save its weights, not the model.
         **kwargs: Base `Layer` arguments.
 
     Call arguments:
@@ -300,11 +305,13 @@ class EntityOutput(keras.layers.Layer):
         output_dim,
         kernel_initializer=None,
         alpha_initializer="ones",
+        slope_source=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
         _check_positive_int("num_slots", num_slots)
         _check_positive_int("output_dim", output_dim)
+        self.slope_source = slope_source
         self.num_slots = num_slots
         self.output_dim = output_dim
         self.kernel_initializer = keras.initializers.get(
@@ -338,10 +345,16 @@ class EntityOutput(keras.layers.Layer):
             shape=(units, self.output_dim),
             initializer=self.kernel_initializer,
         )
-        self.alpha = self.add_weight(
-            name="alpha", shape=(units,), initializer=self.alpha_initializer
-        )
+        if self.slope_source is None:
+            self.alpha = self.add_weight(
+                name="alpha", shape=(units,), initializer=self.alpha_initializer
+            )
         self.built = True
+
+    def _slope(self):
+        if self.slope_source is None:
+            return self.alpha
+        return self.slope_source.alpha
 
     def call(self, inputs, return_attention_scores=False):
         query, memory = inputs
@@ -351,7 +364,7 @@ class EntityOutput(keras.layers.Layer):
         read = ops.einsum("bn,bnd->bd", weights, slots)
         hidden = query + ops.matmul(read, ops.cast(self.hidden_kernel, query.dtype))
         logits = ops.matmul(
-            _prelu(hidden, self.alpha), ops.cast(self.output_kernel, query.dtype)
+            _prelu(hidden, self._slope()), ops.cast(self.output_kernel, query.dtype)
         )
         if return_attention_scores:
             return logits, weights
@@ -372,6 +385,12 @@ class EntityOutput(keras.layers.Layer):
         return logits
 
     def get_config(self):
+        if self.slope_source is not None:
+            raise ValueError(
+                "`slope_source` cannot be serialized: save the weights of a "
+                "model with a tied slope. Received: "
+                f"slope_source={self.slope_source.name!r}"
+            )
         return {
             **super().get_config(),
             "num_slots": self.num_slots,

@@ -120,7 +120,7 @@ def test_length_buckets_cut_batches_to_their_bucket(example):
     for i, n in enumerate(lengths):
         stories[i, :n, 0] = 1
     split = (stories, np.ones((10, 3), "int32"), np.arange(10))
-    buckets = example.LengthBuckets(split, batch_size=2, seed=0)
+    buckets = example.LengthBuckets(split, batch_size=2, seed=0, bucket_width=None)
     assert buckets.bounds == [2, 4, 8]
     seen = []
     for i in range(len(buckets)):
@@ -134,6 +134,76 @@ def test_length_buckets_cut_batches_to_their_bucket(example):
     assert sorted(seen) == list(range(10))
     # The first batches show every length (the TensorFlow adapter peeks at them).
     assert sorted(buckets[i][0][0].shape[1] for i in range(3)) == [2, 4, 8]
+
+
+def test_length_buckets_by_width_and_epoch(example):
+    stories = np.zeros((10, 8, 3), "int32")
+    for i, n in enumerate([1, 2, 2, 3, 4, 5, 6, 8, 8, 1]):
+        stories[i, :n, 0] = 1
+    split = (stories, np.ones((10, 3), "int32"), np.arange(10))
+    buckets = example.LengthBuckets(split, batch_size=2, seed=3, bucket_width=3)
+    assert buckets.bounds == [3, 6, 8]
+    first = [b[1].tolist() for b in buckets.batches]
+    buckets.on_epoch_end()
+    second = [b[1].tolist() for b in buckets.batches]
+    assert buckets.epoch == 1 and second != first
+    # A resumed run draws epoch 1's batches without replaying epoch 0.
+    again = example.LengthBuckets(split, batch_size=2, seed=3, bucket_width=3)
+    again.shuffle(1)
+    assert [b[1].tolist() for b in again.batches] == second
+
+
+def _fixed_weights(model, seed=0):
+    rng = np.random.default_rng(seed)
+    model.set_weights(
+        [rng.normal(0, 0.3, w.shape).astype("float32") for w in model.get_weights()]
+    )
+
+
+@pytest.mark.tf_only
+def test_a_batch_cut_to_its_bucket_has_the_same_loss_and_gradients(example):
+    """The fine buckets' speed-up only drops padded sentences: the loss and
+    every gradient equal those of the batch padded to the longest story."""
+    import keras
+
+    rng = np.random.default_rng(1)
+    stories = np.zeros((4, 9, 3), "int32")
+    for i, n in enumerate([2, 3, 3, 1]):
+        stories[i, :n] = rng.integers(1, 7, (n, 3))
+    questions = rng.integers(1, 7, (4, 3)).astype("int32")
+    answers = np.array([1, 4, 2, 6])
+    model, _ = example.build_model(7, 3, dim=4, slots=3)
+    _fixed_weights(model)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def loss_and_grads(batch):
+        import tensorflow as tf
+
+        with tf.GradientTape() as tape:
+            loss = loss_fn(answers, model([batch, questions]))
+        grads = tape.gradient(loss, model.trainable_weights)
+        return float(loss), [tf.convert_to_tensor(g).numpy() for g in grads]
+
+    full_loss, full_grads = loss_and_grads(stories)
+    cut_loss, cut_grads = loss_and_grads(stories[:, :3])
+    assert full_loss > 0.1
+    np.testing.assert_allclose(cut_loss, full_loss, rtol=1e-6)
+    for cut, full in zip(cut_grads, full_grads, strict=True):
+        np.testing.assert_allclose(cut, full, atol=1e-6)
+
+
+def test_the_slope_is_tied_across_memory_and_output(example):
+    model, _ = example.build_model(7, 3, dim=4, slots=3)
+    paths = [w.path for w in model.trainable_weights]
+    assert sum(p.endswith("alpha") for p in paths) == 1
+    untied, _ = example.build_model(7, 3, dim=4, slots=3, tied_slope=False)
+    assert sum(w.path.endswith("alpha") for w in untied.trainable_weights) == 2
+    output = model.get_layer("output")
+    assert output.slope_source is model.get_layer("memory").cell
+    assert [w.path for w in output.weights if w.path.startswith("output/")] == [
+        "output/hidden_kernel",
+        "output/output_kernel",
+    ]
 
 
 @pytest.mark.slow

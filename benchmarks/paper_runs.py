@@ -1,0 +1,283 @@
+"""The papers' recipes as a resumable runner: EntNet on bAbI, Ptr-Nets on hulls/TSP.
+
+A *unit* is one training run: `(task, seed)` for bAbI, `(configuration,
+seed)` for the Pointer Networks. Each finished or interrupted unit appends one
+JSON line to a results file in the repository (`benchmarks/results/`): the
+test and validation errors, the epochs, CPU and wall seconds, the machine
+(`lscpu` model and flags), the command and the git commit. A line's `status`
+is `done` (the recipe's stopping rule was met) or `partial` (the budget of
+this invocation ran out); the last line of a unit is its current state.
+
+Resuming: a unit's state (weights, optimizer, epoch, curve) is checkpointed
+after every epoch under `--checkpoints` (outside git, `examples/output/` by
+default). A new invocation skips `done` units and continues the others from
+their last epoch, so the table fills over several sessions.
+
+Rendering: `render` rewrites the tables between the markers
+`<!-- results:babi:start -->` / `<!-- results:babi:end -->` (and
+`convex_hull`, `tsp`) in README.md and every docs/**.md that has them, from
+the results files alone (`benchmarks/paper_tables.py`).
+
+```
+# bAbI: tasks 16 and 19, seed 0, round-robin slices of 5 epochs, 80 minutes
+nohup nice -n 15 python -m benchmarks.paper_runs babi --tasks 16 19 --seeds 0 \\
+    --slice-epochs 5 --minutes 80 --commit > /work/artifacts/papers.log 2>&1 &
+# Pointer Networks, all configurations, on a GPU with JAX
+KERAS_BACKEND=jax python -m benchmarks.paper_runs pointer --seeds 0
+python -m benchmarks.paper_runs render
+```
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = {
+    "babi": ROOT / "benchmarks" / "results" / "babi.jsonl",
+    "pointer": ROOT / "benchmarks" / "results" / "pointer_networks.jsonl",
+}
+CHECKPOINTS = ROOT / "examples" / "output" / "paper_runs"
+# The CPU flags that decide matmul speed; the full list is long.
+_FLAGS = ("avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile")
+
+
+def parse_range(text):
+    """`"1-3"` -> [1, 2, 3]; `"4"` -> [4]."""
+    if "-" in text:
+        lo, hi = (int(x) for x in text.split("-"))
+        return list(range(lo, hi + 1))
+    return [int(text)]
+
+
+def machine():
+    """The CPU model and its matmul flags (`lscpu`), cores and accelerator."""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    except OSError:
+        out = ""
+    fields = dict(
+        line.split(":", 1) for line in out.splitlines() if ":" in line
+    )  # fmt: skip
+    flags = fields.get("Flags", "").split()
+    info = {
+        "cpu": fields.get("Model name", platform.processor() or "unknown").strip(),
+        "flags": [f for f in _FLAGS if f in flags],
+        "cores": os.cpu_count(),
+        "accelerator": "none",
+    }
+    if os.environ.get("KERAS_BACKEND") == "jax":
+        import jax
+
+        device = jax.devices()[0]
+        if device.platform != "cpu":
+            info["accelerator"] = device.device_kind
+    return info
+
+
+def git_commit():
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+        )
+    except OSError:
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+def read_results(path):
+    """The result lines of `path` (none if it does not exist)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line]
+
+
+def latest_by_unit(results):
+    """`{unit: its last line}`: a unit's later lines supersede its earlier."""
+    latest = {}
+    for line in results:
+        latest[line["unit"]] = line
+    return latest
+
+
+def append_result(path, line):
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        f.write(json.dumps(line, sort_keys=True) + "\n")
+
+
+def commit_results(paths, message):
+    """Commits the results files alone; a busy index is retried, then skipped."""
+    paths = [str(p) for p in paths]
+    for _ in range(5):
+        add = subprocess.run(["git", "-C", str(ROOT), "add", *paths])
+        done = subprocess.run(
+            ["git", "-C", str(ROOT), "commit", "-q", "-m", message, "--", *paths]
+        )
+        if add.returncode == 0 and done.returncode == 0:
+            return True
+        time.sleep(2)
+    return False
+
+
+class Clock:
+    """CPU and wall seconds since the start, and a wall-clock deadline."""
+
+    def __init__(self, minutes=None):
+        self.cpu, self.wall = time.process_time(), time.monotonic()
+        self.deadline = None if minutes is None else self.wall + 60 * minutes
+
+    def seconds(self):
+        return time.process_time() - self.cpu, time.monotonic() - self.wall
+
+    def expired(self):
+        return self.deadline is not None and time.monotonic() > self.deadline
+
+
+def run_units(units, results_path, train_unit, clock, slice_epochs=None, log=print):
+    """Runs `units` round-robin until all are done or `clock` expires.
+
+    Args:
+        units: A list of dicts, each with a unique `unit` name (and whatever
+            `train_unit` reads).
+        results_path: The JSONL results file: `done` units are skipped.
+        train_unit: `train_unit(unit, max_new_epochs, clock) -> line`, the
+            unit's result line with `status` `done` or `partial`; it
+            resumes from its own checkpoint.
+        slice_epochs: At most this many epochs of a unit per visit (None:
+            each unit to its end), so that several units advance together.
+
+    Returns:
+        The lines appended.
+    """
+    appended = []
+    pending = list(units)
+    while pending and not clock.expired():
+        for unit in list(pending):
+            latest = latest_by_unit(read_results(results_path))
+            if _is_done(unit, latest.get(unit["unit"])) or _settled(unit, latest):
+                pending.remove(unit)
+                continue
+            if clock.expired():
+                break
+            line = train_unit(unit, slice_epochs, clock)
+            append_result(results_path, line)
+            appended.append(line)
+            log(f"{line['unit']}: {line['status']}, {_brief(line)}")
+            if line["status"] == "done":
+                pending.remove(unit)
+    return appended
+
+
+def _is_done(unit, line):
+    """Done by the recipe: a line done under a smaller `--max-epochs` is not."""
+    if line is None or line["status"] != "done":
+        return False
+    return line["val_error"] == 0 or line["max_epochs"] >= unit["max_epochs"]
+
+
+def _settled(unit, latest):
+    """A bAbI task needs no more seeds once one run reached 0% validation."""
+    group = unit.get("group")
+    return group is not None and any(
+        line.get("group") == group
+        and line.get("status") == "done"
+        and line.get("val_error") == 0
+        and line["unit"] != unit["unit"]
+        for line in latest.values()
+    )
+
+
+def _brief(line):
+    return (
+        f"val {100 * line['val_error']:.1f}%, test {_pct(line.get('test_error'))}, "
+        f"{line['epochs']} epochs, {line['cpu_seconds']:.0f} CPU s"
+    )
+
+
+def _pct(value):
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def provenance(argv):
+    """What every line records: the machine, the command, the commit."""
+    import keras
+
+    return {
+        "machine": machine(),
+        "backend": keras.backend.backend(),
+        "command": "python -m benchmarks.paper_runs " + shlex.join(argv),
+        "commit": git_commit(),
+    }
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("what", choices=["babi", "pointer", "render"])
+    parser.add_argument("--tasks", nargs="+", default=["1-20"], help="bAbI tasks")
+    parser.add_argument(
+        "--configs", nargs="+", default=None, help="Ptr-Net configurations"
+    )
+    parser.add_argument("--seeds", nargs="+", default=["0-9"])
+    parser.add_argument("--max-epochs", type=int, default=None)
+    parser.add_argument("--slice-epochs", type=int, default=None)
+    parser.add_argument("--minutes", type=float, default=None, help="wall budget")
+    parser.add_argument("--checkpoints", type=Path, default=CHECKPOINTS)
+    parser.add_argument("--results", type=Path, default=None)
+    parser.add_argument("--data-dir", type=Path, default=None)
+    parser.add_argument("--commit", action="store_true", help="git commit results")
+    parser.add_argument("--render", action="store_true", help="render after")
+    args = parser.parse_args(argv)
+
+    from benchmarks import paper_tables
+
+    if args.what == "render":
+        changed = paper_tables.render_all(ROOT, RESULTS["babi"], RESULTS["pointer"])
+        print("\n".join(str(p) for p in changed) or "no markers found")
+        return
+    from benchmarks import paper_units
+
+    results_path = args.results or RESULTS[args.what]
+    seeds = [s for text in args.seeds for s in parse_range(text)]
+    context = {**provenance(argv), "checkpoints": args.checkpoints}
+    if args.what == "babi":
+        tasks = [t for text in args.tasks for t in parse_range(text)]
+        units = paper_units.babi_units(tasks, seeds, args.max_epochs, args.data_dir)
+    else:
+        units = paper_units.pointer_units(args.configs, seeds, args.max_epochs)
+
+    def train_unit(unit, slice_epochs, clock):
+        return paper_units.train(unit, slice_epochs, clock, context)
+
+    last_commit = [time.monotonic()]
+
+    def log(message):
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+        # A commit per finished unit, and at most one per 10 minutes otherwise.
+        due = time.monotonic() - last_commit[0] > 600 or ": done" in message
+        if args.commit and due:
+            commit_results([results_path], f"paper runs: {message}")
+            last_commit[0] = time.monotonic()
+
+    run_units(
+        units, results_path, train_unit, Clock(args.minutes), args.slice_epochs, log
+    )
+    if args.render:
+        paper_tables.render_all(ROOT, RESULTS["babi"], RESULTS["pointer"])
+
+
+if __name__ == "__main__":
+    main()

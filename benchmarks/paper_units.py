@@ -1,0 +1,344 @@
+"""The units of `benchmarks/paper_runs.py`: one resumable training run each.
+
+bAbI (Henaff et al. 2017, as the authors' code): Adam 0.01 halved every 25
+epochs, at most 200 epochs, batch 32, gradients clipped at norm 40, N(0, 0.1)
+initialization, 20 slots of 100 dimensions, one PReLU slope tied across the
+memory and the output, separate learned position masks for the story and
+the question, memories normalized after each update, a 90/10 train/validation
+split (the same for every seed), at most 70 sentences (130 for task 3). A run
+stops at 0% validation error; its test error is the one of its epoch of
+lowest validation error.
+
+Pointer Networks (Vinyals et al. 2015): one-layer LSTMs of the paper's 256
+units, batch 128, gradients clipped at 2.0, 1M training examples generated
+on the fly (an "epoch" here is one chunk of `chunk` fresh examples, drawn by
+`(seed, chunk index)`, so a resumed run sees the examples it would have
+seen). Adam 1e-3 instead of the paper's SGD 1.0 (the examples' default: it
+converges in fewer steps). The TSP reference at n <= 10 is Held-Karp; at
+n = 20 it is Held-Karp too, computed once and cached beside the checkpoints.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+from keras import ops
+
+from examples import entity_networks as entnet
+from examples import pointer_networks as ptrnet
+
+BABI_MAX_EPOCHS = 200
+BABI_HALVE_EVERY = 25
+
+# The paper's settings where the budget allows; `chunk` examples an epoch.
+POINTER_CONFIGS = {
+    "hull-5-50": {"task": "hull", "train_n": "5-50", "test_n": [5, 10, 50]},
+    "hull-50": {"task": "hull", "train_n": "50", "test_n": [50]},
+    "tsp-5-20": {"task": "tsp", "train_n": "5-20", "test_n": [5, 10, 20]},
+}
+POINTER_DEFAULTS = {
+    "units": 256,
+    "batch_size": 128,
+    "examples": 1_000_000,
+    "chunk": 20_000,
+    "val_size": 1000,
+    "test_size": 1000,
+    "tsp20_test_size": 500,
+    "pad_to": 5,
+    "learning_rate": 1e-3,
+}
+
+
+class Checkpoint:
+    """A unit's weights, optimizer variables and state, saved every epoch."""
+
+    def __init__(self, directory):
+        self.directory = Path(directory)
+
+    def save(self, model, state):
+        self.directory.mkdir(parents=True, exist_ok=True)
+        arrays = {f"w{i}": np.asarray(w) for i, w in enumerate(model.get_weights())}
+        for i, v in enumerate(model.optimizer.variables):
+            arrays[f"o{i}"] = ops.convert_to_numpy(v)
+        tmp = self.directory / "weights.tmp.npz"
+        np.savez(tmp, **arrays)
+        tmp.replace(self.directory / "weights.npz")
+        (self.directory / "state.json").write_text(json.dumps(state))
+
+    def load(self, model):
+        """The saved state (weights and optimizer restored), or None."""
+        state_path = self.directory / "state.json"
+        if not state_path.exists():
+            return None
+        with np.load(self.directory / "weights.npz") as arrays:
+            n_weights = len(model.get_weights())
+            model.set_weights([arrays[f"w{i}"] for i in range(n_weights)])
+            model.optimizer.build(model.trainable_variables)
+            for i, v in enumerate(model.optimizer.variables):
+                v.assign(arrays[f"o{i}"])
+        return json.loads(state_path.read_text())
+
+
+def babi_units(tasks, seeds, max_epochs=None, data_dir=None):
+    """Seeds outer, tasks inner: every task gets a run before any a second."""
+    return [
+        {
+            "unit": f"babi/task{task}/seed{seed}",
+            "group": f"babi/task{task}",
+            "kind": "babi",
+            "task": task,
+            "seed": seed,
+            "max_epochs": max_epochs or BABI_MAX_EPOCHS,
+            "data_dir": str(data_dir or entnet.DEFAULT_DATA_DIR),
+        }
+        for seed in seeds
+        for task in tasks
+    ]
+
+
+def pointer_units(configs, seeds, max_epochs=None):
+    configs = configs or list(POINTER_CONFIGS)
+    units = []
+    for seed in seeds:
+        for name in configs:
+            if name not in POINTER_CONFIGS:
+                raise ValueError(
+                    f"`config` must be one of {sorted(POINTER_CONFIGS)}. "
+                    f"Received: config={name!r}"
+                )
+            settings = {**POINTER_DEFAULTS, **POINTER_CONFIGS[name]}
+            epochs = settings["examples"] // settings["chunk"]
+            units.append(
+                {
+                    "unit": f"pointer/{name}/seed{seed}",
+                    "group": f"pointer/{name}",
+                    "kind": "pointer",
+                    "config": name,
+                    "seed": seed,
+                    "max_epochs": max_epochs or epochs,
+                    **settings,
+                }
+            )
+    return units
+
+
+def train(unit, slice_epochs, clock, context):
+    """Trains `unit` from its checkpoint for at most `slice_epochs` epochs."""
+    root = Path(context["checkpoints"])
+    checkpoint = Checkpoint(root / unit["unit"])
+    if unit["kind"] == "babi":
+        line = _babi_epochs(unit, checkpoint, slice_epochs, clock)
+    else:
+        line = _pointer_epochs(unit, checkpoint, slice_epochs, clock, root)
+    keys = ("machine", "backend", "command", "commit")
+    return {**{k: context[k] for k in keys}, **line}
+
+
+def _fresh_state():
+    return {
+        "epoch": 0,
+        "best_val": None,
+        "best_epoch": 0,
+        "test": None,
+        "curve": [],
+        "cpu_seconds": 0.0,
+        "wall_seconds": 0.0,
+    }
+
+
+def _run_epochs(
+    unit, checkpoint, model, slice_epochs, clock, epoch_fn, stop_fn, test_at_best
+):
+    """The shared loop: resume, train epochs, checkpoint, and the result line.
+
+    `epoch_fn(epoch, state) -> (loss, val_error, test)` trains and validates
+    one epoch; `test()` evaluates on the test set: at every new best
+    validation error with `test_at_best` (bAbI: the kept epoch's test
+    error), else once at the end of the visit (Ptr-Nets: the validation
+    loss on fresh examples hardly overfits, and decoding is slow).
+    `stop_fn(state)` says the recipe's stopping rule is met.
+    """
+    state = checkpoint.load(model) or _fresh_state()
+    visit, test = 0, None
+    while state["epoch"] < unit["max_epochs"] and not stop_fn(state):
+        if clock.expired() or (slice_epochs and visit >= slice_epochs):
+            break
+        cpu, wall = time.process_time(), time.monotonic()
+        loss, val_error, test = epoch_fn(state["epoch"], state)
+        state["epoch"] += 1
+        state["curve"].append([round(loss, 5), round(val_error, 5)])
+        if state["best_val"] is None or val_error < state["best_val"]:
+            state.update(best_val=val_error, best_epoch=state["epoch"])
+            if test_at_best:
+                state["test"] = test()
+        state["cpu_seconds"] += time.process_time() - cpu
+        state["wall_seconds"] += time.monotonic() - wall
+        checkpoint.save(model, state)
+        visit += 1
+    if test is not None and not test_at_best:
+        cpu, wall = time.process_time(), time.monotonic()
+        state["test"] = test()
+        state["cpu_seconds"] += time.process_time() - cpu
+        state["wall_seconds"] += time.monotonic() - wall
+        checkpoint.save(model, state)
+    done = state["epoch"] >= unit["max_epochs"] or stop_fn(state)
+    test = state["test"] or {}
+    return {
+        "unit": unit["unit"],
+        "group": unit["group"],
+        "seed": unit["seed"],
+        "status": "done" if done else "partial",
+        "val_error": state["best_val"],
+        "test_error": test.get("error"),
+        "test": test,
+        "epochs": state["epoch"],
+        "best_epoch": state["best_epoch"],
+        "max_epochs": unit["max_epochs"],
+        "curve": state["curve"],
+        "cpu_seconds": state["cpu_seconds"],
+        "wall_seconds": state["wall_seconds"],
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+# ------------------------------------------------------------------ bAbI
+
+
+def _babi_epochs(unit, checkpoint, slice_epochs, clock):
+    task, seed = unit["task"], unit["seed"]
+    data = entnet.load_task(unit["data_dir"], task, seed=0)
+    keras.utils.set_random_seed(seed)
+    model, _ = entnet.build_model(len(data["vocab"]), data["max_words"])
+    model.compile(
+        optimizer=keras.optimizers.Adam(0.01, clipnorm=40.0),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
+    batches = entnet.LengthBuckets(data["train"], 32, seed=seed)
+
+    def epoch_fn(epoch, state):
+        lr = 0.01 * 0.5 ** (epoch // BABI_HALVE_EVERY)
+        model.optimizer.learning_rate.assign(lr)
+        batches.shuffle(epoch)
+        losses = []
+        for i in range(len(batches)):
+            (stories, questions), answers = batches[i]
+            losses.append(float(model.train_on_batch([stories, questions], answers)))
+        val_error = entnet.error_rate(model, data["val"])
+
+        def test():
+            return {"error": entnet.error_rate(model, data["test"])}
+
+        return float(np.mean(losses)), val_error, test
+
+    line = _run_epochs(
+        unit,
+        checkpoint,
+        model,
+        slice_epochs,
+        clock,
+        epoch_fn,
+        lambda state: state["best_val"] == 0,
+        test_at_best=True,
+    )
+    line.update(
+        task=task,
+        subset=data["subset"],
+        n_train=len(data["train"][2]),
+        n_val=len(data["val"][2]),
+        recipe="adam 0.01 halved/25 ep, batch 32, clip 40, 20x100, tied PReLU",
+    )
+    return line
+
+
+# ------------------------------------------------------------------ Ptr-Net
+
+
+def tsp_reference(points, cache_dir, name):
+    """Held-Karp tours' lengths of `points`, cached as `name.npy`."""
+    path = Path(cache_dir) / f"{name}.npy"
+    if path.exists():
+        return np.load(path)
+    # One instance at a time at n = 20: 2^19 subsets x 19 ends in float64.
+    lengths = np.concatenate(
+        [ptrnet.held_karp(points[i : i + 1])[1] for i in range(len(points))]
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, lengths)
+    return lengths
+
+
+def _pointer_test_groups(unit, cache_dir):
+    groups = []
+    for n in unit["test_n"]:
+        size = unit["tsp20_test_size"] if unit["task"] == "tsp" and n > 10 else None
+        count = size or unit["test_size"]
+        points = ptrnet.make_points(count, n, seed=10_000 + n)
+        group = {"n": n, "points": points}
+        if unit["task"] == "hull":
+            group["targets"] = [ptrnet.convex_hull(p) for p in points]
+        elif n <= ptrnet.HELD_KARP_MAX_N:
+            group["ref"] = ptrnet.tsp_targets(points)[1]
+        else:
+            group["ref"] = tsp_reference(points, cache_dir, f"tsp{n}_x{count}")
+        groups.append(group)
+    return groups
+
+
+def _pointer_epochs(unit, checkpoint, slice_epochs, clock, cache_dir):
+    task, seed = unit["task"], unit["seed"]
+    sizes = ptrnet.parse_sizes(unit["train_n"])
+    keras.utils.set_random_seed(seed)
+    model, layer = ptrnet.build_model(
+        unit["units"], task == "tsp", "adam", unit["learning_rate"]
+    )
+    val = ptrnet.make_split(task, sizes, unit["val_size"], seed=100_000 + seed)
+    val_batches = ptrnet.Batches(val, unit["batch_size"], unit["pad_to"], seed)
+
+    def epoch_fn(epoch, state):
+        chunk = ptrnet.make_split(
+            task, sizes, unit["chunk"], seed=seed * 10_000 + epoch
+        )
+        batches = ptrnet.Batches(chunk, unit["batch_size"], unit["pad_to"], epoch)
+        losses = [
+            float(np.asarray(model.train_on_batch(*batches[i])))
+            for i in range(len(batches))
+        ]
+        val_loss = float(
+            np.mean(
+                [model.test_on_batch(*val_batches[i]) for i in range(len(val_batches))]
+            )
+        )
+
+        def test():
+            groups = _pointer_test_groups(unit, cache_dir)
+            metrics = ptrnet.evaluate(task, layer, groups, beam_size=1)
+            return {str(n): m for n, m in metrics.items()}
+
+        return float(np.mean(losses)), val_loss, test
+
+    line = _run_epochs(
+        unit,
+        checkpoint,
+        model,
+        slice_epochs,
+        clock,
+        epoch_fn,
+        lambda state: False,
+        test_at_best=False,
+    )
+    line.update(
+        config=unit["config"],
+        task=task,
+        train_n=unit["train_n"],
+        examples=line["epochs"] * unit["chunk"],
+        val_metric="val NLL per output step",
+        recipe=(
+            f"LSTM {unit['units']}, batch {unit['batch_size']}, adam "
+            f"{unit['learning_rate']:g}, clip 2, {unit['chunk']} fresh examples/epoch"
+        ),
+    )
+    return line

@@ -1,0 +1,213 @@
+"""The papers' runner: skip and resume, checkpoints, and the rendered tables."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+
+from benchmarks import paper_runs, paper_tables, paper_units
+
+MACHINE = {"cpu": "Test CPU", "flags": [], "cores": 2, "accelerator": "none"}
+
+
+class FakeClock:
+    def __init__(self, expire_after=None):
+        self.calls, self.expire_after = 0, expire_after
+
+    def expired(self):
+        self.calls += 1
+        return self.expire_after is not None and self.calls > self.expire_after
+
+
+def _babi_line(task, seed, status, val, test, epochs, subset="en-10k"):
+    return {
+        "unit": f"babi/task{task}/seed{seed}",
+        "group": f"babi/task{task}",
+        "seed": seed,
+        "status": status,
+        "val_error": val,
+        "test_error": test,
+        "epochs": epochs,
+        "best_epoch": epochs,
+        "cpu_seconds": 120.0,
+        "subset": subset,
+        "n_train": 9000,
+        "n_val": 1000,
+        "machine": MACHINE,
+        "backend": "tensorflow",
+    }
+
+
+def _fake_trainer(progress, val_at_end):
+    """A unit of 3 epochs that remembers its epoch between visits."""
+
+    def train_unit(unit, slice_epochs, clock):
+        start = progress.get(unit["unit"], 0)
+        end = min(3, start + (slice_epochs or 3))
+        progress[unit["unit"]] = end
+        status = "done" if end == 3 else "partial"
+        val = val_at_end[unit["unit"]] if end == 3 else 0.5
+        line = _babi_line(unit["task"], unit["seed"], status, val, val, end)
+        return {**line, "max_epochs": 3}
+
+    return train_unit
+
+
+def test_runner_slices_resumes_and_skips_done_units(tmp_path):
+    path = tmp_path / "babi.jsonl"
+    units = paper_units.babi_units([1, 2], [0, 1], max_epochs=3)
+    assert [u["unit"] for u in units] == [
+        "babi/task1/seed0",
+        "babi/task2/seed0",
+        "babi/task1/seed1",
+        "babi/task2/seed1",
+    ]
+    progress = {}
+    # Task 1 reaches 0% validation error with seed 0: seed 1 is not needed.
+    val = {"babi/task1/seed0": 0.0, "babi/task2/seed0": 0.1, "babi/task2/seed1": 0.2}
+    trainer = _fake_trainer(progress, val)
+    # The budget expires after the first visit of the first three units.
+    first = paper_runs.run_units(
+        units, path, trainer, FakeClock(expire_after=4), slice_epochs=2, log=str
+    )
+    assert [(r["unit"], r["status"], r["epochs"]) for r in first] == [
+        ("babi/task1/seed0", "partial", 2),
+        ("babi/task2/seed0", "partial", 2),
+        ("babi/task1/seed1", "partial", 2),
+    ]
+    second = paper_runs.run_units(units, path, trainer, FakeClock(), 2, log=str)
+    assert [(r["unit"], r["status"], r["epochs"]) for r in second] == [
+        ("babi/task1/seed0", "done", 3),
+        ("babi/task2/seed0", "done", 3),
+        ("babi/task2/seed1", "partial", 2),
+        ("babi/task2/seed1", "done", 3),
+    ]
+    # Everything is done or settled: a third invocation trains nothing.
+    assert paper_runs.run_units(units, path, trainer, FakeClock(), 2, log=str) == []
+    latest = paper_runs.latest_by_unit(paper_runs.read_results(path))
+    assert len(paper_runs.read_results(path)) == 7
+    assert latest["babi/task1/seed1"]["status"] == "partial"
+    assert latest["babi/task2/seed1"]["val_error"] == 0.2
+    # A unit done under a smaller epoch limit goes on under a larger one.
+    more = [{**u, "max_epochs": 4} for u in units]
+    assert [
+        r["unit"]
+        for r in paper_runs.run_units(more, path, trainer, FakeClock(), 2, log=str)
+    ] == ["babi/task2/seed0", "babi/task2/seed1"]
+
+
+def test_checkpoint_restores_weights_and_optimizer(tmp_path):
+    def model_and_step(seed):
+        keras.utils.set_random_seed(seed)
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+        model.compile(optimizer=keras.optimizers.Adam(0.1), loss="mse")
+        return model
+
+    x, y = np.ones((4, 3), "float32"), np.zeros((4, 2), "float32")
+    model = model_and_step(0)
+    model.train_on_batch(x, y)
+    checkpoint = paper_units.Checkpoint(tmp_path / "unit")
+    assert checkpoint.load(model) is None
+    checkpoint.save(model, {"epoch": 1})
+    model.train_on_batch(x, y)
+    expected = [np.array(w) for w in model.get_weights()]
+
+    resumed = model_and_step(1)
+    assert checkpoint.load(resumed) == {"epoch": 1}
+    resumed.train_on_batch(x, y)
+    for got, want in zip(resumed.get_weights(), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_run_epochs_resumes_from_the_last_epoch(tmp_path):
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse")
+    model.optimizer.build(model.trainable_variables)
+    unit = {"unit": "babi/task1/seed0", "group": "babi/task1", "seed": 0}
+    unit["max_epochs"] = 4
+    vals = [0.3, 0.2, 0.25, 0.1]
+    seen = []
+
+    def epoch_fn(epoch, state):
+        seen.append(epoch)
+        return 1.0 / (epoch + 1), vals[epoch], lambda: {"error": vals[epoch] + 0.01}
+
+    checkpoint = paper_units.Checkpoint(tmp_path / "c")
+
+    def visit(slice_epochs):
+        return paper_units._run_epochs(
+            unit, checkpoint, model, slice_epochs, FakeClock(), epoch_fn,
+            lambda state: False, test_at_best=True,
+        )  # fmt: skip
+
+    partial = visit(3)
+    assert partial["status"] == "partial" and partial["epochs"] == 3
+    assert (partial["val_error"], partial["best_epoch"]) == (0.2, 2)
+    assert partial["test_error"] == pytest.approx(0.21)
+    done = visit(3)
+    assert seen == [0, 1, 2, 3]
+    assert done["status"] == "done" and done["best_epoch"] == 4
+    assert done["test_error"] == pytest.approx(0.11)
+    assert [v for _, v in done["curve"]] == vals
+
+
+def test_babi_table_counts_runs_and_compares_with_the_paper():
+    lines = [
+        _babi_line(1, 0, "done", 0.0, 0.0, 4),
+        _babi_line(2, 0, "done", 0.08, 0.09, 200),
+        _babi_line(2, 1, "partial", 0.02, 0.03, 10),
+        _babi_line(3, 0, "partial", 0.2, 0.25, 7, subset="en"),
+    ]
+    table = paper_tables.babi_table(lines)
+    rows = {r.split("|")[1].strip(): r for r in table.splitlines() if r.startswith("|")}
+    # Task 2: the best run is seed 1 (lower validation error), still partial.
+    cells = [c.strip() for c in rows["2"].split("|")[1:-1]]
+    assert cells[:6] == [
+        "2",
+        "en-10k (9000 + 1000 val)",
+        "3.0",
+        "0.1",
+        "2.0",
+        "10 (10)*",
+    ]
+    assert rows["2"].endswith("| 2 (1 done) | 210 | 4 |")
+    assert "| 4 | not run |" in table
+    # Failed and mean over the two 10k tasks run; task 3 apart.
+    assert "| 2 of 19 | **0** | 0 |" in table
+    assert "| 2 of 19 | **1.5** | 0.1 |" in table
+    assert "25.0% test error" in table
+    assert "Test CPU (tensorflow)" in table
+
+
+def test_render_replaces_only_between_the_markers(tmp_path):
+    docs = tmp_path / "docs" / "deep"
+    docs.mkdir(parents=True)
+    page = docs / "page.md"
+    page.write_text(
+        "intro\n<!-- results:babi:start -->\nold table\n"
+        "<!-- results:babi:end -->\noutro\n<!-- results:tsp:start -->\nold\n"
+        "<!-- results:tsp:end -->\n"
+    )
+    (tmp_path / "README.md").write_text("no markers\n")
+    babi = tmp_path / "babi.jsonl"
+    babi.write_text(json.dumps(_babi_line(1, 0, "done", 0.0, 0.01, 3)) + "\n")
+    tsp = {
+        **_babi_line(1, 0, "partial", 0.5, None, 2),
+        "unit": "pointer/tsp-5-20/seed0",
+        "group": "pointer/tsp-5-20",
+        "task": "tsp",
+        "train_n": "5-20",
+        "examples": 40000,
+        "test": {"10": {"tour_length": 2.93, "reference_length": 2.87}},
+    }
+    pointer = tmp_path / "pointer.jsonl"
+    pointer.write_text(json.dumps(tsp) + "\n")
+    changed = paper_tables.render_all(tmp_path, babi, pointer)
+    assert changed == [page]
+    text = page.read_text()
+    assert text.startswith("intro\n<!-- results:babi:start -->\n| Task |")
+    assert "old" not in text and text.count("results:") == 4
+    assert "\noutro\n" in text
+    assert "| 5-20 | 10 | 2.93 | 2.87 | 2.1 | 2.87 / 2.87 | 40,000* |" in text
+    assert paper_tables.render_all(tmp_path, babi, pointer) == []
