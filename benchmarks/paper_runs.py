@@ -201,8 +201,12 @@ def _settled(unit, latest):
 
 
 def _brief(line):
+    if "val_metric" in line:
+        val = f"{line['val_metric']} {line['val_error']:.4f}"
+    else:
+        val = f"val {100 * line['val_error']:.1f}%"
     return (
-        f"val {100 * line['val_error']:.1f}%, test {_pct(line.get('test_error'))}, "
+        f"{val}, test {_pct(line.get('test_error'))}, "
         f"{line['epochs']} epochs, {line['cpu_seconds']:.0f} CPU s"
     )
 

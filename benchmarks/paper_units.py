@@ -316,6 +316,9 @@ def _pointer_epochs(unit, checkpoint, slice_epochs, clock, cache_dir):
         def test():
             groups = _pointer_test_groups(unit, cache_dir)
             metrics = ptrnet.evaluate(task, layer, groups, beam_size=1)
+            for m in metrics.values():
+                if task == "tsp":  # every reference here is Held-Karp's optimum
+                    m["reference"] = "optimal"
             return {str(n): m for n, m in metrics.items()}
 
         return float(np.mean(losses)), val_loss, test
