@@ -27,10 +27,10 @@ def additive_scores(query, keys, v, bias=None, extra=None):
         hidden = hidden + extra
     if keras.backend.backend() == "jax":
         # XLA fuses tanh and the sum over units into one pass over the 4-D
-        # tensor; a contraction would write tanh(hidden) out first (2x slower).
+        # tensor; a contraction would write tanh(hidden) out first.
         return ops.sum(ops.tanh(hidden) * v, axis=-1)
-    # TensorFlow and torch run kernel by kernel: einsum's contraction is half
-    # the time of the elementwise product and sum (BENCHMARKS.md).
+    # TensorFlow and torch run kernel by kernel: einsum's contraction is one
+    # kernel where the elementwise product and the sum are two passes.
     return ops.einsum("bqku,u->bqk", ops.tanh(hidden), v)
 
 

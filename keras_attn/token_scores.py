@@ -26,9 +26,10 @@ _INT32_MAX = 2**31 - 1
 def argmax_first(scores, ids=None):
     """Each row's maximum and the smallest id at it, as `argmax` picks ties.
 
-    From a max and a min rather than `argmax`: under XLA on CPU a reduction
-    over value-index pairs is one slow pass where these are two fast ones.
-    With `initial` values, an empty batch is no error.
+    From a max and a min rather than `argmax`: under XLA on CPU, `argmax`
+    is one reduction over value-index pairs, which runs more slowly than
+    two plain reductions. With `initial` values, an empty batch is no
+    error.
 
     Args:
         scores: float `(N, W)`.

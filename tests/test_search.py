@@ -487,6 +487,17 @@ def test_sampling_frequencies_follow_top_k_and_top_p():
     np.testing.assert_allclose(first_tokens(top_p=0.7), [2 / 3, 1 / 3, 0, 0], atol=0.03)
 
 
+def compiled(search, *args, **kwargs):
+    """`search(*args, **kwargs)`, under `jax.jit` on JAX: one compilation of
+    all the halving stages' loops, where eagerly each stage's loop compiles
+    on its own."""
+    if BACKEND != "jax":
+        return search(*args, **kwargs)
+    import jax
+
+    return jax.jit(lambda: search(*args, **kwargs))()
+
+
 def counting_step(step, seen):
     """`step` that appends the number of rows of each call to `seen`."""
 
@@ -509,11 +520,10 @@ def test_dropping_finished_rows_decodes_the_same(options):
             ka.greedy_search(make_step(*tables), *args, drop_finished=True, **options)
     full = ka.greedy_search(make_step(*tables), *args, **options)
     lengths = ops.convert_to_numpy(full.lengths)
-    # JAX compiles each stage's loop at each eager call: once is enough.
-    for drop in _DROPS[BACKEND] if options or BACKEND != "jax" else []:
+    for drop in _DROPS[BACKEND]:
         seen = []
         step = counting_step(make_step(*tables), seen)
-        dropped = ka.greedy_search(step, *args, drop_finished=drop, **options)
+        dropped = compiled(ka.greedy_search, step, *args, drop_finished=drop, **options)
         _assert_same(full._asdict(), dropped._asdict())
         # The rows still open before each step were computed: no more with
         # `True`, a batch of 9 halved to 4, 2, 1 (more than half open).
@@ -538,10 +548,10 @@ def test_halving_a_batch_larger_than_its_stages_with_rows_cut_at_max_length():
     tables = make_tables(seed=8)
     full = ka.greedy_search(make_step(*tables), *args)
     assert (ops.convert_to_numpy(full.lengths) == 3).any(), "rows must be cut"
-    # The stages are backend-independent Python: JAX's fixed shapes are
-    # tested above, where each stage's eager compilation costs less.
-    for drop in _DROPS[BACKEND] if BACKEND != "jax" else []:
-        dropped = ka.greedy_search(make_step(*tables), *args, drop_finished=drop)
+    for drop in _DROPS[BACKEND]:
+        dropped = compiled(
+            ka.greedy_search, make_step(*tables), *args, drop_finished=drop
+        )
         _assert_same(full._asdict(), dropped._asdict())
 
 
