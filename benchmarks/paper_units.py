@@ -54,33 +54,38 @@ POINTER_DEFAULTS = {
 
 
 class Checkpoint:
-    """A unit's weights, optimizer variables and state, saved every epoch."""
+    """A unit's weights, optimizer variables and state, saved every epoch.
+
+    One `.npz` file, replaced atomically: a run killed while saving resumes
+    from the previous epoch, never from weights of one epoch and the state
+    of another.
+    """
 
     def __init__(self, directory):
         self.directory = Path(directory)
+        self.path = self.directory / "checkpoint.npz"
 
     def save(self, model, state):
         self.directory.mkdir(parents=True, exist_ok=True)
         arrays = {f"w{i}": np.asarray(w) for i, w in enumerate(model.get_weights())}
         for i, v in enumerate(model.optimizer.variables):
             arrays[f"o{i}"] = ops.convert_to_numpy(v)
-        tmp = self.directory / "weights.tmp.npz"
+        arrays["state"] = np.array(json.dumps(state))
+        tmp = self.directory / "checkpoint.tmp.npz"
         np.savez(tmp, **arrays)
-        tmp.replace(self.directory / "weights.npz")
-        (self.directory / "state.json").write_text(json.dumps(state))
+        tmp.replace(self.path)
 
     def load(self, model):
         """The saved state (weights and optimizer restored), or None."""
-        state_path = self.directory / "state.json"
-        if not state_path.exists():
+        if not self.path.exists():
             return None
-        with np.load(self.directory / "weights.npz") as arrays:
+        with np.load(self.path) as arrays:
             n_weights = len(model.get_weights())
             model.set_weights([arrays[f"w{i}"] for i in range(n_weights)])
             model.optimizer.build(model.trainable_variables)
             for i, v in enumerate(model.optimizer.variables):
                 v.assign(arrays[f"o{i}"])
-        return json.loads(state_path.read_text())
+            return json.loads(str(arrays["state"]))
 
 
 def babi_units(tasks, seeds, max_epochs=None, data_dir=None):
