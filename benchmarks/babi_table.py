@@ -19,6 +19,9 @@ python -m benchmarks.babi_table --tasks 1 4 --minutes-per-task 1
 python -m benchmarks.babi_table --merge run_a/babi_results.json \
     run_b/babi_results.json --output examples/output/babi
 ```
+
+The papers' full recipes, resumable over sessions, with results committed
+as they come: `benchmarks/paper_runs.py`.
 """
 
 import argparse

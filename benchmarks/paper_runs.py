@@ -155,7 +155,8 @@ def run_units(units, results_path, train_unit, clock, slice_epochs=None, log=pri
         results_path: The JSONL results file: `done` units are skipped.
         train_unit: `train_unit(unit, max_new_epochs, clock) -> line`, the
             unit's result line with `status` `done` or `partial`; it
-            resumes from its own checkpoint.
+            resumes from its own checkpoint. None: another process holds
+            the unit, which this call then leaves alone.
         slice_epochs: At most this many epochs of a unit per visit (None:
             each unit to its end), so that several units advance together.
 
@@ -173,6 +174,9 @@ def run_units(units, results_path, train_unit, clock, slice_epochs=None, log=pri
             if clock.expired():
                 break
             line = train_unit(unit, slice_epochs, clock)
+            if line is None:  # another runner has it
+                pending.remove(unit)
+                continue
             append_result(results_path, line)
             appended.append(line)
             log(f"{line['unit']}: {line['status']}, {_brief(line)}")

@@ -21,6 +21,7 @@ n = 20 it is Held-Karp too, computed once and cached beside the checkpoints.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -131,14 +132,41 @@ def pointer_units(configs, seeds, max_epochs=None):
     return units
 
 
+def _claim(directory):
+    """Takes the unit's lock file; False while another live process holds it
+    (two runners on disjoint or overlapping units never train one unit twice)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    lock = directory / "lock"
+    try:
+        holder = int(lock.read_text())
+        os.kill(holder, 0)
+        if holder != os.getpid():
+            return False
+    except PermissionError:
+        return False  # alive, another user's
+    except (FileNotFoundError, ValueError, ProcessLookupError):
+        pass  # free, unreadable or left by a dead process
+    lock.write_text(str(os.getpid()))
+    return True
+
+
 def train(unit, slice_epochs, clock, context):
-    """Trains `unit` from its checkpoint for at most `slice_epochs` epochs."""
+    """Trains `unit` from its checkpoint for at most `slice_epochs` epochs.
+
+    Returns:
+        The unit's result line, or None when another runner holds the unit.
+    """
     root = Path(context["checkpoints"])
     checkpoint = Checkpoint(root / unit["unit"])
-    if unit["kind"] == "babi":
-        line = _babi_epochs(unit, checkpoint, slice_epochs, clock)
-    else:
-        line = _pointer_epochs(unit, checkpoint, slice_epochs, clock, root)
+    if not _claim(checkpoint.directory):
+        return None
+    try:
+        if unit["kind"] == "babi":
+            line = _babi_epochs(unit, checkpoint, slice_epochs, clock)
+        else:
+            line = _pointer_epochs(unit, checkpoint, slice_epochs, clock, root)
+    finally:
+        (checkpoint.directory / "lock").unlink(missing_ok=True)
     keys = ("machine", "backend", "command", "commit")
     return {**{k: context[k] for k in keys}, **line}
 

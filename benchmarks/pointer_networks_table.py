@@ -20,6 +20,9 @@ The paper trained on 1M examples per task on GPUs with SGD (lr 1.0, batch
 training, so the figures are what this budget reaches, not a reproduction.
 
     nice -n 5 python -m benchmarks.pointer_networks_table --minutes-per-model 7
+
+The papers' full recipes, resumable over sessions, with results committed
+as they come: `benchmarks/paper_runs.py`.
 """
 
 import argparse

@@ -17,8 +17,10 @@ error are kept, and the test error is that model's.
 
 As in the paper: embedding and slot width `--dim` 100, 20 slots, the last 70
 sentences of a story (130 for task 3), Adam with learning rate 0.01 halved
-every 25 epochs, gradient norm clipped at 40, batches of 32. The paper trains
-up to 200 epochs and keeps the best of 10 runs; here `--epochs`, `--runs` and
+every 25 epochs, gradient norm clipped at 40, batches of 32, one PReLU slope
+tied across the memory and the output (the authors' code). The paper trains
+up to 200 epochs and keeps the best of 10 runs (`benchmarks/paper_runs.py`
+runs that recipe, resumable across sessions); here `--epochs`, `--runs` and
 a time budget `--minutes` (training stops after the epoch that would overrun
 it) cut that down. The budget counts this process's CPU time (`--clock cpu`,
 the default: on a shared machine it does not depend on the other jobs) or

@@ -1,6 +1,7 @@
 """The papers' runner: skip and resume, checkpoints, and the rendered tables."""
 
 import json
+import os
 
 import keras
 import numpy as np
@@ -211,3 +212,18 @@ def test_render_replaces_only_between_the_markers(tmp_path):
     assert "\noutro\n" in text
     assert "| 5-20 | 10 | 2.93 | 2.87 | 2.1 | 2.87 / 2.87 | 40,000* |" in text
     assert paper_tables.render_all(tmp_path, babi, pointer) == []
+
+
+def test_a_unit_held_by_another_live_process_is_left_alone(tmp_path, monkeypatch):
+    unit = paper_units.babi_units([1], [0])[0]
+    directory = tmp_path / unit["unit"]
+    directory.mkdir(parents=True)
+    (directory / "lock").write_text(str(os.getppid()))  # alive, not us
+    context = {"checkpoints": tmp_path}
+    assert paper_units.train(unit, 1, FakeClock(), context) is None
+    # A lock left by a dead process is taken over, and released after.
+    (directory / "lock").write_text("999999999")
+    monkeypatch.setattr(paper_units, "_babi_epochs", lambda *a: {"status": "done"})
+    context.update(machine=MACHINE, backend="b", command="c", commit="x")
+    assert paper_units.train(unit, 1, FakeClock(), context)["status"] == "done"
+    assert not (directory / "lock").exists()
