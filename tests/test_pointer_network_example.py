@@ -140,6 +140,27 @@ def test_batches_pad_and_mask(pn):
             assert np.all(row[length + 1 :] == -1)
 
 
+@pytest.mark.parametrize("task", ["hull", "tsp"])
+def test_padding_to_5_or_10_gives_the_same_loss(pn, task):
+    """The runner pads to multiples of 5 where the example padded to 10: the
+    padded positions are masked, so the loss of a fixed batch is the same."""
+    import keras
+
+    from keras_attn.pointer_network import pointer_network_nll
+
+    groups = pn.make_split(task, [4], 3, seed=2)
+    keras.utils.set_random_seed(0)
+    model, _ = pn.build_model(8, task == "tsp")
+    losses = []
+    for pad_to in (5, 10):
+        (points, targets, mask), y = pn.Batches(groups, 3, pad_to, seed=0)[0]
+        assert points.shape[1] == pad_to
+        log_probs = model([points, targets, mask])
+        losses.append(float(pointer_network_nll(log_probs, y)))
+    assert losses[0] > 0.5
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
+
+
 # ------------------------------------------------------------------ end to end
 
 
