@@ -382,15 +382,7 @@ def coverage_loss(attention, coverage, mask=None, reduction="mean"):
             f"{tuple(coverage.shape)}"
         )
     per_step = ops.sum(ops.minimum(attention, coverage), axis=-1)
-    valid = None
-    if mask is not None:
-        if len(mask.shape) != len(per_step.shape):
-            raise ValueError(
-                f"`mask` must have shape {tuple(per_step.shape)} (one entry "
-                f"per target step). Received mask shape: {tuple(mask.shape)}"
-            )
-        valid = ops.cast(mask, "bool")
-    return reduce_masked(per_step, valid, reduction)
+    return reduce_masked(per_step, mask, reduction)
 
 
 __all__ = ["CoverageAttention", "coverage_loss"]

@@ -21,13 +21,13 @@ def check_reduction(reduction):
         )
 
 
-def reduce_masked(losses, valid=None, reduction="mean"):
-    """`losses` reduced over the entries where `valid` holds.
+def reduce_masked(losses, mask=None, reduction="mean"):
+    """`losses` reduced over the entries where `mask` holds.
 
     Args:
         losses: float `(batch, ...)`, one value per token.
-        valid: Optional bool `(batch, ...)`, the shape of `losses`; False
-            marks padding. None: every entry counts.
+        mask: Optional `(batch, ...)`, the shape of `losses`, bool or numbers;
+            False or 0 marks padding. None: every entry counts.
         reduction: `"mean"` (the sum over the valid entries divided by their
             count, 0 when none is valid), `"sum"`, or `"none"` (`losses`
             with 0 at the masked entries, whatever they held).
@@ -37,7 +37,14 @@ def reduce_masked(losses, valid=None, reduction="mean"):
         dtype.
     """
     check_reduction(reduction)
-    if valid is not None:
+    valid = None
+    if mask is not None:
+        if len(mask.shape) != len(losses.shape):
+            raise ValueError(
+                "`mask` must have one entry per target token, shape "
+                f"{tuple(losses.shape)}. Received: mask.shape={tuple(mask.shape)}"
+            )
+        valid = ops.cast(mask, "bool")
         losses = ops.where(valid, losses, 0.0)
     if reduction == "none":
         return losses

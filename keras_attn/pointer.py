@@ -533,16 +533,7 @@ def pointer_nll(
     probs = target_probabilities(
         p_gen, vocab_probs, attention, source_ids, target_ids, from_logits
     )
-    nll = -ops.log(probs + epsilon)
-    valid = None
-    if mask is not None:
-        if len(mask.shape) != len(nll.shape):
-            raise ValueError(
-                f"`mask` must have the shape of `target_ids` "
-                f"{tuple(nll.shape)}. Received mask shape: {tuple(mask.shape)}"
-            )
-        valid = ops.cast(mask, "bool")
-    return reduce_masked(nll, valid, reduction)
+    return reduce_masked(-ops.log(probs + epsilon), mask, reduction)
 
 
 __all__ = [

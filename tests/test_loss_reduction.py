@@ -13,6 +13,7 @@ INF, NAN = np.inf, np.nan
 # Row 2 is all masked; the masked entries hold inf and NaN.
 LOSSES = np.array([[1.0, 2.0, INF], [NAN, 4.0, 5.0], [7.0, NAN, INF]], "float32")
 VALID = np.array([[1, 1, 0], [0, 1, 1], [0, 0, 0]], bool)
+LOSSES, VALID = ops.convert_to_tensor(LOSSES), ops.convert_to_tensor(VALID)
 
 
 def reduced(losses, valid, reduction):
@@ -35,9 +36,11 @@ def test_nothing_valid_gives_zero_and_no_mask_counts_everything():
     assert reduced(np.array([[1.0, 2.0], [3.0, 6.0]], "float32"), None, "mean") == 3.0
 
 
-def test_unknown_reduction():
+def test_argument_errors():
     with pytest.raises(ValueError, match="Received: reduction='avg'"):
         reduce_masked(LOSSES, VALID, "avg")
+    with pytest.raises(ValueError, match=r"Received: mask.shape=\(3,\)"):
+        reduce_masked(LOSSES, VALID[0], "mean")
     for loss in (
         lambda: ka.coverage_loss(np.ones((1, 2)), np.ones((1, 2)), reduction="avg"),
         lambda: ka.pointer_network_nll(np.zeros((1, 1, 2)), [[0]], reduction="avg"),
