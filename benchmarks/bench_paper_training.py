@@ -10,6 +10,8 @@ the SAME examples, interleaved `--repeats` times in one process:
 * EntNet: `old` cuts batches to the bucket lengths `T/4, T/2, T`; `new` to
   every multiple of 5 sentences (`LengthBuckets(bucket_width=5)`).
 * Ptr-Net: `old` pads sizes to a multiple of 10; `new` to a multiple of 5.
+* With `--jit-compile`, EntNet `new_jit`: `new` compiled with XLA (on
+  TensorFlow, `jit_compile="auto"` leaves a CPU-only machine without it).
 
 Both see the same examples, so the ratio of their examples/s is the speed-up,
 and the FLOPs/s of each beside the fp32 matmul peak measured in the same run
@@ -81,27 +83,30 @@ def pointer_step_flops(batch, width, units, input_dim=2):
     return 3 * batch * forward
 
 
-def _entnet_case(task, examples, data_dir):
+def _entnet_case(task, examples, data_dir, jit_compile):
     data = entnet.load_task(data_dir, task)
     vocab = len(data["vocab"])
     split = tuple(x[:examples] for x in data["train"])
-    keras.utils.set_random_seed(0)
-    model, _ = entnet.build_model(vocab, data["max_words"])
-    model.compile(
-        optimizer=keras.optimizers.Adam(0.01, clipnorm=40.0),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-    )
     cases = {}
-    for name, width in (("old", None), ("new", 5)):
+    variants = [("old", None, False), ("new", 5, False)]
+    if jit_compile:
+        variants.append(("new_jit", 5, True))
+    for name, width, jit in variants:
+        keras.utils.set_random_seed(0)
+        model, _ = entnet.build_model(vocab, data["max_words"])
+        model.compile(
+            optimizer=keras.optimizers.Adam(0.01, clipnorm=40.0),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            jit_compile=jit or "auto",
+        )
         buckets = entnet.LengthBuckets(split, 32, seed=0, bucket_width=width)
         batches = [buckets[i] for i in range(len(buckets))]
         flops = sum(
             entnet_step_flops(len(y), s.shape[1], 100, 20, vocab)
             for (s, _), y in batches
         )
-        steps = [(list(x), y) for x, y in batches]
-        cases[name] = (steps, flops)
-    return model, cases
+        cases[name] = (model, [(list(x), y) for x, y in batches], flops)
+    return cases
 
 
 def _pointer_case(task, sizes, examples, units):
@@ -113,18 +118,18 @@ def _pointer_case(task, sizes, examples, units):
         batches = ptrnet.Batches(groups, 128, pad_to, seed=0)
         steps = [batches[i] for i in range(len(batches))]
         flops = sum(pointer_step_flops(len(y), x[0].shape[1], units) for x, y in steps)
-        cases[name] = (steps, flops)
-    return model, cases
+        cases[name] = (model, steps, flops)
+    return cases
 
 
-def measure(model, cases, repeats):
+def measure(cases, repeats):
     """Interleaved `old, new, old, new, ...` passes over the same examples."""
-    for steps, _ in cases.values():  # compile every shape first
+    for model, steps, _ in cases.values():  # compile every shape first
         for x, y in steps:
             model.train_on_batch(x, y)
     totals = {name: [0.0, 0.0, 0] for name in cases}
     for _ in range(repeats):
-        for name, (steps, _) in cases.items():
+        for name, (model, steps, _) in cases.items():
             cpu, wall = time.process_time(), time.perf_counter()
             for x, y in steps:
                 model.train_on_batch(x, y)
@@ -134,19 +139,17 @@ def measure(model, cases, repeats):
             total[2] += sum(len(y) for _, y in steps)
     out = {}
     for name, (cpu, wall, count) in totals.items():
-        flops = cases[name][1] * repeats
+        flops = cases[name][2] * repeats
         out[name] = {
             "examples_per_cpu_s": count / cpu,
             "examples_per_wall_s": count / wall,
-            "gflop_per_step_example": cases[name][1] / (count / repeats) / 1e9,
+            "gflop_per_example": cases[name][2] / (count / repeats) / 1e9,
             "gflops_per_cpu_s": flops / cpu / 1e9,
         }
-    out["speedup_cpu"] = (
-        out["new"]["examples_per_cpu_s"] / out["old"]["examples_per_cpu_s"]
-    )
-    out["speedup_wall"] = (
-        out["new"]["examples_per_wall_s"] / out["old"]["examples_per_wall_s"]
-    )
+    for name in [n for n in cases if n != "old"]:
+        for clock in ("cpu", "wall"):
+            key = f"examples_per_{clock}_s"
+            out[name][f"speedup_{clock}"] = out[name][key] / out["old"][key]
     return out
 
 
@@ -159,6 +162,9 @@ def main(argv=None):
     parser.add_argument("--peak-size", type=int, default=1024)
     parser.add_argument("--only", choices=["entnet", "hull", "tsp"], default=None)
     parser.add_argument("--data-dir", default=entnet.DEFAULT_DATA_DIR)
+    parser.add_argument(
+        "--jit-compile", action="store_true", help="also EntNet new + jit_compile"
+    )
     args = parser.parse_args(argv)
     peak_cpu, peak_wall = matmul_peak(args.peak_size)
     result = {
@@ -167,15 +173,16 @@ def main(argv=None):
         "matmul_peak_gflops": {"per_cpu_s": peak_cpu, "per_wall_s": peak_wall},
     }
     cases = {
-        "entnet": lambda: _entnet_case(args.task, args.examples, args.data_dir),
+        "entnet": lambda: _entnet_case(
+            args.task, args.examples, args.data_dir, args.jit_compile
+        ),
         "hull": lambda: _pointer_case("hull", range(5, 51), args.examples, args.units),
         "tsp": lambda: _pointer_case("tsp", range(5, 21), args.examples, args.units),
     }
     for name, build in cases.items():
         if args.only not in (None, name):
             continue
-        model, batchings = build()
-        result[name] = measure(model, batchings, args.repeats)
+        result[name] = measure(build(), args.repeats)
         print(json.dumps({name: result[name]}), flush=True)
     print(json.dumps(result, indent=2))
 
