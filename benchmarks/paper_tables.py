@@ -4,7 +4,8 @@ Every row says how many runs and epochs were spent and whether a run stopped
 by the recipe's rule (`done`) or by the budget (`partial`); the paper's
 figure stands beside ours. A table goes between `<!-- results:NAME:start -->`
 and `<!-- results:NAME:end -->` (NAME: `babi`, `convex_hull`, `tsp`) in every
-Markdown file that has the markers; what was there is replaced.
+Markdown file that has the markers; what was there is replaced, unless the
+results hold nothing for that table yet.
 """
 
 from __future__ import annotations
@@ -181,6 +182,10 @@ def _with_notes(rows, lines):
     return "\n".join(rows + notes) + "\n"
 
 
+def _has(lines, task):
+    return any(line.get("task") == task for line in lines)
+
+
 def replace_between(text, name, table):
     """`text` with what lies between `name`'s markers replaced by `table`."""
     name = re.escape(name)
@@ -192,12 +197,16 @@ def replace_between(text, name, table):
 
 def render_all(root, babi_path, pointer_path):
     """Rewrites the marked tables in README.md and docs/**.md; the changed files."""
+    babi = read_results(babi_path)
     pointer = read_results(pointer_path)
     tables = {
-        "babi": babi_table(read_results(babi_path)),
-        "convex_hull": convex_hull_table(pointer),
-        "tsp": tsp_table(pointer),
+        "babi": babi_table(babi) if babi else None,
+        "convex_hull": convex_hull_table(pointer) if _has(pointer, "hull") else None,
+        "tsp": tsp_table(pointer) if _has(pointer, "tsp") else None,
     }
+    # A table without results leaves its section as it is (an older run's
+    # table, say) instead of emptying it.
+    tables = {name: table for name, table in tables.items() if table is not None}
     root = Path(root)
     changed = []
     for path in [root / "README.md", *sorted((root / "docs").glob("**/*.md"))]:

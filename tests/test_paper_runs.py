@@ -212,6 +212,12 @@ def test_render_replaces_only_between_the_markers(tmp_path):
     assert "\noutro\n" in text
     assert "| 5-20 | 10 | 2.93 | 2.87 | 2.1 | 2.87 / 2.87 | 40,000* |" in text
     assert paper_tables.render_all(tmp_path, babi, pointer) == []
+    # No convex hull results yet: its section keeps what it had.
+    page.write_text(
+        "<!-- results:convex_hull:start -->\nkept\n<!-- results:convex_hull:end -->\n"
+    )
+    assert paper_tables.render_all(tmp_path, babi, pointer) == []
+    assert "kept" in page.read_text()
 
 
 def test_a_unit_held_by_another_live_process_is_left_alone(tmp_path, monkeypatch):
