@@ -66,7 +66,13 @@ def bidirectional_by_length(layer, inputs, lengths):
     merged = ops.take(ops.concatenate([forward, backward], axis=-1), restore, axis=0)
     if not layer.return_state:
         return merged
-    return [merged] + [ops.take(s, restore, axis=0) for s in states[0] + states[1]]
+    return [merged] + [
+        state
+        for cell, direction in zip(cells, states, strict=True)
+        for state in keras.tree.pack_sequence_as(
+            _state_structure(cell), [ops.take(s, restore, axis=0) for s in direction]
+        )
+    ]
 
 
 def _reversed_within(positions, lengths):
@@ -112,9 +118,10 @@ def _run_by_length(cells, time_major, lengths):
                 cells, time_major, states, outputs, strict=True
             ):
                 step_inputs = ops.take(x, t, axis=0)[: ops.shape(state[0])[0]]
-                output, state_after = cell(step_inputs, list(state), training=False)
-                if not isinstance(state_after, (list, tuple)):
-                    state_after = [state_after]
+                nested = keras.tree.pack_sequence_as(_state_structure(cell), state)
+                output, state_after = cell(step_inputs, nested, training=False)
+                # Stacked cells nest their states: the loop carries them flat.
+                state_after = keras.tree.flatten(state_after)
                 new_states.append(
                     [
                         ops.where(inside, after, before)
@@ -145,5 +152,10 @@ def _run_by_length(cells, time_major, lengths):
 
 
 def _initial_state(cell, batch):
-    state = cell.get_initial_state(batch)
-    return list(state) if isinstance(state, (list, tuple)) else [state]
+    return keras.tree.flatten(cell.get_initial_state(batch))
+
+
+def _state_structure(cell):
+    """The nesting of `cell`'s states: `state_size` as a list."""
+    size = cell.state_size
+    return list(size) if isinstance(size, (list, tuple)) else [size]
