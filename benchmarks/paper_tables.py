@@ -43,10 +43,17 @@ def _best(runs):
     return min(scored, key=lambda r: (r["val_error"], r["epochs"]), default=None)
 
 
+def _minutes(run):
+    """CPU minutes; wall minutes where an accelerator did the work."""
+    if run["machine"]["accelerator"] != "none":
+        return run["wall_seconds"] / 60
+    return run["cpu_seconds"] / 60
+
+
 def _spent(runs):
     done = sum(r["status"] == "done" for r in runs)
     epochs = sum(r["epochs"] for r in runs)
-    minutes = sum(r["cpu_seconds"] for r in runs) / 60
+    minutes = sum(_minutes(r) for r in runs)
     return f"{len(runs)} ({done} done) | {epochs} | {minutes:.0f}"
 
 
@@ -68,7 +75,8 @@ def babi_table(lines):
     groups = _by_group(lines)
     head = (
         "| Task | Training set | Test error (%) | Paper (%) | Val. error (%) "
-        "| Best run: epochs (kept) | Runs (done) | Epochs, all runs | CPU min |\n"
+        "| Best run: epochs (kept) | Runs (done) | Epochs, all runs "
+        "| Minutes (CPU; GPU: wall) |\n"
         "|---:|:---|---:|---:|---:|---:|---:|---:|---:|"
     )
     rows, errors, task3 = [head], [], None
@@ -146,7 +154,7 @@ def _pointer_table(lines, task, columns, cells):
     groups = _by_group([r for r in lines if r.get("task") == task])
     rows = [
         f"| Trained n | Test n | {columns} | Examples trained | Runs (done) "
-        "| Epochs, all runs | CPU min |",
+        "| Epochs, all runs | Minutes (CPU; GPU: wall) |",
         "|:---|---:|" + "---:|" * (columns.count("|") + 5),
     ]
     for _, runs in sorted(groups.items()):
