@@ -22,12 +22,24 @@ class _HelpFormatter(
 
 
 def parse_args(argv=None):
-    from models.config import SearchOptions, SummarizerConfig, TrainOptions
+    from models.config import SummarizerConfig
     from models.flags import add_config_flags
     from models.startup import add_verbose_flag
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=_HelpFormatter)
-    g = p.add_argument_group("data")
+    _add_data_flags(p.add_argument_group("data"))
+    add_config_flags(p.add_argument_group("model"), SummarizerConfig)
+    _add_training_flags(p.add_argument_group("training"))
+    _add_decoding_flags(p.add_argument_group("decoding (baked into the export)"))
+    g = p.add_argument_group("evaluation")
+    g.add_argument("--eval-split", default="test", help="split to score")
+    g.add_argument("--max-eval-examples", type=int, help="score only the first N pairs")
+    g.add_argument("--skip-eval", action="store_true", help="export without evaluating")
+    add_verbose_flag(p)
+    return p.parse_args(argv)
+
+
+def _add_data_flags(g):
     g.add_argument("--dataset", default="gigaword", help="TFDS dataset name")
     g.add_argument(
         "--data-dir",
@@ -44,9 +56,11 @@ def parse_args(argv=None):
         "--summary-key", default="summary", help="feature holding the headline"
     )
 
-    add_config_flags(p.add_argument_group("model"), SummarizerConfig)
 
-    g = p.add_argument_group("training")
+def _add_training_flags(g):
+    from models.config import TrainOptions
+    from models.flags import add_config_flags
+
     add_config_flags(g, TrainOptions)
     g.add_argument("--name", default="headlines", help="model name")
     g.add_argument(
@@ -71,7 +85,11 @@ def parse_args(argv=None):
         help="split the CPU into N logical devices (to try --strategy mirrored)",
     )
 
-    g = p.add_argument_group("decoding (baked into the export)")
+
+def _add_decoding_flags(g):
+    from models.config import SearchOptions
+    from models.flags import add_config_flags
+
     add_config_flags(g, SearchOptions)
     g.add_argument(
         "--tune-decoding",
@@ -101,13 +119,6 @@ def parse_args(argv=None):
         default=[1, 2, 3],
         help="n-gram blocking sizes tried",
     )
-
-    g = p.add_argument_group("evaluation")
-    g.add_argument("--eval-split", default="test", help="split to score")
-    g.add_argument("--max-eval-examples", type=int, help="score only the first N pairs")
-    g.add_argument("--skip-eval", action="store_true", help="export without evaluating")
-    add_verbose_flag(p)
-    return p.parse_args(argv)
 
 
 def main(argv=None):

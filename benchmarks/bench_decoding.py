@@ -116,8 +116,7 @@ def decoded_flops(saved, docs, features, config, options, members=1):
         ("beam", "serving_default", options.beam_size),
     ):
         out = saved.signatures[signature](documents=docs)
-        key = "normalized_headlines" if "normalized_headlines" in out else "headlines"
-        tokens = [len(h.split()) for h in out[key].numpy()]
+        tokens = [len(h.split()) for h in out["normalized_headlines"].numpy()]
         steps = [min(n + 1, options.max_length) for n in tokens]
         counts = search_flops(
             config, source_lengths, steps, beam_size=rows, shortlist=options.shortlist

@@ -223,17 +223,21 @@ def main(argv=None):
         )
         config.vocab_size = features.vocab_size
     else:
-        features = training.build_features(split, config, min_count=options.min_count)
+        vocabulary = data.split_vocabulary(
+            split, config.vocab_size, min_count=options.min_count
+        )
+        config.vocab_size = len(vocabulary)
+        features = runs.make_features(vocabulary, config)
     print(f"# config {json.dumps(config.to_dict())}")
     print(
         f"# {args.examples} examples, batch {args.batch_size}, blocks of {args.block} "
         f"steps x {args.rounds} rounds, warmup {args.warmup}"
     )
-    encoded = training.encode_dataset(split, features).cache()
+    encoded = data.encode_dataset(split, features).cache()
 
     # ---- project pipeline (train.py's)
     def project_batches():
-        return iter(training.batched(encoded, args.batch_size, training=True).repeat())
+        return iter(data.batched(encoded, args.batch_size, training=True).repeat())
 
     # ---- reference pipeline: pad everything to the longest of the dataset
     max_s = max_t = 0

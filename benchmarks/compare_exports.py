@@ -47,12 +47,7 @@ def run_signature(model, name, documents, batch_size, readable=False):
     headlines, scores = [], []
     for start in range(0, len(documents), batch_size):
         out = fn(documents=tf.constant(documents[start : start + batch_size]))
-        # The model's own tokens: `headlines` became readable text, and an
-        # export from before that holds its tokens in `headlines`.
-        if readable or "normalized_headlines" not in out:
-            key = "headlines"
-        else:
-            key = "normalized_headlines"
+        key = "headlines" if readable else "normalized_headlines"
         headlines += [h.decode("utf-8") for h in out[key].numpy()]
         scores += out["scores"].numpy().tolist()
     return headlines, scores

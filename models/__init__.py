@@ -3,19 +3,26 @@
 The modules in the order data flows through them; each imports only those
 above it:
 
-* `errors`, `layout`, `config`: the one user-error type, the SavedModel
-  version-folder rules, and the settings dataclasses (no framework);
-* `data/`: Gigaword pairs from TFDS or a local copy, and batches;
-* `text`, `features`: in-graph normalization, reserved tokens, word ids;
-* `summarizer`, `sampled_softmax`: the Keras model and its one-token step
-  (searched by `keras_attn.search`);
+* `errors`, `layout`, `config`, `flags`, `startup`: the error types, the
+  SavedModel version-folder rules, the settings dataclasses and the flags
+  generated from them, the command lines' quiet start-up (no framework);
+* `text/`: in-graph tokenizing, normalization, detokenizing, the vocabulary;
+* `data/`: Gigaword pairs from TFDS or a local copy, a split's vocabulary,
+  the model's examples and batches;
+* `features`: word ids, and the readable headline;
+* `distribute`, `sampled_softmax`, `summarizer`, `ensemble`: the Keras model
+  and its one-token step (searched by `keras_attn.search`);
 * `runs`: a run folder's features and trained model, loaded back;
-* `inference`: the exported graph (`HeadlineModule`: the search, greedy or
-  beam, its bans, the readable output) and decoding in batches;
-* `metrics`: ROUGE, for validation, tuning and evaluation;
-* `training`, `tuning`, `export`, `evaluate`, `heatmap`: fitting, choosing
+* `inference/`: the exported graph (`HeadlineModule`: the search, greedy or
+  beam, its bans, the readable output), under XLA or in shards;
+* `metrics`, `batching`, `heatmap`: ROUGE, decoding many documents batch by
+  batch, attention heatmaps;
+* `callbacks`, `training`, `tuning`, `export`, `evaluate`: fitting, choosing
   the decoding settings, writing the SavedModel, scoring it;
 * `pipeline`: what `train.py` runs, all of the above in order;
 * `serve/`: the TF-Serving-compatible server, which imports none of the
-  model code (only `errors` and `layout`).
+  model code (only `errors`, `layout` and `startup`).
+
+Importing `models` changes nothing in the process: the command lines hide
+TensorFlow's start-up lines themselves (`models.startup`).
 """

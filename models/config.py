@@ -28,13 +28,20 @@ def _choices(values):
     return {"choices": values}
 
 
+# The splits of a dataset, by their TFDS names (`models.data.load_split`).
+SPLITS = ("train", "validation", "test")
+
 # Text forms of the vocabulary (`models.text.normalize`).
 NORMALIZATION_CHOICES = ("gigaword", "general")
 
 
-# A saved config.json that lacks a field was trained with the field's value
-# from before it existed, not with today's default.
-_SAVED_BEFORE_THE_FIELD = {"label_smoothing": 0.0}
+def check_normalization(normalization):
+    """Raises `UserError` unless `normalization` is one of `NORMALIZATION_CHOICES`."""
+    if normalization not in NORMALIZATION_CHOICES:
+        raise UserError(
+            f"`normalization` must be one of {', '.join(NORMALIZATION_CHOICES)}. "
+            f"Received: normalization={normalization!r}"
+        )
 
 
 @dataclasses.dataclass
@@ -71,8 +78,8 @@ class SummarizerConfig:
             limit.
         sampled_softmax: Training only: score each target against this many
             vocabulary words sampled per batch instead of the whole
-            vocabulary (`models.sampled_softmax`, faster steps: BENCHMARKS.md
-            section 3); 0 trains on the full softmax. Evaluation and decoding
+            vocabulary (`models.sampled_softmax`: a step scores K words, not
+            the vocabulary); 0 trains on the full softmax. Evaluation and decoding
             always use the full softmax: the training loss shown is then the
             sampled estimate, `val_loss` the exact one.
         normalization: Text form of the tokens, baked into the export:
@@ -97,13 +104,11 @@ class SummarizerConfig:
     coverage_weight: float = 1.0
     dropout: float = 0.3
     word_dropout: float = 0.0
-    # 0.1: the recipe (BENCHMARKS.md section 7).
     label_smoothing: float = 0.1
     tie_embeddings: bool = True
     max_source_length: int = 64
     max_target_length: int = 20
     sampled_softmax: int = dataclasses.field(default=1024, metadata={"metavar": "K"})
-    # Runs saved before the field existed were trained on the gigaword form.
     # The flag's default is None: the pipeline then chooses from the data.
     normalization: str = dataclasses.field(
         default="gigaword",
@@ -136,11 +141,7 @@ class SummarizerConfig:
                 "`label_smoothing` must be in [0, 1). Received: "
                 f"label_smoothing={self.label_smoothing}"
             )
-        if self.normalization not in NORMALIZATION_CHOICES:
-            raise UserError(
-                f"`normalization` must be one of {', '.join(NORMALIZATION_CHOICES)}. "
-                f"Received: normalization={self.normalization!r}"
-            )
+        check_normalization(self.normalization)
         if not (isinstance(self.encoder_layers, int) and self.encoder_layers >= 1):
             raise UserError(
                 "`encoder_layers` must be an int >= 1. Received: "
@@ -158,8 +159,7 @@ class SummarizerConfig:
     @classmethod
     def from_dict(cls, values):
         """The config of a saved `config.json`; a field it lacks takes its
-        value from before the field existed (`_SAVED_BEFORE_THE_FIELD`),
-        else the default."""
+        default."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(values) - known
         if unknown:
@@ -167,7 +167,7 @@ class SummarizerConfig:
                 f"Config keys must be fields of {cls.__name__}. "
                 f"Received: unknown keys {sorted(unknown)}"
             )
-        return cls(**{**_SAVED_BEFORE_THE_FIELD, **values})
+        return cls(**values)
 
     def save(self, path):
         Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
@@ -269,8 +269,8 @@ class SearchOptions:
             leave it out).
         shortlist: Opt-in speed lever: if > 0, each step scores only the
             `shortlist` most frequent words and the source's words, and
-            renormalises over them (`keras_attn.shortlist_log_distribution`;
-            BENCHMARKS.md section 4d). 0: the whole vocabulary, exact.
+            renormalises over them (`keras_attn.shortlist_log_distribution`):
+            approximate. 0: the whole vocabulary, exact.
         xla: Opt-in speed lever: the encoder and search compiled by XLA
             (`jit_compile`), on a batch padded to a power of two and a source
             padded to a multiple of 16. The same model, computed in another
@@ -281,11 +281,11 @@ class SearchOptions:
             greedy halves its batch as rows end (`drop_finished="halves"`)
             instead of dropping each ended row, and the encoder runs on the
             rows inside their length, halved likewise
-            (`keras_attn.bidirectional_by_length`; BENCHMARKS.md 4l).
+            (`keras_attn.bidirectional_by_length`).
         shards: The batch is decoded as this many independent searches,
-            which TensorFlow runs at the same time. Same headlines; on 2
-            cores, 2 gains where one search leaves a core idle: under XLA
-            and for beam search (BENCHMARKS.md section 4i).
+            which TensorFlow runs at the same time. Same headlines; it gains
+            where one search leaves a core idle (under XLA, and for beam
+            search).
     """
 
     beam_size: int = 5

@@ -71,6 +71,6 @@ class SummarizerEnsemble(keras.Model):
         """The members' `(members, N, V)` log-probabilities to the ensemble's.
 
         `log(mean(p))`, stable: logsumexp over the members minus `log N`.
-        (`benchmarks/tune_log_linear.py` overrides it to compare another.)
+        A subclass may override it to mix the members another way.
         """
         return ops.logsumexp(log_probs, axis=0) - math.log(len(self.members))

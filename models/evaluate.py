@@ -15,24 +15,20 @@ baseline (the first 8 words of the document). `metrics.json` and
 the version folder `saved_models/<name>/<version>/`.
 """
 
-from __future__ import annotations
-
 import argparse
 import datetime
 import importlib
 import json
 import os
 import sys
-from collections.abc import Sequence
 
-import numpy as np
-
-from models.errors import UserError
+from models.batching import decode_in_batches, strings
+from models.config import SPLITS
+from models.errors import UserError, first_line
 from models.layout import resolve_version_dir
 from models.metrics import ROUGE_TYPES, rouge_with_intervals
 from models.startup import add_verbose_flag, import_tensorflow
 
-SPLITS = ("train", "validation", "test")
 # System name -> signature name, in the order they are reported.
 DECODING_SIGNATURES = {"beam": "serving_default", "greedy": "greedy"}
 LEAD_WORDS = 8
@@ -42,7 +38,7 @@ LEAD_WORDS = 8
 # Baseline.
 
 
-def lead_baseline(documents: Sequence[str], n_words: int = LEAD_WORDS) -> list[str]:
+def lead_baseline(documents, n_words=LEAD_WORDS):
     """Lead baseline: the first `n_words` whitespace-separated words."""
     if n_words < 1:
         raise ValueError(f"`n_words` must be >= 1. Received: n_words={n_words}")
@@ -62,7 +58,7 @@ def _load(saved_model):
     return saved_model
 
 
-def _signature(model, name: str):
+def _signature(model, name):
     signatures = model.signatures
     if name not in signatures:
         raise UserError(
@@ -72,7 +68,7 @@ def _signature(model, name: str):
     return signatures[name]
 
 
-def _call(function, documents: Sequence[str]) -> dict:
+def _call(function, documents):
     """Calls a one-input signature on a batch of document strings."""
     import tensorflow as tf
 
@@ -82,21 +78,15 @@ def _call(function, documents: Sequence[str]) -> dict:
     return function(**{input_name: tf.constant(list(documents), dtype=tf.string)})
 
 
-def _strings(tensor) -> list:
-    """A tf.string tensor (any rank) as nested lists of Python `str`."""
-    array = np.asarray(tensor.numpy(), dtype=object)
-    return np.vectorize(lambda b: b.decode("utf-8"), otypes=[object])(array).tolist()
-
-
 def decode_documents(
     saved_model_dir,
-    documents: Sequence[str],
+    documents,
     *,
-    signature: str = "serving_default",
-    batch_size: int = 64,
-    progress: bool = True,
-    output: str = "normalized_headlines",
-) -> list[str]:
+    signature="serving_default",
+    batch_size=64,
+    progress=True,
+    output="normalized_headlines",
+):
     """Decodes headlines with a SavedModel signature, batch by batch.
 
     Args:
@@ -109,31 +99,21 @@ def decode_documents(
         batch_size: documents per call.
         progress: whether to show a tqdm progress bar.
         output: the signature's output to read: `"normalized_headlines"` (the
-            data's form, for ROUGE; `headlines` where a SavedModel has none)
-            or `"headlines"` (readable text).
+            data's form, for ROUGE) or `"headlines"` (readable text).
 
     Returns:
         The `N` decoded headlines.
     """
-    from tqdm.auto import tqdm
-
     if batch_size < 1:
         raise UserError(f"`batch_size` must be >= 1. Received: batch_size={batch_size}")
     function = _signature(_load(saved_model_dir), signature)
-    documents = list(documents)
-    headlines: list[str] = []
-    with tqdm(
-        total=len(documents), desc=signature, unit="doc", disable=not progress
-    ) as bar:
-        for start in range(0, len(documents), batch_size):
-            batch = documents[start : start + batch_size]
-            outputs = _call(function, batch)
-            # ROUGE scores the normalized form, as the references are; exports
-            # from before readable headlines have only `headlines`.
-            key = output if output in outputs else "headlines"
-            headlines.extend(_strings(outputs[key]))
-            bar.update(len(batch))
-    return headlines
+    return decode_in_batches(
+        lambda batch: strings(_call(function, batch)[output]),
+        documents,
+        batch_size,
+        progress=progress,
+        desc=signature,
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -167,16 +147,17 @@ def _write_heatmaps(model, documents, references, version_dir, n_heatmaps):
     batch = documents[:n_heatmaps]
     outputs = _call(model.signatures["attention"], batch)
     attention = outputs["attention"].numpy()
-    source_tokens = _strings(outputs["source_tokens"])
-    headline_tokens = _strings(outputs["headline_tokens"])
+    # Labelled with the words as the reader sees them, not the tokens.
+    source_words = strings(outputs["source_words"])
+    headline_words = strings(outputs["headline_words"])
     heatmap_dir = os.path.join(version_dir, "heatmaps")
     paths = []
     for i in range(len(batch)):
         path = os.path.join(heatmap_dir, f"example_{i}.png")
         plot_attention(
             attention[i],
-            source_tokens[i],
-            headline_tokens[i],
+            source_words[i],
+            headline_words[i],
             path,
             title=f"example {i} | reference: {references[i]}",
         )
@@ -184,7 +165,7 @@ def _write_heatmaps(model, documents, references, version_dir, n_heatmaps):
     return paths
 
 
-def format_table(systems: dict) -> str:
+def format_table(systems):
     """Formats `{system: {metric: {"f1", "low", "high"}}}` as a text table."""
     names = list(systems)
     cells = {
@@ -206,20 +187,20 @@ def format_table(systems: dict) -> str:
 
 def evaluate(
     model_dir,
-    split: str = "test",
+    split="test",
     *,
     data_dir=None,
-    dataset: str = "gigaword",
+    dataset="gigaword",
     tfds_dir=None,
-    max_examples: int | None = None,
-    n_heatmaps: int = 4,
+    max_examples=None,
+    n_heatmaps=4,
     output=None,
-    batch_size: int = 64,
-    n_bootstrap: int = 1000,
-    seed: int = 0,
-    progress: bool = True,
-    readable: bool = False,
-) -> dict:
+    batch_size=64,
+    n_bootstrap=1000,
+    seed=0,
+    progress=True,
+    readable=False,
+):
     """Scores the SavedModel's decoders and the lead baseline on a split.
 
     Reads `split` with `models.data.load_split`, decodes it with each decoding
@@ -354,13 +335,13 @@ def score_systems(
     return signatures, systems
 
 
-def _write_json(metrics: dict, path) -> None:
+def _write_json(metrics, path):
     with open(path, "w") as f:
         json.dump(metrics, f, indent=2)
         f.write("\n")
 
 
-def _print_report(metrics: dict, output, heatmap_dir) -> None:
+def _print_report(metrics, output, heatmap_dir):
     print(
         f"ROUGE F1 x100 [{int(metrics['confidence'] * 100)}% bootstrap interval] on "
         f"{metrics['dataset']}/{metrics['split']}, {metrics['num_examples']} examples"
@@ -375,7 +356,7 @@ def _print_report(metrics: dict, output, heatmap_dir) -> None:
 # CLI.
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser():
     parser = argparse.ArgumentParser(
         prog="python -m models.evaluate",
         description=(
@@ -446,7 +427,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv=None):
     args = _parser().parse_args(argv)
     try:
         # Checked before TensorFlow is imported, to fail fast.
@@ -468,8 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             readable=args.readable,
         )
     except (UserError, OSError) as error:
-        lines = str(error).strip().splitlines()
-        print(f"error: {lines[0] if lines else type(error).__name__}", file=sys.stderr)
+        print(f"error: {first_line(error)}", file=sys.stderr)
         return 1
     return 0
 

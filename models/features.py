@@ -13,6 +13,7 @@ and decoding an id `>= vocab_size` means copying that source word.
 import tensorflow as tf
 
 from models import text
+from models.config import check_normalization
 from models.text import END, PAD, RESERVED, START, UNK
 
 PAD_ID, UNK_ID, START_ID, END_ID = (RESERVED.index(t) for t in (PAD, UNK, START, END))
@@ -39,7 +40,7 @@ class TextFeatures(tf.Module):
         normalization="gigaword",
     ):
         super().__init__(name="text_features")
-        text.check_normalization(normalization)
+        check_normalization(normalization)
         self.normalization = normalization
         vocabulary = list(vocabulary)
         if tuple(vocabulary[: len(RESERVED)]) != RESERVED:
@@ -60,8 +61,8 @@ class TextFeatures(tf.Module):
             default_value=UNK_ID,
         )
         self.words = tf.constant(vocabulary)
-        # A lookup, not a broadcast string comparison: that took 0.2-2 ms of
-        # a 40 ms batch of 64 (BENCHMARKS.md section 4j).
+        # A lookup, one hash per token, not a broadcast string comparison
+        # against every marker.
         self._unk_tokens = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(
                 tf.constant(DATA_UNK_TOKENS), tf.ones([len(DATA_UNK_TOKENS)], tf.int32)
@@ -169,19 +170,29 @@ class TextFeatures(tf.Module):
     def readable(self, tokens, source, attention=None):
         """Headline tokens to the text a person would write, `[batch]`.
 
+        `text.detokenize` of `readable_words`.
+        """
+        return text.detokenize(self.readable_words(tokens, source, attention))
+
+    def readable_words(self, tokens, source, attention=None):
+        """Headline tokens to the words the readable headline writes.
+
         A headline word that the source holds is written as the source
         writes it (`NEC`, `2,500` for `#,###`), from the matching position
         that the step's `attention` weighs most (the first without it); the
-        unknown-word token is dropped; then `text.detokenize`.
+        unknown-word token is dropped (written "").
 
         Args:
             tokens: tf.string `[batch, T]` from `decode`.
             source: `encode_source`'s output for the documents.
             attention: float32 `[batch, T, S]`, optional.
+
+        Returns:
+            tf.string `[batch, T]`, PTB-tokenized ("" past the end).
         """
-        # The words compared as 64-bit fingerprints: a `[batch, T, S]` string
-        # comparison took 0.8 ms of a 40 ms batch of 64 (BENCHMARKS.md
-        # section 4j); two of a batch's words collide with odds ~1e-15.
+        # The words compared as 64-bit fingerprints, one hash per word rather
+        # than a `[batch, T, S]` string comparison; two of a batch's words
+        # collide with odds ~1e-15.
         same = tf.equal(
             tf.expand_dims(_fingerprints(tokens), 2),
             tf.expand_dims(_fingerprints(source["tokens"]), 1),
@@ -197,7 +208,7 @@ class TextFeatures(tf.Module):
             tokens,
         )
         words = tf.where(self._is_data_unk(words), "", words)
-        return text.detokenize(_source_ordinals(words, source["surface_tokens"]))
+        return _source_ordinals(words, source["surface_tokens"])
 
 
 def _fingerprints(tokens):
@@ -256,8 +267,7 @@ def _first_positions(tokens):
 
     Equal tokens get equal extended ids. One hashing pass (`tf.unique` over
     row-keyed tokens; a row's number never holds the separator), not a
-    `[batch, S, S]` string comparison: 0.5 ms against 2.05 for 64 test
-    documents (`benchmarks/xla_pieces.py`).
+    `[batch, S, S]` string comparison.
     """
     shape = tf.shape(tokens)
     rows = tf.strings.as_string(tf.range(shape[0]))[:, None]

@@ -5,12 +5,9 @@ rather than through `pyplot`, so rendering holds no global state: it works
 headless and is safe to call from the threads of a web server.
 """
 
-from __future__ import annotations
-
 import io
 import os
 import textwrap
-from collections.abc import Sequence
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -23,13 +20,13 @@ _MIN_W, _MAX_W = 4.0, 40.0
 _MIN_H, _MAX_H = 2.5, 20.0
 
 
-def _as_text(token) -> str:
+def _as_text(token):
     if isinstance(token, bytes):
         return token.decode("utf-8", errors="replace")
     return str(token)
 
 
-def _escape(text: str) -> str:
+def _escape(text):
     # Matplotlib would read a pair of "$" (e.g. "us$ ... $") as mathtext.
     return text.replace("$", r"\$")
 
@@ -55,7 +52,7 @@ def _trim(attention, source_tokens, headline_tokens):
     )
 
 
-def _render(attention, source_tokens, headline_tokens, title=None) -> Figure:
+def _render(attention, source_tokens, headline_tokens, title=None):
     attention, source, headline = _trim(attention, source_tokens, headline_tokens)
     t, s = attention.shape
     width = float(np.clip(_CELL_W * s + 2.5, _MIN_W, _MAX_W))
@@ -107,12 +104,12 @@ def _render(attention, source_tokens, headline_tokens, title=None) -> Figure:
 
 def attention_png_bytes(
     attention,
-    source_tokens: Sequence,
-    headline_tokens: Sequence,
-    title: str | None = None,
+    source_tokens,
+    headline_tokens,
+    title=None,
     *,
-    dpi: int = 100,
-) -> bytes:
+    dpi=100,
+):
     """Renders an attention heatmap to PNG bytes (e.g. for an HTTP response).
 
     Args:
@@ -134,13 +131,13 @@ def attention_png_bytes(
 
 def plot_attention(
     attention,
-    source_tokens: Sequence,
-    headline_tokens: Sequence,
-    path: str | os.PathLike,
-    title: str | None = None,
+    source_tokens,
+    headline_tokens,
+    path,
+    title=None,
     *,
-    dpi: int = 100,
-) -> str:
+    dpi=100,
+):
     """Writes an attention heatmap as a PNG file.
 
     Headline words are the rows and source words the columns; padding tokens

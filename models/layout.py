@@ -8,8 +8,6 @@ version, the server watches for newer ones, the evaluator resolves one.
 Plain `pathlib` only, so that the server imports it without any model code.
 """
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 
@@ -18,7 +16,7 @@ from models.errors import UserError
 SAVED_MODEL_FILE = "saved_model.pb"
 
 
-def version_dirs(model_dir: str | os.PathLike) -> list[tuple[int, Path]]:
+def version_dirs(model_dir):
     """Complete integer version folders of `model_dir`, oldest first.
 
     Returns:
@@ -34,7 +32,7 @@ def version_dirs(model_dir: str | os.PathLike) -> list[tuple[int, Path]]:
     )
 
 
-def next_version(model_dir: str | os.PathLike) -> int:
+def next_version(model_dir):
     """1 + the largest integer-named entry of `model_dir` (1 if none).
 
     Incomplete versions count too, so that no export ever writes into a
@@ -45,7 +43,7 @@ def next_version(model_dir: str | os.PathLike) -> int:
     return max((int(n) for n in names if n.isdigit()), default=0) + 1
 
 
-def resolve_version_dir(model_dir: str | os.PathLike) -> str:
+def resolve_version_dir(model_dir):
     """The SavedModel folder for `saved_models/<name>[/<version>]`.
 
     A folder holding `saved_model.pb` is returned as is; otherwise its newest

@@ -5,20 +5,16 @@ F1 of each headline against its reference. numpy and rouge-score only (no
 TensorFlow), imported lazily so that command lines answer `--help` fast.
 """
 
-from __future__ import annotations
-
-from collections.abc import Sequence
-
 import numpy as np
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 
 
 def rouge_scores(
-    predictions: Sequence[str],
-    references: Sequence[str],
-    rouge_types: Sequence[str] = ROUGE_TYPES,
-) -> np.ndarray:
+    predictions,
+    references,
+    rouge_types=ROUGE_TYPES,
+):
     """Per-example ROUGE F1 in `[0, 1]`, shape `[N, len(rouge_types)]`.
 
     Raises:
@@ -48,23 +44,23 @@ def rouge_scores(
 
 
 def mean_rouge(
-    predictions: Sequence[str],
-    references: Sequence[str],
-    rouge_types: Sequence[str] = ROUGE_TYPES,
-) -> dict[str, float]:
+    predictions,
+    references,
+    rouge_types=ROUGE_TYPES,
+):
     """Mean ROUGE F1 x 100 of each type: `{rouge_type: value}`."""
     means = rouge_scores(predictions, references, rouge_types).mean(axis=0)
     return {name: 100 * float(m) for name, m in zip(rouge_types, means, strict=True)}
 
 
 def rouge_with_intervals(
-    predictions: Sequence[str],
-    references: Sequence[str],
+    predictions,
+    references,
     *,
-    n_bootstrap: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> dict:
+    n_bootstrap=1000,
+    seed=0,
+    confidence=0.95,
+):
     """Mean ROUGE F1 with percentile-bootstrap confidence intervals.
 
     The same `n_bootstrap` resamples of the examples are used for all of

@@ -4,7 +4,6 @@ import contextlib
 import dataclasses
 import json
 import math
-import re
 import shutil
 import sys
 import tempfile
@@ -21,18 +20,13 @@ from models.config import (
     SummarizerConfig,
     TrainOptions,
 )
+from models.distribute import in_multi_worker_mode
 from models.ensemble import SummarizerEnsemble
-from models.errors import LostWorker
+from models.errors import LostWorker, first_line
 from models.export import export
+from models.flags import given
 from models.runs import load_trained_model, member_dirs, model_files
-from models.training import (
-    ValidationRouge,
-    batched,
-    build_model,
-    encode_dataset,
-    fit,
-    prepare_run,
-)
+from models.training import ValidationRouge, build_model, fit, prepare_run
 
 _COLLECTIVE_TIMEOUT_S = 600
 
@@ -44,20 +38,6 @@ _COLLECTIVE_ERRORS = (
     tf.errors.CancelledError,
     tf.errors.InternalError,
 )
-
-
-def _first_line(message):
-    # The cause, not the header and the (indented) traceback that errors
-    # raised in graphs start with.
-    lines = re.sub(r"\{\{.*?\}\}\s*", "", message).splitlines()
-    headers = ("Graph execution error", "Detected at node")
-    causes = (s for s in lines if s[:1].strip() and not s.startswith(headers))
-    return next(causes, message.strip())
-
-
-def _select(args, cls):
-    names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in vars(args).items() if k in names and v is not None})
 
 
 def _configure_devices(args):
@@ -133,36 +113,49 @@ def _tune_decoding(args, model, features, validation, search, run_dir):
     return chosen
 
 
-def _train_member(
-    run_dir, config, features, options, encoded, validation_batches, sample, strategy
-):
+@dataclasses.dataclass
+class _Run:
+    """What every member of a run trains with."""
+
+    run_dir: Path
+    chief: bool  # the one worker (of several) that keeps and exports
+    strategy: object
+    config: SummarizerConfig
+    features: object
+    encoded: object  # the training split's examples
+    validation_batches: object
+    sample: list  # validation pairs for ROUGE after each epoch
+
+
+def _train_member(run_dir, run, options):
     """Trains one model (an ensemble's member) in `run_dir`, resuming."""
     run_dir.mkdir(parents=True, exist_ok=True)
     keras.utils.set_random_seed(options.seed)
-    train_batches = batched(
-        encoded, options.batch_size, training=True, seed=options.seed
+    train_batches = data.batched(
+        run.encoded, options.batch_size, training=True, seed=options.seed
     )
     if options.steps_per_epoch is None:
         train_batches = _with_known_length(train_batches)
     callbacks = []
-    if sample:
+    if run.sample:
         callbacks.append(
             ValidationRouge(
-                features,
-                [d for d, _ in sample],
-                [s.decode("utf-8") for _, s in sample],
+                run.features,
+                [d for d, _ in run.sample],
+                [s.decode("utf-8") for _, s in run.sample],
                 log_dir=run_dir / "logs" / "rouge",
             )
         )
-    model = build_model(config, options, strategy)
+    strategy = run.strategy
+    model = build_model(run.config, options, strategy)
     try:
-        fit(model, train_batches, validation_batches, run_dir, options, callbacks)
+        fit(model, train_batches, run.validation_batches, run_dir, options, callbacks)
     except _COLLECTIVE_ERRORS as error:
-        if strategy is None or not strategy.extended._in_multi_worker_mode():
+        if not in_multi_worker_mode(strategy):
             raise
         raise LostWorker(
             "a worker left the cluster, so all stopped "
-            f"({type(error).__name__}: {_first_line(error.message)}); "
+            f"({type(error).__name__}: {first_line(error)}); "
             "run the same command on every worker to resume from the last backup"
         ) from None
     return model
@@ -201,13 +194,29 @@ def run(args):
 
 
 def _run(args, cleanup):
-    config = _select(args, SummarizerConfig)
-    options = _select(args, TrainOptions)
-    search = _select(args, SearchOptions)
+    options = TrainOptions(**given(args, TrainOptions))
+    search = SearchOptions(**given(args, SearchOptions))
     strategy = _configure_devices(args)
     keras.utils.set_random_seed(options.seed)
-
     splits = load_splits(args)
+    run = _prepare(args, splits, options, strategy, cleanup)
+    members = _train_members(run, options)
+    if not run.chief:
+        print(
+            "Trained in step with the chief, which exports the model", file=sys.stderr
+        )
+        return None
+    model = members[0] if len(members) == 1 else SummarizerEnsemble(members)
+    if args.tune_decoding and args.tune_examples > 0:
+        search = _tune_decoding(
+            args, model, run.features, splits["validation"], search, run.run_dir
+        )
+    return _export_and_evaluate(args, run, model, search)
+
+
+def _prepare(args, splits, options, strategy, cleanup):
+    """The run folder, its config and vocabulary, and the encoded data."""
+    config = SummarizerConfig(**given(args, SummarizerConfig))
     train_split = splits["train"]
     if args.max_train_examples:
         train_split = train_split.take(args.max_train_examples)
@@ -224,17 +233,15 @@ def _run(args, cleanup):
         f"coverage {config.coverage}",
         file=sys.stderr,
     )
-
     if strategy is not None:
         print(
             f"Training with {type(strategy).__name__} on "
             f"{strategy.num_replicas_in_sync} replicas",
             file=sys.stderr,
         )
-    encoded = encode_dataset(train_split, features)
     validation_batches = _with_known_length(
-        batched(
-            encode_dataset(splits["validation"], features),
+        data.batched(
+            data.encode_dataset(splits["validation"], features),
             options.batch_size,
             training=False,
         )
@@ -242,9 +249,23 @@ def _run(args, cleanup):
     sample = list(
         splits["validation"].take(options.validation_rouge_examples).as_numpy_iterator()
     )
+    return _Run(
+        run_dir=run_dir,
+        chief=chief,
+        strategy=strategy,
+        config=config,
+        features=features,
+        encoded=data.encode_dataset(train_split, features),
+        validation_batches=validation_batches,
+        sample=sample,
+    )
+
+
+def _train_members(run, options):
+    """Trains the ensemble's members in turn (one: the model), resuming."""
     deadline = time.monotonic() + 60 * (options.max_train_minutes or math.inf)
     members = []
-    for k, member_dir in enumerate(member_dirs(run_dir, options.ensemble)):
+    for k, member_dir in enumerate(member_dirs(run.run_dir, options.ensemble)):
         if k and (member_dir / "model.keras").exists():
             members.append(load_trained_model(member_dir))
             continue
@@ -259,38 +280,23 @@ def _run(args, cleanup):
             seed=options.seed + k,
             max_train_minutes=options.max_train_minutes and minutes_left,
         )
-        model = _train_member(
-            member_dir,
-            config,
-            features,
-            member_options,
-            encoded,
-            validation_batches,
-            sample,
-            strategy,
-        )
-        if chief:
+        model = _train_member(member_dir, run, member_options)
+        if run.chief:
             model.save(member_dir / "model.keras")
         members.append(model)
-    if not chief:
-        print(
-            "Trained in step with the chief, which exports the model", file=sys.stderr
-        )
-        return None
+    return members
 
-    model = members[0] if len(members) == 1 else SummarizerEnsemble(members)
-    if args.tune_decoding and args.tune_examples > 0:
-        search = _tune_decoding(
-            args, model, features, splits["validation"], search, run_dir
-        )
+
+def _export_and_evaluate(args, run, model, search):
+    """Exports `model`; scores the export unless `--skip-eval`."""
     version_dir = export(
         model,
-        features,
+        run.features,
         Path(args.export_dir or f"saved_models/{args.name}"),
         options=search,
         extra_files={
-            "config.json": json.dumps(config.to_dict(), indent=2),
-            **model_files(run_dir),
+            "config.json": json.dumps(run.config.to_dict(), indent=2),
+            **model_files(run.run_dir),
         },
     )
     print(f"Exported {version_dir}", file=sys.stderr)

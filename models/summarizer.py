@@ -26,6 +26,7 @@ from keras_attn.pointer import (
 )
 from keras_attn.shortlist import shortlist_log_distribution
 from models.config import SummarizerConfig
+from models.distribute import in_multi_worker_mode
 from models.features import UNK_ID
 from models.sampled_softmax import log_uniform_candidates, sampled_log_partition
 
@@ -149,7 +150,7 @@ class HeadlineSummarizer(keras.Model):
 
         `by_length`: at inference, each encoder layer runs on the rows still
         inside their length (`keras_attn.bidirectional_by_length`): the same
-        outputs for less work, which pays under XLA (BENCHMARKS.md 4l).
+        outputs for less work, which pays under XLA, whose shapes are fixed.
 
         Returns:
             `(memory, mask, initial_state)`: `(batch, S, hidden)`,
@@ -212,8 +213,8 @@ class HeadlineSummarizer(keras.Model):
         """The output layer's `(D, V)` kernel.
 
         Tied, it is the embedding matrix transposed: a decoding loop computes
-        it once and passes it to every `step` (a matmul with a transposed
-        operand was 1.3-1.7x slower on CPU than with a `(D, V)` one).
+        it once and passes it to every `step`, whose matmul then reads a
+        `(D, V)` operand as stored instead of a transposed one.
         `shortlist`: if > 0, the first `shortlist` columns only (see
         `initial_decoder_state`).
         """
@@ -356,7 +357,7 @@ class HeadlineSummarizer(keras.Model):
         # that metrics are (tensorflow/tensorflow#72388). One entry per worker
         # on a new axis 0 makes it the mean over workers.
         strategy = getattr(self, "_distribute_strategy", None)
-        if strategy is None or not strategy.extended._in_multi_worker_mode():
+        if not in_multi_worker_mode(strategy):
             return logs
         return {name: ops.expand_dims(value, 0) for name, value in logs.items()}
 

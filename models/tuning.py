@@ -13,7 +13,8 @@ import functools
 import numpy as np
 import tensorflow as tf
 
-from models.inference import HeadlineModule, headlines_in_batches
+from models.batching import headlines_in_batches
+from models.inference import HeadlineModule
 from models.metrics import mean_rouge
 
 

@@ -14,7 +14,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import tensorflow as tf  # noqa: E402
 
 from models import evaluate as ev  # noqa: E402
-from models import layout, metrics  # noqa: E402
+from models import (  # noqa: E402
+    heatmap,  # noqa: E402
+    layout,
+    metrics,
+)
 from models.errors import UserError  # noqa: E402
 from models.heatmap import attention_png_bytes, plot_attention  # noqa: E402
 
@@ -144,6 +148,12 @@ def test_heatmap_trims_padding_and_writes_png(tmp_path):
 # End to end through a fake SavedModel.
 
 
+def _outputs(headlines, scores):
+    # A stand-in for the readable form: the first word in brackets.
+    readable = tf.strings.regex_replace(headlines, "^([a-z]+)", "<\\1>")
+    return {"headlines": readable, "normalized_headlines": headlines, "scores": scores}
+
+
 class _FakeHeadliner(tf.Module):
     """Headline = first 3 words (beam) or first 2 words (greedy)."""
 
@@ -156,12 +166,12 @@ class _FakeHeadliner(tf.Module):
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def serve(self, documents):
         _, _, headlines, scores = self._first(documents, 3)
-        return {"headlines": headlines, "scores": scores}
+        return _outputs(headlines, scores)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def greedy(self, documents):
         _, _, headlines, scores = self._first(documents, 2)
-        return {"headlines": headlines, "scores": scores}
+        return _outputs(headlines, scores)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def attention(self, documents):
@@ -172,9 +182,10 @@ class _FakeHeadliner(tf.Module):
         eye = tf.one_hot(tf.range(tf.shape(target)[1]), tf.shape(source)[1])
         rows = tf.cast(tf.not_equal(target, ""), tf.float32)[:, :, None]
         return {
-            "headlines": headlines,
-            "scores": scores,
+            **_outputs(headlines, scores),
             "source_tokens": source,
+            "source_words": tf.strings.upper(source),
+            "headline_words": tf.strings.upper(target),
             "headline_tokens": target,
             "attention": eye[None] * rows,
         }
@@ -217,6 +228,8 @@ def test_decode_documents_each_signature(saved_model):
         saved_model / "1", DOCS[:3], signature="greedy", progress=False
     )
     assert greedy == [" ".join(d.split()[:2]) for d in DOCS[:3]]
+    readable = ev.decode_documents(saved_model, DOCS[:2], output="headlines")
+    assert readable == ["<police> arrest five", "<the> central bank"]
     with pytest.raises(UserError, match="no 'nope' signature"):
         ev.decode_documents(saved_model, DOCS, signature="nope")
 
@@ -321,3 +334,30 @@ def test_cli_errors_are_one_line(tmp_path):
     assert result.returncode == 2
     assert "invalid choice: 'bogus'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_heatmaps_are_labelled_with_the_words_as_written(
+    saved_model, data_dir, tmp_path, monkeypatch
+):
+    # The fake's `source_words` / `headline_words` are its tokens upper-cased.
+    labels = []
+
+    def plot(attention, source, headline, path, title=None):
+        labels.append((list(source), list(headline)))
+        return str(path)
+
+    monkeypatch.setattr(heatmap, "plot_attention", plot)
+    ev.evaluate(
+        saved_model,
+        "test",
+        data_dir=data_dir,
+        tfds_dir=tmp_path / "tfds",
+        max_examples=1,
+        n_heatmaps=1,
+        n_bootstrap=10,
+        output=tmp_path / "metrics.json",
+        progress=False,
+    )
+    [(source, headline)] = labels
+    assert " ".join(source) in [d.upper() for d in DOCS]
+    assert headline == source[:3]

@@ -7,7 +7,8 @@ pytestmark = pytest.mark.tf_only
 import tensorflow as tf  # noqa: E402
 
 from models import text  # noqa: E402
-from models.config import SummarizerConfig  # noqa: E402
+from models.config import NORMALIZATION_CHOICES, SummarizerConfig  # noqa: E402
+from models.errors import UserError  # noqa: E402
 from models.features import RESERVED, TextFeatures  # noqa: E402
 
 # Numbers, names, possessives, currency, percentages, quotes, brackets,
@@ -30,7 +31,7 @@ def strings(tensor):
     return [s.decode("utf-8") for s in tensor.numpy().tolist()]
 
 
-@pytest.mark.parametrize("normalization", text.NORMALIZATIONS)
+@pytest.mark.parametrize("normalization", NORMALIZATION_CHOICES)
 def test_surface_splits_where_the_normalization_splits(normalization):
     normalized = text.tokenize(CORPUS, normalization=normalization)
     surface = tf.strings.split(text.surface(CORPUS))
@@ -143,6 +144,26 @@ def readable(features, documents, tokens, attention=None):
     return strings(features.readable(tokens, source, attention))
 
 
+def test_readable_words_are_the_headline_word_by_word():
+    features = TextFeatures(VOCAB, max_source_length=16, max_target_length=8)
+    documents = ["Japan's NEC said it would cut 2,500 jobs (at Tōshiba)."]
+    source = features.encode_source(tf.constant(documents))
+    tokens = tf.constant([["japan", "nec", "cut", "#,###", "jobs", "<unk>", ""]])
+    words = features.readable_words(tokens, source)
+    assert strings(words[0]) == ["Japan", "NEC", "cut", "2,500", "jobs", "", ""]
+    assert strings(text.detokenize(words)) == strings(features.readable(tokens, source))
+    # A heatmap's labels for the source: its words as written.
+    assert strings(text.detokenize_words(source["surface_tokens"][0]))[7:] == [
+        "2,500",
+        "jobs",
+        "(",
+        "at",
+        "Tōshiba",
+        ")",
+        ".",
+    ]
+
+
 def test_readable_takes_case_and_digits_from_the_source():
     features = TextFeatures(VOCAB, max_source_length=16, max_target_length=8)
     documents = ["Japan's NEC said it would cut 2,500 jobs at Tōshiba."]
@@ -208,7 +229,7 @@ def test_readable_general_normalization_keeps_digits_in_the_vocabulary():
     assert source["ids"].numpy().tolist() == [[1, 4, 5, 6]]
     out = readable(features, ["NEC cut 2,500 jobs"], [["nec", "cut", "2,500"]])
     assert out == ["NEC cut 2,500"]
-    with pytest.raises(ValueError, match="normalization"):
+    with pytest.raises(UserError, match="normalization"):
         TextFeatures(vocab, 16, 8, normalization="lower")
 
 
@@ -219,5 +240,5 @@ def test_guess_normalization_and_config():
     assert text.guess_normalization(["japan 's nec", "cuts 2,500 jobs"]) == "general"
     assert text.guess_normalization(["Japan's NEC"]) == "general"
     assert SummarizerConfig.from_dict({}).normalization == "gigaword"
-    with pytest.raises(ValueError, match="normalization"):
+    with pytest.raises(UserError, match="normalization"):
         SummarizerConfig(normalization="upper")

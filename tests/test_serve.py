@@ -1,6 +1,6 @@
 """Tests of `models.serve` against a fake SavedModel with the export's signatures.
 
-The signatures are those `models/inference.py` defines (see its docstring; a
+The signatures are those `models/inference/module.py` defines (see its docstring; a
 real export is served in test_serve_export.py). The fake `headlines` model
 writes the first three words of a document (upper-cased in version 1,
 lower-cased in version 2) and attends from headline word `t` to source word
@@ -85,6 +85,9 @@ class _FakeHeadlines(tf.Module):
             "scores": -length_penalty * tf.cast(words_of.row_lengths(), tf.float32),
             "source_tokens": source,
             "headline_tokens": headline,
+            # Stand-ins for the words as the reader sees them.
+            "source_words": tf.strings.upper(source),
+            "headline_words": tf.strings.lower(headline),
             "attention": eye[None] * valid,
         }
 
@@ -261,6 +264,8 @@ def test_status_and_metadata(client):
         "scores",
         "source_tokens",
         "headline_tokens",
+        "source_words",
+        "headline_words",
         "attention",
     }
     assert sigs["attention"]["outputs"]["attention"]["dtype"] == "DT_FLOAT"
@@ -312,6 +317,7 @@ def test_attention_signature_and_page_api(client):
     assert first["attention"][1] == [0.0, 1.0, 0.0, 0.0]
     # Rows of one request share its padding ("" tokens, zero attention rows).
     assert second["source_tokens"] == ["x", "y", "", ""]
+    assert second["source_words"] == ["X", "Y", "", ""]
     assert second["attention"][2] == [0.0, 0.0, 0.0, 0.0]
 
     page = client.post("/api/headline", json={"document": DOC})
@@ -320,6 +326,9 @@ def test_attention_signature_and_page_api(client):
     assert body["headline"] == "ALPHA BETA GAMMA"
     assert body["model_version"] == "1"
     assert body["source_tokens"] == DOC.split()
+    # The page labels its heatmap with the words, cut to the tokens' padding.
+    assert body["source_words"] == DOC.upper().split()
+    assert body["headline_words"] == ["alpha", "beta", "gamma"]
     assert len(body["attention"]) == 3 and len(body["attention"][0]) == 5
 
     index = client.get("/")
@@ -556,6 +565,10 @@ def test_web_page_in_headless_chromium(model_dir, tmp_path):
                 "1.0000"
             )
             assert page.locator("#heatmap th.src").count() == len(article.split())
+            # Labelled with the words as the reader sees them (the fake's:
+            # the source upper-cased, the headline lower-cased).
+            assert page.locator("#heatmap th.src").first.text_content() == "AUSTRALIA"
+            assert page.locator("#heatmap th.hyp").nth(1).text_content() == "'s"
             # The slider starts at the model's default and sends nothing; set
             # to two words, it sends max_length=2.
             assert page.text_content("#max-words-value") == "model default"

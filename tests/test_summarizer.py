@@ -135,10 +135,9 @@ def test_stacked_encoder_feeds_each_layer_to_the_next():
         tiny_config(encoder_layers=0)
 
 
-def test_label_smoothing_is_the_recipe_and_older_runs_read_without_it():
+def test_label_smoothing_is_the_recipe_and_a_saved_config_keeps_its_value():
     assert SummarizerConfig().label_smoothing == 0.1
-    # A config.json saved before the field existed: trained without it.
-    assert SummarizerConfig.from_dict({}).label_smoothing == 0.0
+    assert SummarizerConfig.from_dict({}).label_smoothing == 0.1
     assert SummarizerConfig.from_dict({"label_smoothing": 0.2}).label_smoothing == 0.2
 
 

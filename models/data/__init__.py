@@ -8,12 +8,26 @@ One module per concern, each importing only those before it:
   installed TFDS builder and no network (`prepare_offline`);
 * `splits`: one split as `(document, summary)` pairs, from TFDS, a prepared
   TFDS folder, a local copy or plain text files (`load_split`);
-* `batches`: shuffled, length-bucketed, padded batches (`make_batches`).
+* `batches`: shuffled, length-bucketed, padded batches (`make_batches`);
+* `vocabulary`: the words of a training split (`split_vocabulary`);
+* `examples`: pairs to the model's examples and batches (`encode_dataset`,
+  `batched`).
 """
 
+from models.config import SPLITS
 from models.data.batches import make_batches
+from models.data.examples import batched, encode_dataset
 from models.data.offline import prepare_offline
-from models.data.sources import SPLITS
 from models.data.splits import load_split
+from models.data.vocabulary import count_words, split_vocabulary
 
-__all__ = ["SPLITS", "load_split", "make_batches", "prepare_offline"]
+__all__ = [
+    "SPLITS",
+    "batched",
+    "count_words",
+    "encode_dataset",
+    "load_split",
+    "make_batches",
+    "prepare_offline",
+    "split_vocabulary",
+]

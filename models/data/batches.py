@@ -1,31 +1,27 @@
 """Encoded examples to shuffled, length-bucketed, padded batches."""
 
-from __future__ import annotations
-
-from collections.abc import Callable, Sequence
-
 import tensorflow as tf
 
 # Examples mixed at a time; their order is reshuffled every epoch.
 _SHUFFLE_BUFFER = 10_000
 
 
-def _default_length(*features) -> tf.Tensor:
+def _default_length(*features):
     first = tf.nest.flatten(features)[0]
     return tf.shape(first, out_type=tf.int32)[0]
 
 
 def make_batches(
-    dataset: tf.data.Dataset,
-    encode_fn: Callable | None = None,
-    batch_size: int = 64,
+    dataset,
+    encode_fn=None,
+    batch_size=64,
     *,
-    length_fn: Callable | None = None,
-    bucket_boundaries: Sequence[int] = (16, 24, 32, 48, 64),
-    shuffle: bool = True,
-    seed: int | None = None,
-    cache: bool = True,
-) -> tf.data.Dataset:
+    length_fn=None,
+    bucket_boundaries=(16, 24, 32, 48, 64),
+    shuffle=True,
+    seed=None,
+    cache=True,
+):
     """Encodes, caches, shuffles, buckets by length, pads and prefetches.
 
     Order: `map(encode_fn)` (if given) -> `cache` -> `shuffle` (reshuffled

@@ -9,8 +9,6 @@ under `offline/gigaword-<key>`, one per source, so that they never shadow the
 full online dataset).
 """
 
-from __future__ import annotations
-
 import contextlib
 import json
 import os
@@ -23,14 +21,14 @@ try:
 except ImportError:  # Windows: no lock (one preparation at a time there)
     fcntl = None
 
-from models.data.sources import ORG_DATA, Source, find_source, validate
+from models.data.sources import ORG_DATA, find_source, validate
 from models.errors import UserError
 
 _MARKER = "gigaword_offline_source.json"
 _LOCK = ".gigaword_offline.lock"
 
 
-def _default_tfds_root() -> Path:
+def _default_tfds_root():
     return Path(os.environ.get("TFDS_DATA_DIR", "~/tensorflow_datasets")).expanduser()
 
 
@@ -45,7 +43,7 @@ def _local_download_manager_cls():
         extracted with TFDS's own extractor. Nothing is fetched from the network.
         """
 
-        def __init__(self, *, source: Source, staging_dir: Path, **kwargs):
+        def __init__(self, *, source, staging_dir, **kwargs):
             super().__init__(**kwargs)
             self._source = source
             self._staging_dir = staging_dir
@@ -85,9 +83,9 @@ def _local_download_manager_cls():
 
 
 def prepare_offline(
-    data_dir: str | os.PathLike,
+    data_dir,
     *,
-    tfds_dir: str | os.PathLike | None = None,
+    tfds_dir=None,
 ):
     """Prepares the TFDS `gigaword` dataset from a local copy of its source.
 

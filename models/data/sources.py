@@ -5,18 +5,15 @@ folder), or the archive itself. Plain Python (no TensorFlow), so that a bad
 folder is reported before any framework loads.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import hashlib
 import os
 import zipfile
-from collections.abc import Sequence
 from pathlib import Path
 
+from models.config import SPLITS
 from models.errors import UserError
 
-SPLITS = ("train", "validation", "test")
 # TFDS split name -> file prefix in org_data/ (the builder's own mapping).
 SPLIT_FILES = {"train": "train", "validation": "dev", "test": "test"}
 ARCHIVE_NAME = "ggw_data.zip"  # file name in TFDS's url_checksums/gigaword.txt
@@ -35,12 +32,12 @@ class Source:
     path: Path
     prefix: str = ""
 
-    def file_names(self) -> list[str]:
+    def file_names(self):
         return [
             f"{SPLIT_FILES[s]}.{side}.txt" for s in SPLITS for side in ("src", "tgt")
         ]
 
-    def _paths(self) -> list[Path]:
+    def _paths(self):
         if self.kind == "zip":
             paths = [self.path]
         else:
@@ -50,7 +47,7 @@ class Source:
                 raise UserError(f"missing file (or not a file): {p}")
         return paths
 
-    def fingerprint(self) -> str:
+    def fingerprint(self):
         """Cheap identity of the source: path, sizes and modification times."""
         h = hashlib.sha256(f"{self.kind}:{self.path.resolve()}:{self.prefix}".encode())
         for p in self._paths():
@@ -58,7 +55,7 @@ class Source:
             h.update(f"{p.name}:{st.st_size}:{st.st_mtime_ns}".encode())
         return h.hexdigest()[:12]
 
-    def content_digest(self) -> str:
+    def content_digest(self):
         """What the files hold, wherever they are and whenever written: for
         when `fingerprint` changed because they were copied or touched."""
         h = hashlib.sha256(self.prefix.encode())
@@ -69,19 +66,19 @@ class Source:
                     h.update(block)
         return h.hexdigest()
 
-    def describe(self) -> str:
+    def describe(self):
         return f"{self.path.resolve()}" + (
             f" ({self.prefix or '.'} in archive)" if self.prefix else ""
         )
 
 
-def _is_org_data_dir(path: Path) -> bool:
+def _is_org_data_dir(path):
     return path.is_dir() and any(
         (path / f"{prefix}.src.txt").exists() for prefix in SPLIT_FILES.values()
     )
 
 
-def _zip_source(path: Path) -> Source:
+def _zip_source(path):
     try:
         with zipfile.ZipFile(path) as zf:
             names = set(zf.namelist())
@@ -98,7 +95,7 @@ def _zip_source(path: Path) -> Source:
     )
 
 
-def find_source(data_dir: str | os.PathLike) -> Source:
+def find_source(data_dir):
     """Resolves `data_dir` to the local copy of the gigaword download."""
     path = Path(data_dir).expanduser()
     if not path.exists():
@@ -129,7 +126,7 @@ def find_source(data_dir: str | os.PathLike) -> Source:
     )
 
 
-def _check_lines(name: str, lines) -> int:
+def _check_lines(name, lines):
     """Counts lines, rejecting empty lines and bytes that are not UTF-8."""
     count = 0
     for count, raw in enumerate(lines, start=1):
@@ -147,7 +144,7 @@ def _check_lines(name: str, lines) -> int:
     return count
 
 
-def validate(source: Source, splits: Sequence[str] = SPLITS) -> dict[str, int]:
+def validate(source, splits=SPLITS):
     """Validates the text files of `splits`; returns the pair count per split.
 
     One sequential pass over the bytes (no parsing beyond UTF-8 decoding), so

@@ -1,7 +1,5 @@
 """One split as `(document, summary)` pairs, from wherever the data is."""
 
-from __future__ import annotations
-
 import difflib
 import os
 import re
@@ -9,14 +7,15 @@ from pathlib import Path
 
 import tensorflow as tf
 
+from models.config import SPLITS
 from models.data.offline import prepare_offline
-from models.data.sources import SPLIT_FILES, SPLITS, Source, find_source, validate
+from models.data.sources import SPLIT_FILES, find_source, validate
 from models.errors import UserError
 
 _SPLIT_ALIASES = {"dev": "validation", "valid": "validation", "val": "validation"}
 
 
-def _prepared_tfds_dir(path: Path, dataset: str) -> bool:
+def _prepared_tfds_dir(path, dataset):
     if not path.is_dir():
         return False
     # `<dir>/<dataset>/<version>/` or `<dir>/<dataset>/<config>/<version>/`
@@ -25,7 +24,7 @@ def _prepared_tfds_dir(path: Path, dataset: str) -> bool:
     )
 
 
-def _canonical_split(split: str, strict: bool) -> str:
+def _canonical_split(split, strict):
     """Maps `dev` -> `validation`; checks the base name for Gigaword splits."""
     if not isinstance(split, str):
         raise UserError(f"`split` must be a string. Received: split={split!r}")
@@ -39,7 +38,7 @@ def _canonical_split(split: str, strict: bool) -> str:
     return canonical + split[match.end() :] if match else split
 
 
-def _tfds_builder(dataset: str, data_dir):
+def _tfds_builder(dataset, data_dir):
     import tensorflow_datasets as tfds
 
     try:
@@ -53,7 +52,7 @@ def _tfds_builder(dataset: str, data_dir):
         ) from None
 
 
-def _check_keys(builder, document_key: str, summary_key: str) -> None:
+def _check_keys(builder, document_key, summary_key):
     features = builder.info.features
     text_keys = sorted(k for k in features.keys() if features[k].tf_dtype == tf.string)
     for name, key in (("document_key", document_key), ("summary_key", summary_key)):
@@ -65,7 +64,7 @@ def _check_keys(builder, document_key: str, summary_key: str) -> None:
             )
 
 
-def _as_pairs(builder, split: str, document_key: str, summary_key: str):
+def _as_pairs(builder, split, document_key, summary_key):
     available = list(builder.info.splits.keys())
     base = re.match(r"^\s*(\w+)", split)
     if available and base and base.group(1) not in available:
@@ -80,7 +79,7 @@ def _as_pairs(builder, split: str, document_key: str, summary_key: str):
     )
 
 
-def _text_pairs(source: Source, split: str) -> tf.data.Dataset:
+def _text_pairs(source, split):
     """Pairs read straight from org_data files (no TFDS, no `<unk>` rewrite)."""
     if source.kind != "dir":
         raise UserError(
@@ -103,14 +102,14 @@ def _text_pairs(source: Source, split: str) -> tf.data.Dataset:
 
 
 def load_split(
-    split: str,
+    split,
     *,
-    data_dir: str | os.PathLike | None = None,
-    dataset: str = "gigaword",
-    document_key: str = "document",
-    summary_key: str = "summary",
-    tfds_dir: str | os.PathLike | None = None,
-) -> tf.data.Dataset:
+    data_dir=None,
+    dataset="gigaword",
+    document_key="document",
+    summary_key="summary",
+    tfds_dir=None,
+):
     """Loads one split as `(document, summary)` pairs of `tf.string` scalars.
 
     - `data_dir=None`: `tfds.load(dataset, split=split)` (downloads and

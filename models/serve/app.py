@@ -1,7 +1,5 @@
 """The Starlette app: TF Serving's REST routes, the web page and monitoring."""
 
-from __future__ import annotations
-
 import asyncio
 import contextlib
 import json
@@ -12,17 +10,15 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import tensorflow as tf
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from models.errors import HttpError
+from models.errors import HttpError, first_line
 from models.serve.batcher import Batcher, Job
 from models.serve.codec import (
     DEFAULT_SIGNATURE,
@@ -35,7 +31,7 @@ from models.serve.codec import (
     preview,
     to_json,
 )
-from models.serve.servable import ModelManager, Servable
+from models.serve.servable import ModelManager
 
 logger = logging.getLogger("models.serve")
 
@@ -70,26 +66,26 @@ _MODEL_PATH = re.compile(
 )
 
 
-def _json_response(payload: Any, status: int = 200, headers=None) -> Response:
+def _json_response(payload, status=200, headers=None):
     body = json.dumps(payload, ensure_ascii=False, allow_nan=False)
     return Response(body, status, headers=headers, media_type="application/json")
 
 
-def _error(status: int, message: str) -> Response:
+def _error(status, message):
     return _json_response({"error": message}, status)
 
 
 class HeadlineServer:
     """The Starlette app plus the model manager and batcher it owns."""
 
-    def __init__(self, config: ServerConfig):
+    def __init__(self, config):
         self.config = config
         self.manager = ModelManager(config.model_dir, config.poll_seconds)
         self.batcher = Batcher(
             config.max_batch_size, config.batch_timeout_ms / 1000.0, config.max_queue
         )
         self.requests = 0
-        self.errors: Counter = Counter()
+        self.errors = Counter()
         self.started = time.time()
         self.app = Starlette(
             routes=[
@@ -116,14 +112,14 @@ class HeadlineServer:
             self.manager.stop()
             await asyncio.to_thread(self.batcher.stop)
 
-    async def _http_error(self, request: Request, exc: HttpError) -> Response:
+    async def _http_error(self, request, exc):
         """Answers every `HttpError` a route raises as `{"error": message}`."""
         self.errors[exc.status] += 1
         return _error(exc.status, exc.message)
 
     # ---- routes
 
-    async def index(self, request: Request) -> Response:
+    async def index(self, request):
         return FileResponse(
             STATIC_DIR / "index.html",
             headers={
@@ -133,7 +129,7 @@ class HeadlineServer:
             },
         )
 
-    async def stats(self, request: Request) -> Response:
+    async def stats(self, request):
         servable = self.manager.current
         return _json_response(
             {
@@ -146,7 +142,7 @@ class HeadlineServer:
             }
         )
 
-    async def models(self, request: Request) -> Response:
+    async def models(self, request):
         match = _MODEL_PATH.match(request.path_params["rest"])
         if not match:
             raise HttpError(
@@ -190,7 +186,7 @@ class HeadlineServer:
         payload = await self._read_json(request)
         return await self._predict(servable, payload)
 
-    async def api_headline(self, request: Request) -> Response:
+    async def api_headline(self, request):
         """Endpoint for the web page: one document -> tokens + attention matrix."""
         payload = await self._read_json(request)
         if (
@@ -237,6 +233,9 @@ class HeadlineServer:
                 "score": first.get("scores"),
                 "source_tokens": first.get("source_tokens", []),
                 "headline_tokens": first.get("headline_tokens", []),
+                # The heatmap's labels: the words as the reader sees them.
+                "source_words": first.get("source_words", []),
+                "headline_words": first.get("headline_words", []),
                 "attention": first.get("attention", []),
             },
             headers=_batch_headers(batch_requests, batch_size),
@@ -244,7 +243,7 @@ class HeadlineServer:
 
     # ---- helpers
 
-    def _servable(self, name: str, version: str | None) -> Servable:
+    def _servable(self, name, version):
         servable = self.manager.current  # Read once: stable for this request.
         if name != self.config.model_name:
             spec = f"Specific({name}, {version})" if version else f"Latest({name})"
@@ -257,7 +256,7 @@ class HeadlineServer:
             )
         return servable
 
-    def _status(self, servable: Servable) -> dict[str, Any]:
+    def _status(self, servable):
         return {
             "model_version_status": [
                 {
@@ -268,7 +267,7 @@ class HeadlineServer:
             ]
         }
 
-    def _metadata(self, servable: Servable) -> dict[str, Any]:
+    def _metadata(self, servable):
         return {
             "model_spec": {
                 "name": self.config.model_name,
@@ -278,7 +277,7 @@ class HeadlineServer:
             "metadata": {"signature_def": {"signature_def": servable.signature_defs}},
         }
 
-    async def _read_json(self, request: Request) -> Any:
+    async def _read_json(self, request):
         limit = self.config.max_body_bytes
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -313,7 +312,7 @@ class HeadlineServer:
                 400, f"The request body must be valid JSON. Received: {exc}"
             ) from None
 
-    async def _predict(self, servable: Servable, payload: Any) -> Response:
+    async def _predict(self, servable, payload):
         if not isinstance(payload, dict):
             raise HttpError(
                 400,
@@ -388,9 +387,7 @@ class HeadlineServer:
             {"outputs": {k: to_json(outputs[k]) for k in names}}, headers=headers
         )
 
-    def _length_params(
-        self, servable: Servable, signature: str, lengths: dict[str, Any]
-    ) -> tuple[str, dict[str, Any]]:
+    def _length_params(self, servable, signature, lengths):
         """The signature to run and its scalar inputs, defaults filled in.
 
         Length fields on a request to `serving_default` or `attention` run
@@ -454,18 +451,13 @@ class HeadlineServer:
                 f"Request timed out after {self.config.request_timeout_s:g} s.",
             ) from None
         except (tf.errors.InvalidArgumentError, ValueError, TypeError) as exc:
-            raise HttpError(400, _tf_message(exc)) from None
+            raise HttpError(400, first_line(exc)) from None
         except Exception as exc:
             logger.exception("Model call failed")
-            raise HttpError(500, f"Model call failed: {_tf_message(exc)}") from None
+            raise HttpError(500, f"Model call failed: {first_line(exc)}") from None
 
 
-def _tf_message(exc: Exception) -> str:
-    message = getattr(exc, "message", None) or str(exc)
-    return message.strip().splitlines()[0] if message.strip() else type(exc).__name__
-
-
-def _batch_headers(batch_requests: int, batch_size: int) -> dict[str, str]:
+def _batch_headers(batch_requests, batch_size):
     return {"X-Batch-Requests": str(batch_requests), "X-Batch-Size": str(batch_size)}
 
 
@@ -499,7 +491,7 @@ class _AccessLog:
             )
 
 
-def create_app(config: ServerConfig) -> Starlette:
+def create_app(config):
     """Loads the newest model version in `config.model_dir` and builds the app.
 
     Raises:

@@ -1,7 +1,5 @@
 """Merges requests that arrive within a few milliseconds into one model call."""
 
-from __future__ import annotations
-
 import concurrent.futures
 import logging
 import queue
@@ -28,7 +26,7 @@ class Job:
     future: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
 
     @property
-    def key(self) -> tuple:
+    def key(self):
         return id(self.servable), self.signature, tuple(sorted(self.params.items()))
 
 
@@ -45,27 +43,27 @@ class Batcher:
     (503) instead of growing latency without limit.
     """
 
-    def __init__(self, max_batch_size: int, timeout_s: float, max_queue: int):
+    def __init__(self, max_batch_size, timeout_s, max_queue):
         self.max_batch_size = max_batch_size
         self.timeout_s = timeout_s
-        self._queue: queue.Queue = queue.Queue(maxsize=max_queue)
-        self._thread: threading.Thread | None = None
+        self._queue = queue.Queue(maxsize=max_queue)
+        self._thread = None
         self._lock = threading.Lock()
         self.batches = 0
         self.instances = 0
         self.jobs = 0
         self.max_batch_seen = 0
         self.multi_job_batches = 0
-        self.batch_sizes: Counter = Counter()
+        self.batch_sizes = Counter()
 
-    def start(self) -> None:
+    def start(self):
         if self._thread is None:
             self._thread = threading.Thread(
                 target=self._run, name="batcher", daemon=True
             )
             self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self):
         if self._thread is not None:
             try:  # Jobs queued ahead of the sentinel still get their answers.
                 self._queue.put(_STOP, timeout=30)
@@ -74,15 +72,15 @@ class Batcher:
             self._thread.join(timeout=30)
             self._thread = None
 
-    def submit(self, job: Job) -> None:
+    def submit(self, job):
         """Queues `job`; raises `queue.Full` when the queue is at capacity."""
         self._queue.put_nowait(job)
 
     @property
-    def queue_depth(self) -> int:
+    def queue_depth(self):
         return self._queue.qsize()
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self):
         with self._lock:
             return {
                 "batches": self.batches,
@@ -96,7 +94,7 @@ class Batcher:
                 "queue_depth": self.queue_depth,
             }
 
-    def _collect(self, first: Job) -> tuple[list[Job], bool]:
+    def _collect(self, first):
         jobs, size = [first], first.size
         deadline = time.monotonic() + self.timeout_s
         while size < self.max_batch_size:
@@ -115,13 +113,13 @@ class Batcher:
             size += job.size
         return jobs, False
 
-    def _run(self) -> None:
+    def _run(self):
         while True:
             first = self._queue.get()
             if first is _STOP:
                 return
             jobs, stop = self._collect(first)
-            groups: dict[tuple, list[Job]] = {}
+            groups = {}
             for job in jobs:
                 groups.setdefault(job.key, []).append(job)
             for group in groups.values():
@@ -130,7 +128,7 @@ class Batcher:
             if stop:
                 return
 
-    def _chunks(self, jobs: list[Job]):
+    def _chunks(self, jobs):
         chunk, size = [], 0
         for job in jobs:
             if chunk and size + job.size > self.max_batch_size:
@@ -141,7 +139,7 @@ class Batcher:
         if chunk:
             yield chunk
 
-    def _run_chunk(self, jobs: list[Job]) -> None:
+    def _run_chunk(self, jobs):
         # Jobs whose client already timed out are dropped before any work.
         jobs = [j for j in jobs if j.future.set_running_or_notify_cancel()]
         if not jobs:
@@ -159,7 +157,7 @@ class Batcher:
                 except Exception as single_exc:
                     job.future.set_exception(single_exc)
 
-    def _run_batch(self, jobs: list[Job]) -> None:
+    def _run_batch(self, jobs):
         servable, signature = jobs[0].servable, jobs[0].signature
         merged = {name: [] for name in jobs[0].inputs}
         for job in jobs:

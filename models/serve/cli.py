@@ -17,7 +17,14 @@ def _positive(kind):
     return parse
 
 
-def parse_args(argv=None) -> argparse.Namespace:
+def _non_negative(text):
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0. Received: {text}")
+    return value
+
+
+def parse_args(argv=None):
     p = argparse.ArgumentParser(
         prog="python -m models.serve",
         description="Serve a headline SavedModel with TensorFlow Serving's REST API.",
@@ -27,14 +34,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8501)
     p.add_argument("--max-batch-size", type=_positive(int), default=64)
-    p.add_argument("--batch-timeout-ms", type=float, default=5.0)
+    p.add_argument("--batch-timeout-ms", type=_non_negative, default=5.0)
     p.add_argument("--max-queue", type=_positive(int), default=256)
     p.add_argument("--max-body-bytes", type=_positive(int), default=1_000_000)
     p.add_argument("--max-instances", type=_positive(int), default=64)
     p.add_argument("--request-timeout-s", type=_positive(float), default=30.0)
     p.add_argument(
         "--poll-seconds",
-        type=float,
+        type=_non_negative,
         default=2.0,
         help="How often to look for a newer version; 0 disables the watcher.",
     )
@@ -48,7 +55,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def main(argv=None) -> None:
+def main(argv=None):
     args = parse_args(argv)
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(message)s"

@@ -1,11 +1,8 @@
 """JSON <-> numpy for TF Serving's row (`instances`) and columnar (`inputs`) formats."""
 
-from __future__ import annotations
-
 import base64
 import json
 import math
-from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -20,9 +17,11 @@ LENGTH_FIELDS = ("min_length", "max_length", "length_penalty")
 # Outputs of the `attention` signature padded to the longest row of the *batch*;
 # they are trimmed per request so a response never depends on its batch-mates.
 _PADDED_TOKEN_OUTPUTS = ("source_tokens", "headline_tokens")
+# The same positions as the reader sees them (a heatmap's labels).
+_WORD_OUTPUTS = {"source_tokens": "source_words", "headline_tokens": "headline_words"}
 
 
-def _decode_string(value: Any, where: str) -> bytes:
+def _decode_string(value, where):
     if isinstance(value, str):
         return value.encode("utf-8")
     if isinstance(value, dict) and set(value) == {"b64"}:
@@ -39,12 +38,12 @@ def _decode_string(value: Any, where: str) -> bytes:
     )
 
 
-def preview(value: Any, limit: int = 60) -> str:
+def preview(value, limit=60):
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _convert(value: Any, dtype: tf.DType, where: str) -> Any:
+def _convert(value, dtype, where):
     if dtype == tf.string:
         return _decode_string(value, where)
     if isinstance(value, (bool, int, float)) or value is None:
@@ -60,9 +59,7 @@ def _convert(value: Any, dtype: tf.DType, where: str) -> Any:
     )
 
 
-def parse_row(
-    instances: Any, dtypes: dict[str, tf.DType]
-) -> tuple[dict[str, list], int]:
+def parse_row(instances, dtypes):
     if not isinstance(instances, list):
         raise HttpError(
             400, f"`instances` must be a list. Received: instances={preview(instances)}"
@@ -70,7 +67,7 @@ def parse_row(
     if not instances:
         raise HttpError(400, "`instances` must be a non-empty list. Received: []")
     names = sorted(dtypes)
-    inputs: dict[str, list] = {name: [] for name in names}
+    inputs = {name: [] for name in names}
     for i, instance in enumerate(instances):
         where = f"instances[{i}]"
         named = isinstance(instance, dict) and set(instance) != {"b64"}
@@ -94,9 +91,7 @@ def parse_row(
     return inputs, len(instances)
 
 
-def parse_columnar(
-    columns: Any, dtypes: dict[str, tf.DType]
-) -> tuple[dict[str, list], int]:
+def parse_columnar(columns, dtypes):
     names = sorted(dtypes)
     named = isinstance(columns, dict) and set(columns) != {"b64"}
     if not named:
@@ -138,7 +133,7 @@ def parse_columnar(
     return inputs, size
 
 
-def parse_lengths(payload: dict) -> dict[str, int | float]:
+def parse_lengths(payload):
     """The length fields a request gives, checked; the others are left out."""
     given = {k: payload[k] for k in LENGTH_FIELDS if k in payload}
     for name, low in (("min_length", 0), ("max_length", 1)):
@@ -173,7 +168,7 @@ def parse_lengths(payload: dict) -> dict[str, int | float]:
     return given
 
 
-def _key_mismatch(where: str, given: dict, names: list[str]) -> str:
+def _key_mismatch(where, given, names):
     unknown = sorted(set(given) - set(names))
     missing = sorted(set(names) - set(given))
     return (
@@ -184,7 +179,7 @@ def _key_mismatch(where: str, given: dict, names: list[str]) -> str:
     )
 
 
-def to_json(value: np.ndarray | Any) -> Any:
+def to_json(value):
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, np.ndarray):
@@ -200,7 +195,7 @@ def to_json(value: np.ndarray | Any) -> Any:
     return value
 
 
-def crop_batch_padding(outputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def crop_batch_padding(outputs):
     """Cuts batch padding of the `attention` signature to this request's rows."""
     if not all(k in outputs for k in _PADDED_TOKEN_OUTPUTS):
         return outputs
@@ -208,7 +203,7 @@ def crop_batch_padding(outputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     if src.ndim != 2 or hyp.ndim != 2:
         return outputs
 
-    def used(tokens: np.ndarray) -> int:
+    def used(tokens):
         nonempty = np.vectorize(len, otypes=[int])(tokens) > 0 if tokens.size else None
         if nonempty is None or not nonempty.any():
             return 0
@@ -216,8 +211,10 @@ def crop_batch_padding(outputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
     s, t = used(src), used(hyp)
     trimmed = dict(outputs)
-    trimmed["source_tokens"] = src[:, :s]
-    trimmed["headline_tokens"] = hyp[:, :t]
+    for name, size in (("source_tokens", s), ("headline_tokens", t)):
+        for key in (name, _WORD_OUTPUTS[name]):
+            if key in outputs:
+                trimmed[key] = outputs[key][:, :size]
     att = outputs.get("attention")
     if att is not None and att.ndim == 3:
         trimmed["attention"] = att[:, :t, :s]

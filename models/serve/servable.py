@@ -1,16 +1,12 @@
 """Loaded SavedModel versions and the manager that hot-swaps to newer ones."""
 
-from __future__ import annotations
-
 import json
 import logging
-import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import tensorflow as tf
 from google.protobuf import json_format
 from tensorflow.core.protobuf import saved_model_pb2
@@ -25,7 +21,7 @@ SEARCH_OPTIONS_FILE = "search_options.json"
 logger = logging.getLogger("models.serve")
 
 
-def _signature_defs(path: Path) -> dict[str, Any]:
+def _signature_defs(path):
     """`SignatureDef`s of a SavedModel rendered as TF Serving renders them."""
     proto = saved_model_pb2.SavedModel()
     proto.ParseFromString((path / SAVED_MODEL_FILE).read_bytes())
@@ -50,6 +46,15 @@ def _signature_defs(path: Path) -> dict[str, Any]:
     return defs
 
 
+def _folder_state(path):
+    """Each file of a version folder with its size and modification time."""
+    files = sorted(p for p in path.rglob("*") if p.is_file())
+    return tuple(
+        (str(p.relative_to(path)), p.stat().st_size, p.stat().st_mtime_ns)
+        for p in files
+    )
+
+
 @dataclass
 class Servable:
     """One loaded version of the model and what is known about its signatures."""
@@ -69,7 +74,7 @@ class Servable:
     search_options: dict[str, Any]
 
     @classmethod
-    def load(cls, version: int, path: Path) -> Servable:
+    def load(cls, version, path):
         loaded = tf.saved_model.load(str(path))
         signatures = dict(loaded.signatures)
         if not signatures:
@@ -102,14 +107,14 @@ class Servable:
             search_options=search_options,
         )
 
-    def run(self, signature: str, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+    def run(self, signature, inputs):
         """Calls `signature` on the batched `inputs` and its scalar params."""
         fn = self.signatures[signature]
         dtypes = {**self.input_dtypes[signature], **self.param_dtypes[signature]}
         tensors = {k: tf.constant(v, dtype=dtypes[k]) for k, v in inputs.items()}
         return {k: v.numpy() for k, v in fn(**tensors).items()}
 
-    def warm_up(self) -> None:
+    def warm_up(self):
         """Calls every signature once so the first request pays no first-call cost."""
         for name, dtypes in self.input_dtypes.items():
             params = self.param_dtypes[name]
@@ -129,7 +134,7 @@ class ModelManager:
     when the last request holding it finishes.
     """
 
-    def __init__(self, model_dir: str | os.PathLike, poll_seconds: float = 2.0):
+    def __init__(self, model_dir, poll_seconds=2.0):
         self.model_dir = Path(model_dir)
         self.poll_seconds = poll_seconds
         versions = version_dirs(self.model_dir)
@@ -141,43 +146,47 @@ class ModelManager:
         version, path = versions[-1]
         servable = Servable.load(version, path)
         servable.warm_up()
-        self.current: Servable = servable
-        self._failed: set[int] = set()
+        self.current = servable
+        # version -> `_folder_state` of its folder when it failed to load.
+        self._failed = {}
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._thread = None
 
-    def start(self) -> None:
+    def start(self):
         if self.poll_seconds > 0 and self._thread is None:
             self._thread = threading.Thread(
                 target=self._watch, name="model-watcher", daemon=True
             )
             self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self):
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None
 
-    def poll_once(self) -> bool:
+    def poll_once(self):
         """Loads the newest version if it is newer than the one served.
 
         Returns:
             Whether a new version was switched to.
         """
-        versions = [
-            (v, p)
-            for v, p in version_dirs(self.model_dir)
-            if v > self.current.version and v not in self._failed
+        newer = [
+            (v, p) for v, p in version_dirs(self.model_dir) if v > self.current.version
         ]
-        if not versions:
+        # A version that failed is tried again only once its files change:
+        # a folder copied in place (not renamed in) fails while half-written.
+        for version, path in reversed(newer):
+            state = _folder_state(path)
+            if self._failed.get(version) != state:
+                break
+        else:
             return False
-        version, path = versions[-1]
         try:
             servable = Servable.load(version, path)
             servable.warm_up()
         except Exception as exc:  # Keep serving the old version.
-            self._failed.add(version)
+            self._failed[version] = state
             logger.error("Could not load version %d from %s: %s", version, path, exc)
             return False
         old = self.current.version
@@ -185,7 +194,7 @@ class ModelManager:
         logger.warning("Switched model from version %d to version %d", old, version)
         return True
 
-    def _watch(self) -> None:
+    def _watch(self):
         while not self._stop.wait(self.poll_seconds):
             try:
                 self.poll_once()

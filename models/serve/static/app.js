@@ -35,9 +35,18 @@
     return tokens.slice(0, n);
   }
 
-  function renderHeatmap(sourceTokens, headlineTokens, attention) {
-    const src = trimPadding(sourceTokens);
-    const hyp = trimPadding(headlineTokens);
+  // The labels are the words as the reader sees them (the document's words as
+  // written, the readable headline's), where the model gives them; the
+  // tokens' padding decides how many there are.
+  function labels(tokens, words) {
+    const n = trimPadding(tokens).length;
+    return (words.length ? words : tokens).slice(0, n);
+  }
+
+  function renderHeatmap(sourceTokens, headlineTokens, sourceWords, headlineWords,
+                         attention) {
+    const src = labels(sourceTokens, sourceWords);
+    const hyp = labels(headlineTokens, headlineWords);
     const thead = table.tHead;
     const tbody = table.tBodies[0];
     thead.replaceChildren();
@@ -128,6 +137,7 @@
       meta.textContent = `score ${score} \u00b7 ${ms} ms`;
       modelInfo.textContent = `model ${data.model_name} \u00b7 version ${data.model_version}`;
       renderHeatmap(data.source_tokens || [], data.headline_tokens || [],
+                    data.source_words || [], data.headline_words || [],
                     data.attention || []);
       result.hidden = false;
       setStatus("Done.");

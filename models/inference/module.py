@@ -1,4 +1,4 @@
-"""Inference: the graph that turns text into headlines, in batches.
+"""The exported graph: text to headlines, greedy or beam, with its signatures.
 
 `HeadlineModule` is what `export` saves and what validation and tuning
 decode with: text features, encoder, the search (greedy or beam) over the
@@ -12,8 +12,11 @@ Signatures (all take `documents`, tf.string `[batch]`):
   data's normalized form, which ROUGE scores against the references),
   `scores` float32 `[batch]` (length-normalised log-probability).
 * `greedy`: the same outputs, greedy search.
-* `attention`: beam search, plus `source_tokens` `[batch, S]`,
-  `headline_tokens` `[batch, T]` and `attention` float32 `[batch, T, S]`.
+* `attention`: beam search, plus `source_tokens` `[batch, S]` and
+  `headline_tokens` `[batch, T]` (normalized tokens, "" padded),
+  `source_words` and `headline_words` (the same positions as the reader
+  sees them: the document's words as written, the readable headline's
+  words; a heatmap's labels) and `attention` float32 `[batch, T, S]`.
 * `length_control`: beam search with the length settings as inputs, the
   `attention` signature's outputs. Besides `documents`: `min_length` int32
   scalar (tokens before the end; clipped to `[0, max_length]`),
@@ -25,10 +28,10 @@ Signatures (all take `documents`, tf.string `[batch]`):
 import tensorflow as tf
 
 import keras_attn
+from models import text
 from models.features import END_ID, PAD_ID, START_ID, UNK_ID
-
-# The source lengths XLA compiles for are multiples of this.
-_XLA_SOURCE_STEP = 16
+from models.inference.shards import concat_padded, in_shards
+from models.inference.xla import padded_for_xla
 
 _DOCUMENTS = tf.TensorSpec([None], tf.string, name="documents")
 # Signatures cannot have defaults: `search_options.json`, beside the
@@ -52,8 +55,7 @@ class HeadlineModule(tf.Module):
         # `frozen`: the model's weights will not change (an export), so the
         # output layer's `(D, V)` kernel, the embedding transposed when tied,
         # is made once and saved beside them; else each call transposes it,
-        # under XLA a `(V, D)` copy in every shard's computation
-        # (BENCHMARKS.md 4l measures it with the shards' own text).
+        # under XLA a `(V, D)` copy in every shard's computation.
         self._output_kernel = None
         if frozen:
             self._output_kernel = tf.nest.map_structure(
@@ -62,9 +64,7 @@ class HeadlineModule(tf.Module):
             )
         # Under XLA, one compiled function for all calls: XLA caches its
         # compilations there, one per padded shape.
-        self._decode_ids = (
-            _padded_for_xla(self._decode) if options.xla else self._decode
-        )
+        self._decode_ids = padded_for_xla(self._decode) if options.xla else self._decode
 
     def search(
         self,
@@ -112,11 +112,11 @@ class HeadlineModule(tf.Module):
                 for source, result in zip(sources, results, strict=True)
             ]
             return {
-                key: _concat_padded([output[key] for output in outputs])
+                key: concat_padded([output[key] for output in outputs])
                 for key in outputs[0]
             }
 
-        return _in_shards(search_slices, options.shards)(documents)
+        return in_shards(search_slices, options.shards)(documents)
 
     def _outputs(self, source, result):
         """`search`'s outputs from one slice's source features and search."""
@@ -126,13 +126,18 @@ class HeadlineModule(tf.Module):
         )
         ids, attention = result.ids[:, :steps], result.extras[:, :steps]
         tokens, normalized = self.features.decode(ids, result.lengths, source["tokens"])
-        headlines = self.features.readable(tokens, source, attention)
+        words = self.features.readable_words(tokens, source, attention)
+        # A heatmap's labels: the words as written, the dropped unknown-word
+        # token as the model wrote it, so that every row has one.
+        labels = tf.where(tf.equal(words, ""), tokens, words)
         return {
-            "headlines": headlines,
+            "headlines": text.detokenize(words),
             "normalized_headlines": normalized,
             "scores": result.scores,
             "source_tokens": source["tokens"],
             "headline_tokens": tokens,
+            "source_words": text.detokenize_words(source["surface_tokens"]),
+            "headline_words": text.detokenize_words(labels),
             "attention": attention,
         }
 
@@ -142,9 +147,9 @@ class HeadlineModule(tf.Module):
         processors = []
         if max_length is not None:
             processors.append(keras_attn.MaxLength(max_length, END_ID))
-        # Under XLA the encoder skips the rows past their length (1.17-1.25x
-        # on its own); on TensorFlow's executor Keras' layer, whose two
-        # directions run on two cores, is faster (BENCHMARKS.md 4l).
+        # Under XLA the encoder skips the rows past their length, less work
+        # in fixed shapes; on TensorFlow's executor Keras' layer, whose two
+        # directions run on two cores at once, is the better one.
         state, memory = self.model.initial_decoder_state(
             ids, ext_ids, options.shortlist, by_length=options.xla
         )
@@ -197,8 +202,8 @@ class HeadlineModule(tf.Module):
         )
 
     # No AutoGraph: the search is `keras.ops` with explicit loops (it runs
-    # under `jax.jit` too), so AutoGraph would only rewrite its source, a
-    # third of the export's time (BENCHMARKS.md section 4h).
+    # under `jax.jit` too), so AutoGraph would only rewrite its source, work
+    # that every trace of an export would pay for nothing.
     @tf.function(input_signature=[_DOCUMENTS], autograph=False)
     def beam(self, documents):
         return _headline_outputs(self.search(documents, self.options.beam_size))
@@ -227,100 +232,5 @@ class HeadlineModule(tf.Module):
         }
 
 
-def _padded_for_xla(decode):
-    """`decode(ids, ext_ids, *args)`, compiled by XLA, on padded shapes.
-
-    The encoder is compiled too: in one run, 1.79x the exact export's greedy
-    search at batch 64, against 1.62x with the encoder left to TensorFlow's
-    executor (BENCHMARKS.md section 4e).
-
-    XLA compiles once per input shape: the batch is padded to a power of two
-    and the source to a multiple of `_XLA_SOURCE_STEP`, so that a server
-    compiles a few shapes, not one per request. The source's padding ids are
-    masked out; the added rows are copies of the batch's own rows, which end
-    with them (empty sources could run the loop to `max_length`).
-    """
-    compiled = tf.function(decode, jit_compile=True, autograph=False)
-
-    def padded(ids, ext_ids, *args):
-        rows, length = tf.shape(ids)[0], tf.shape(ids)[1]
-        (power,) = tf.while_loop(lambda n: n < rows, lambda n: (2 * n,), [1])
-        copies = tf.range(power) % tf.maximum(rows, 1)
-        padding = [[0, tf.maximum(1 - rows, 0)], [0, -length % _XLA_SOURCE_STEP]]
-
-        def pad(x):
-            return tf.gather(tf.pad(x, padding, constant_values=PAD_ID), copies)
-
-        result = compiled(pad(ids), pad(ext_ids), *args)
-        return keras_attn.DecodingResult(
-            ids=result.ids[:rows],
-            lengths=result.lengths[:rows],
-            scores=result.scores[:rows],
-            log_probs=result.log_probs[:rows],
-            extras=result.extras[:rows, :, :length],
-        )
-
-    return padded
-
-
-def _in_shards(search_slices, shards):
-    """`search_slices(list of documents)` on `shards` slices of the batch.
-
-    A search is a loop of small ops, each waiting for the last, which can
-    leave a core idle (XLA's code runs a cluster's small ops on one thread);
-    TensorFlow runs independent ops at the same time, so one search per
-    slice fills it, and one slice's text can be read or written while the
-    other's search runs. Rows are decoded independently, so the headlines
-    are the same. A batch of fewer rows than `shards` is searched whole.
-    """
-
-    def sharded(documents):
-        if shards == 1:
-            return search_slices([documents])
-        rows = tf.shape(documents)[0]
-
-        def apart():
-            # Slice sizes differ by one at most, and none is empty.
-            bounds = [i * rows // shards for i in range(shards + 1)]
-            return search_slices(
-                [
-                    documents[begin:end]
-                    for begin, end in zip(bounds[:-1], bounds[1:], strict=True)
-                ]
-            )
-
-        return tf.cond(rows >= shards, apart, lambda: search_slices([documents]))
-
-    return sharded
-
-
-def _concat_padded(parts):
-    """`parts` `[rows_i, ...]` concatenated on rows, each padded at the end of
-    its other axes to the largest (with "" or 0, as the search pads)."""
-    if len(parts) == 1:
-        return parts[0]
-    sizes = tf.reduce_max(tf.stack([tf.shape(part) for part in parts]), axis=0)
-    padded = []
-    for part in parts:
-        room = sizes - tf.shape(part)
-        padding = tf.stack([tf.zeros_like(room), room], axis=1)[1:]
-        padding = tf.concat([[[0, 0]], padding], axis=0)
-        padded.append(tf.pad(part, padding))
-    return tf.concat(padded, axis=0)
-
-
 def _headline_outputs(out):
     return {k: out[k] for k in ("headlines", "normalized_headlines", "scores")}
-
-
-def headlines_in_batches(search_fn, documents, batch_size=128):
-    """`search_fn(tf.string [n]) -> tf.string [n]` over `documents`, as str.
-
-    For ROUGE, `search_fn` returns the `normalized_headlines`.
-    """
-    documents = tf.convert_to_tensor(documents, tf.string)
-    headlines = []
-    for start in range(0, int(tf.shape(documents)[0]), batch_size):
-        out = search_fn(documents[start : start + batch_size])
-        headlines += [h.decode("utf-8") for h in out.numpy()]
-    return headlines

@@ -1,0 +1,195 @@
+"""The callbacks of a training run: resumable backups, a time budget, the
+weights' moving average, and validation ROUGE.
+
+`models.training.fit` puts them in order; each docstring says where it goes.
+"""
+
+import json
+import time
+from pathlib import Path
+
+import keras
+import tensorflow as tf
+
+from models.batching import headlines_in_batches
+from models.config import SearchOptions
+from models.distribute import in_multi_worker_mode
+from models.inference import HeadlineModule
+from models.metrics import mean_rouge
+
+
+class Backup(keras.callbacks.BackupAndRestore):
+    """`BackupAndRestore` that saves every `save_freq` steps *and* at each
+    epoch's end, keeping the previous backup in case a kill tears the write.
+
+    A resumed run restores the weights, the optimizer (its step counter
+    included) and the epoch; the interrupted epoch starts over. Keras backs
+    up neither the best value of `ModelCheckpoint` nor the state of
+    `EarlyStopping` or `ReduceLROnPlateau`: `tracked` callbacks have theirs
+    saved beside the weights and restored, so a resumed run keeps the best
+    model and its patience. Put `Backup` after them, so that their state is
+    saved as updated at an epoch's end and restored after their own
+    `on_train_begin`.
+    """
+
+    STATE_ATTRIBUTES = ("best", "wait", "best_epoch", "stopped_epoch")
+
+    def __init__(self, backup_dir, save_freq, tracked=()):
+        super().__init__(
+            backup_dir,
+            save_freq=save_freq,
+            delete_checkpoint=False,
+            double_checkpoint=True,
+        )
+        self.tracked = list(tracked)
+        self._state_path = Path(backup_dir) / "callback_state.json"
+
+    def callback_state(self):
+        """`{class name: {attribute: value}}`, one entry per tracked callback."""
+        return {
+            type(c).__name__: {
+                name: (None if getattr(c, name) is None else float(getattr(c, name)))
+                for name in self.STATE_ATTRIBUTES
+                if hasattr(c, name)
+            }
+            for c in self.tracked
+        }
+
+    def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
+        if not self._state_path.exists():
+            return
+        saved = json.loads(self._state_path.read_text())
+        # By class, so that a run resumed with or without `--lr-decay` keeps
+        # what it can: a callback that was not tracked starts afresh.
+        for callback in self.tracked:
+            for name, value in saved.get(type(callback).__name__, {}).items():
+                is_count = name != "best" and value is not None
+                setattr(callback, name, int(value) if is_count else value)
+
+    def _save_model(self):
+        super()._save_model()
+        # Written after the weights: a kill in between leaves the previous
+        # epoch's state, which loses patience already spent (and can halve
+        # a learning rate that the weights' optimizer already halved).
+        tmp = self._state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.callback_state()))
+        tmp.replace(self._state_path)
+
+    def on_epoch_end(self, epoch, logs=None):
+        super().on_epoch_end(epoch, logs)
+        self._save_model()
+
+
+class TimeBudget(keras.callbacks.Callback):
+    """Stops training once `minutes` have passed (checked every batch)."""
+
+    def __init__(self, minutes):
+        super().__init__()
+        self.seconds = minutes * 60
+        self.start = None
+        self.stopped = False
+
+    def on_train_begin(self, logs=None):
+        self.start = time.monotonic()
+
+    def on_train_batch_end(self, batch, logs=None):
+        over = time.monotonic() - self.start > self.seconds
+        strategy = self.model.distribute_strategy
+        if in_multi_worker_mode(strategy):
+            # Workers stop at the same step, or the others would wait for
+            # the stopped one: the first to run out of time stops them all.
+            over = bool(strategy.reduce("SUM", tf.constant(over, tf.int32), None))
+        if over:
+            self.model.stop_training = True
+            self.stopped = True
+
+
+def _inner(optimizer):
+    # Under mixed_float16 the optimizer is a `LossScaleOptimizer`.
+    return getattr(optimizer, "inner_optimizer", optimizer)
+
+
+def uses_ema(optimizer):
+    """Whether `optimizer` keeps a moving average of the weights (`use_ema`)."""
+    return bool(getattr(_inner(optimizer), "use_ema", False))
+
+
+class AveragedWeights(keras.callbacks.Callback):
+    """Validates and keeps the optimizer's moving average of the weights.
+
+    With `use_ema`, Keras' optimizer keeps an exponential moving average of
+    the weights, but validation, the best-model checkpoint and early stopping
+    would all see the raw weights. Placed first among the callbacks, this one
+    puts the average into the model for validation (`on_test_begin`) and the
+    epoch-end callbacks; `restorer()`, placed before the backup, puts the raw
+    weights back, so that training and backups go on from them.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self._raw = None
+
+    def _averages(self):
+        return _inner(self.model.optimizer)._model_variables_moving_average
+
+    def swap_in(self):
+        if self._raw is not None:
+            return
+        variables = self.model.trainable_variables
+        self._raw = [tf.identity(v) for v in variables]
+        for variable, average in zip(variables, self._averages(), strict=True):
+            variable.assign(average)
+
+    def swap_out(self):
+        if self._raw is None:
+            return
+        for variable, raw in zip(
+            self.model.trainable_variables, self._raw, strict=True
+        ):
+            variable.assign(raw)
+        self._raw = None
+
+    def on_test_begin(self, logs=None):
+        self.swap_in()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.swap_in()
+
+    def restorer(self):
+        """The callback that puts the raw weights back at an epoch's end."""
+        return keras.callbacks.LambdaCallback(
+            on_epoch_end=lambda epoch, logs: self.swap_out()
+        )
+
+
+class ValidationRouge(keras.callbacks.Callback):
+    """ROUGE of greedy headlines on a validation sample after each epoch."""
+
+    def __init__(self, features, documents, summaries, log_dir=None):
+        super().__init__()
+        self.features = features
+        self.documents = list(documents)
+        self.summaries = summaries
+        self._greedy = None
+        self.writer = tf.summary.create_file_writer(str(log_dir)) if log_dir else None
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self._greedy is None:
+            module = HeadlineModule(self.model, self.features, SearchOptions())
+            self._greedy = tf.function(
+                lambda d: module.search(d, 1)["normalized_headlines"], autograph=False
+            )
+        headlines = headlines_in_batches(self._greedy, self.documents)
+        scores = mean_rouge(headlines, self.summaries, ("rouge1", "rouge2", "rougeL"))
+        for key, value in scores.items():
+            if logs is not None:
+                logs[f"val_{key}"] = value
+            if self.writer:
+                with self.writer.as_default():
+                    tf.summary.scalar(f"val_{key}", value, step=epoch)
+        print(
+            f"\nvalidation ROUGE-1/2/L on {len(headlines)} examples: "
+            + " / ".join(f"{value:.1f}" for value in scores.values())
+            + f"  e.g. {headlines[0]!r}"
+        )

@@ -1,0 +1,96 @@
+"""Detokenizing: PTB tokens back to written text, in-graph."""
+
+import tensorflow as tf
+
+# The ordinals of a quarter or a half, which Gigaword masks (`#st-qtr`): each
+# one's digits, its spelled forms and the periods it can have (a half is
+# 1st or 2nd).
+PERIOD_ORDINALS = (
+    ("1st", "first|1st", "qtr|quarter|half"),
+    ("2nd", "second|2nd", "qtr|quarter|half"),
+    ("3rd", "third|3rd", "qtr|quarter"),
+    ("4th", "fourth|4th", "qtr|quarter"),
+)
+# (pattern, rewrite) pairs from a PTB token back to written text.
+_DETOKENIZE = (
+    ("(?i)^-lrb-$", "("),
+    ("(?i)^-rrb-$", ")"),
+    ("(?i)^-lsb-$", "["),
+    ("(?i)^-rsb-$", "]"),
+    ("(?i)^-lcb-$", "{"),
+    ("(?i)^-rcb-$", "}"),
+    (r"\\/", "/"),
+    ("(?i)&amp;", "&"),
+    ("^``$", "\u201c"),
+    ("^''$", "\u201d"),
+    ("^--$", "\u2014"),
+    # Gigaword's masked ordinals of a quarter or a half (`#st-qtr`), which
+    # the source rarely writes in digits: the suffix decides the digit.
+    *(
+        (f"^#{digits[1:]}-({periods})$", f"{digits}-\\1")
+        for digits, _, periods in PERIOD_ORDINALS
+    ),
+)
+# Tokens written against the one before (`Japan's`, `12%`, `won't`), and
+# tokens the next one is written against (`$4.3`, `US$5.2`, `(Python`).
+_CLOSES = "[,.;:?!%)\\]}\u201d']|\\.\\.\\.|(?i:n't|'(?:s|re|ve|ll|d|m))"
+_OPENS = "[$(\\[{\u201c]|\\p{L}{1,3}\\$"
+# Leading punctuation, the first character, the rest.
+_FIRST = r"(?s)^([\p{P}\p{S}\s]*)(.?)(.*)$"
+
+
+def detokenize_words(tokens):
+    r"""Each PTB token as it is written: `-lrb-` as `(`, `\/` as `/`, ...
+
+    The rewrites of `detokenize`, word by word, without joining: the labels
+    of an attention heatmap.
+
+    Args:
+        tokens: `tf.string` of any shape.
+
+    Returns:
+        `tf.string` of the same shape.
+    """
+    for pattern, rewrite in _DETOKENIZE:
+        tokens = tf.strings.regex_replace(tokens, pattern, rewrite)
+    return tokens
+
+
+def detokenize(tokens):
+    r"""PTB tokens to written text, first letter capitalized, in-graph.
+
+    `japan 's nec cuts 2,500 jobs -lrb- 12 % -rrb-` becomes
+    `Japan's nec cuts 2,500 jobs (12%)`: brackets and the `&amp;`, `\/`
+    escapes restored, ``` `` ``` / `''` as typographic quotes, `--` as a dash,
+    punctuation, `'s` and `n't` joined to the word before, `$` and opening
+    brackets to the word after; a period after an abbreviation's is dropped.
+
+    Args:
+        tokens: `tf.string` `[batch, T]`, "" for no token, or a ragged
+            `[batch, None]`.
+
+    Returns:
+        `tf.string` `[batch]`.
+    """
+    if not isinstance(tokens, tf.RaggedTensor):
+        tokens = tf.RaggedTensor.from_tensor(tf.convert_to_tensor(tokens, tf.string))
+    tokens = tf.ragged.boolean_mask(tokens, tf.not_equal(tokens, ""))
+    words = detokenize_words(tokens.flat_values)
+    first = tf.equal(tf.ragged.range(tokens.row_lengths()).flat_values, 0)
+    previous = tf.concat([[""], words[:-1]], axis=0)
+    glued = tf.logical_or(
+        tf.strings.regex_full_match(words, _CLOSES),
+        tf.strings.regex_full_match(previous, _OPENS),
+    )
+    # `Calif.` ending the text is followed by the sentence's own period.
+    repeated = tf.logical_and(
+        tf.equal(words, "."), tf.strings.regex_full_match(previous, r".*\.")
+    )
+    words = tf.where(tf.logical_and(repeated, ~first), "", words)
+    spaced = tf.where(tf.logical_or(glued, first), words, " " + words)
+    x = tf.strings.reduce_join(tokens.with_flat_values(spaced), axis=1)
+    # Upper-case the first character after any leading punctuation.
+    lead, head, rest = (
+        tf.strings.regex_replace(x, _FIRST, group) for group in (r"\1", r"\2", r"\3")
+    )
+    return lead + tf.strings.upper(head, encoding="utf-8") + rest
