@@ -1,5 +1,9 @@
 """Attention heatmaps: headline words (rows) against source words (columns).
 
+The labels are the words as the reader sees them: the readable headline's
+and the document's as written (the `attention` signature's `headline_words`
+and `source_words`), not the normalized tokens.
+
 Figures are drawn on a bare `matplotlib.figure.Figure` with the Agg canvas
 rather than through `pyplot`, so rendering holds no global state: it works
 headless and is safe to call from the threads of a web server.
@@ -31,15 +35,15 @@ def _escape(text):
     return text.replace("$", r"\$")
 
 
-def _trim(attention, source_tokens, headline_tokens):
-    """Drops padding ("" tokens) from the tokens and the attention matrix."""
-    source = [_as_text(t) for t in np.asarray(source_tokens, dtype=object).ravel()]
-    headline = [_as_text(t) for t in np.asarray(headline_tokens, dtype=object).ravel()]
+def _trim(attention, source_words, headline_words):
+    """Drops padding ("" words) from the labels and the attention matrix."""
+    source = [_as_text(t) for t in np.asarray(source_words, dtype=object).ravel()]
+    headline = [_as_text(t) for t in np.asarray(headline_words, dtype=object).ravel()]
     attention = np.asarray(attention, dtype=np.float32)
     if attention.ndim != 2 or attention.shape != (len(headline), len(source)):
         raise ValueError(
             "`attention` must have shape [T, S] = "
-            f"[{len(headline)}, {len(source)}] (headline tokens, source tokens). "
+            f"[{len(headline)}, {len(source)}] (headline words, source words). "
             f"Received: attention.shape={attention.shape}"
         )
     rows = [i for i, t in enumerate(headline) if t != ""]
@@ -52,8 +56,8 @@ def _trim(attention, source_tokens, headline_tokens):
     )
 
 
-def _render(attention, source_tokens, headline_tokens, title=None):
-    attention, source, headline = _trim(attention, source_tokens, headline_tokens)
+def _render(attention, source_words, headline_words, title=None):
+    attention, source, headline = _trim(attention, source_words, headline_words)
     t, s = attention.shape
     width = float(np.clip(_CELL_W * s + 2.5, _MIN_W, _MAX_W))
     height = float(np.clip(_CELL_H * t + 2.0, _MIN_H, _MAX_H))
@@ -65,7 +69,7 @@ def _render(attention, source_tokens, headline_tokens, title=None):
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     if t == 0 or s == 0:
-        ax.text(0.5, 0.5, "no tokens to show", ha="center", va="center")
+        ax.text(0.5, 0.5, "no words to show", ha="center", va="center")
         ax.set_axis_off()
     else:
         vmax = float(attention.max()) or 1.0
@@ -89,7 +93,7 @@ def _render(attention, source_tokens, headline_tokens, title=None):
         ax.set_yticklabels([_escape(w) for w in headline], fontsize=9)
         ax.set_xlabel("source")
         ax.set_ylabel("headline")
-        # Thin white grid between cells keeps neighbouring tokens apart.
+        # Thin white grid between cells keeps neighbouring words apart.
         ax.set_xticks(np.arange(s + 1) - 0.5, minor=True)
         ax.set_yticks(np.arange(t + 1) - 0.5, minor=True)
         ax.grid(which="minor", color="white", linewidth=0.5)
@@ -104,8 +108,8 @@ def _render(attention, source_tokens, headline_tokens, title=None):
 
 def attention_png_bytes(
     attention,
-    source_tokens,
-    headline_tokens,
+    source_words,
+    headline_words,
     title=None,
     *,
     dpi=100,
@@ -114,16 +118,16 @@ def attention_png_bytes(
 
     Args:
         attention: float array of shape `[T, S]`: row `i` is the attention of
-            headline token `i` over the source tokens.
-        source_tokens: `S` source words (`str` or `bytes`); `""` is padding.
-        headline_tokens: `T` headline words; `""` is padding.
+            headline word `i` over the source words.
+        source_words: `S` source words (`str` or `bytes`); `""` is padding.
+        headline_words: `T` headline words; `""` is padding.
         title: optional title above the heatmap.
         dpi: resolution of the PNG.
 
     Returns:
         The PNG file contents as `bytes`.
     """
-    fig = _render(attention, source_tokens, headline_tokens, title)
+    fig = _render(attention, source_words, headline_words, title)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi)
     return buffer.getvalue()
@@ -131,8 +135,8 @@ def attention_png_bytes(
 
 def plot_attention(
     attention,
-    source_tokens,
-    headline_tokens,
+    source_words,
+    headline_words,
     path,
     title=None,
     *,
@@ -140,14 +144,14 @@ def plot_attention(
 ):
     """Writes an attention heatmap as a PNG file.
 
-    Headline words are the rows and source words the columns; padding tokens
+    Headline words are the rows and source words the columns; padding words
     (`""`) and their rows/columns are trimmed, and the figure is sized to the
     remaining token counts.
 
     Args:
         attention: float array of shape `[T, S]`.
-        source_tokens: `S` source words (`str` or `bytes`); `""` is padding.
-        headline_tokens: `T` headline words; `""` is padding.
+        source_words: `S` source words (`str` or `bytes`); `""` is padding.
+        headline_words: `T` headline words; `""` is padding.
         path: where to write the PNG (parent folders are created).
         title: optional title above the heatmap.
         dpi: resolution of the PNG.
@@ -155,9 +159,7 @@ def plot_attention(
     Returns:
         `path` as a string.
     """
-    data = attention_png_bytes(
-        attention, source_tokens, headline_tokens, title, dpi=dpi
-    )
+    data = attention_png_bytes(attention, source_words, headline_words, title, dpi=dpi)
     path = os.fspath(path)
     parent = os.path.dirname(path)
     if parent:
