@@ -1,0 +1,171 @@
+"""Training's README promises: Ctrl-C and resume, an ensemble killed in its
+second member, `--word-dropout`, TensorBoard logs.
+
+The interrupted runs are real `train.py` processes sent a real SIGINT or
+SIGKILL; the resumed run is judged by the epochs Keras prints, which start
+at the epoch the backup holds.
+"""
+
+import pytest
+
+pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
+
+import json  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from e2e import ROOT, run, train_command, write_org_data  # noqa: E402
+
+from models.config import SummarizerConfig, TrainOptions  # noqa: E402
+from models.flags import given  # noqa: E402
+from models.training import build_model  # noqa: E402
+
+EPOCH_LINE = re.compile(r"^Epoch (\d+)/(\d+)$", re.MULTILINE)
+
+
+def _backed_up_epoch(run_dir):
+    try:
+        return json.loads((run_dir / "backup" / "training_metadata.json").read_text())[
+            "epoch"
+        ]
+    except (OSError, ValueError, KeyError):
+        return -1
+
+
+def _interrupt(command, run_dir, epochs_done, sig, log):
+    """Runs `command`; sends `sig` once `run_dir` has `epochs_done` epochs
+    backed up. Returns `(exit code, epoch backed up, stderr)`."""
+    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "PYTHONUNBUFFERED": "1"}
+    with open(log, "w") as out:
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.PIPE, text=True
+        )
+        deadline = time.monotonic() + 300
+        while (
+            time.monotonic() < deadline
+            and process.poll() is None
+            and _backed_up_epoch(run_dir) < epochs_done
+        ):
+            time.sleep(0.05)
+        assert process.poll() is None, f"training exited early: {process.returncode}"
+        process.send_signal(sig)
+        _, err = process.communicate(timeout=300)
+    return process.returncode, _backed_up_epoch(run_dir), err
+
+
+def _epochs(stdout):
+    return [(int(a), int(b)) for a, b in EPOCH_LINE.findall(stdout)]
+
+
+SHORT = ["--steps-per-epoch", "2", "--checkpoint-every", "1000", "--skip-eval"]
+
+
+def test_ctrl_c_then_the_same_command_resumes(tmp_path):
+    write_org_data(tmp_path / "data")
+    command = train_command(tmp_path, "--epochs", "40", *SHORT)
+    code, epoch, err = _interrupt(
+        command, tmp_path / "run", 1, signal.SIGINT, tmp_path / "first.log"
+    )
+    assert code == 130, err[-3000:]
+    assert "train.py: interrupted; run the same command again to resume." in err
+    assert "Traceback" not in err
+    assert 1 <= epoch < 40
+    assert not (tmp_path / "export").exists()
+
+    resumed = run(train_command(tmp_path, "--epochs", str(epoch + 1), *SHORT))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "Resuming run" in resumed.stderr
+    # One epoch trained, the one after the backup's.
+    assert _epochs(resumed.stdout) == [(epoch + 1, epoch + 1)]
+    assert _backed_up_epoch(tmp_path / "run") == epoch + 1
+    assert (tmp_path / "export" / "1" / "saved_model.pb").is_file()
+
+
+def test_an_ensemble_killed_in_its_second_member_resumes_that_member(tmp_path):
+    write_org_data(tmp_path / "data")
+    command = train_command(tmp_path, "--epochs", "4", "--ensemble", "2", *SHORT)
+    second = tmp_path / "run" / "member-1"
+    code, epoch, err = _interrupt(
+        command, second, 1, signal.SIGKILL, tmp_path / "first.log"
+    )
+    assert code == -signal.SIGKILL
+    assert "Ensemble member 2 of 2" in err
+    assert 1 <= epoch < 4
+    assert (tmp_path / "run" / "model.keras").is_file()  # the first, finished
+    assert not (second / "model.keras").exists()
+    first_member = (tmp_path / "run" / "model.keras").read_bytes()
+
+    resumed = run(command)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    # The first member has all its epochs: none trained again. The second
+    # goes on from its backup.
+    assert _epochs(resumed.stdout) == [(e, 4) for e in range(epoch + 1, 5)]
+    assert (tmp_path / "run" / "model.keras").read_bytes() == first_member
+    assert (second / "model.keras").is_file()
+    assert (tmp_path / "export" / "1" / "member-1.keras").is_file()
+
+
+def test_word_dropout_drops_whole_words_in_training_only():
+    import train  # the checkout's command line, from the repository root
+
+    args = train.parse_args(["--word-dropout", "0.5", "--vocab-size", "60"])
+    config = SummarizerConfig(**given(args, SummarizerConfig))
+    assert config.word_dropout == 0.5
+    config = SummarizerConfig(
+        **{**config.to_dict(), "embedding_dim": 8, "hidden_size": 8}
+    )
+    model = build_model(config, TrainOptions())
+    embedded = np.random.default_rng(0).normal(size=(64, 40, 8)).astype("float32")
+    for layer in (model.source_word_dropout, model.target_word_dropout):
+        keras.utils.set_random_seed(0)
+        out = np.asarray(layer(tf.constant(embedded), training=True))
+        dropped = np.all(out == 0, axis=-1)
+        # Whole words: a word's vector is all zero or all of it scaled by
+        # 1 / (1 - 0.5), never part of it.
+        assert np.array_equal((out == 0).any(axis=-1), dropped)
+        np.testing.assert_allclose(out[~dropped], 2.0 * embedded[~dropped], rtol=1e-6)
+        # 2,560 words at rate 0.5: +-0.05 is 5 standard deviations.
+        assert 0.45 < dropped.mean() < 0.55
+        np.testing.assert_array_equal(
+            np.asarray(layer(tf.constant(embedded), training=False)), embedded
+        )
+
+
+def _scalars(folder):
+    """tag -> [(step, value)] of the event files in `folder`."""
+    found = {}
+    for path in sorted(folder.glob("events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(str(path)):
+            for value in event.summary.value:
+                number = float(tf.make_ndarray(value.tensor))
+                found.setdefault(value.tag, []).append((event.step, number))
+    return found
+
+
+def test_tensorboard_event_files_are_written_and_readable(trained):
+    folder, result = trained
+    logs = folder / "run" / "logs"
+    train_scalars = _scalars(logs / "train")
+    validation = _scalars(logs / "validation")
+    rouge = _scalars(logs / "rouge")
+    # Two epochs: steps 0 and 1 of each epoch scalar.
+    assert [s for s, _ in train_scalars["epoch_loss"]] == [0, 1]
+    # The validation loss is the one Keras printed (4 decimals).
+    printed = [float(v) for v in re.findall(r"val_loss: ([0-9.]+)", result.stdout)]
+    logged = [v for _, v in validation["epoch_loss"]]
+    assert [s for s, _ in validation["epoch_loss"]] == [0, 1]
+    assert printed == pytest.approx(logged, abs=5e-5)
+    # And the validation ROUGE that ValidationRouge printed (1 decimal).
+    lines = re.findall(
+        r"validation ROUGE-1/2/L on \d+ examples: ([0-9.]+)", result.stdout
+    )
+    assert [s for s, _ in rouge["val_rouge1"]] == [0, 1]
+    assert [float(v) for v in lines] == pytest.approx(
+        [v for _, v in rouge["val_rouge1"]], abs=0.051
+    )
