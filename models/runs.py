@@ -64,11 +64,11 @@ def load_trained_model(run_dir, dtype_policy=None):
     paths = list(model_files(run_dir).values())
     models = [keras.saving.load_model(p, compile=False) for p in paths]
     if dtype_policy:
-        models = [_with_dtype_policy(m, dtype_policy) for m in models]
+        models = [with_dtype_policy(m, dtype_policy) for m in models]
     return models[0] if len(models) == 1 else SummarizerEnsemble(models)
 
 
-def _with_dtype_policy(model, dtype_policy):
+def with_dtype_policy(model, dtype_policy):
     """A copy of `model` whose layers compute in `dtype_policy`."""
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(dtype_policy)

@@ -18,7 +18,7 @@ from models.ensemble import SummarizerEnsemble
 from models.errors import UserError
 from models.features import TextFeatures
 from models.inference import HeadlineModule
-from models.runs import _with_dtype_policy
+from models.runs import with_dtype_policy
 from models.text import RESERVED
 
 pytestmark = pytest.mark.tf_only
@@ -73,7 +73,7 @@ def test_a_shortlist_writes_only_frequent_words_and_the_sources():
 
 def test_bfloat16_computes_in_bfloat16_close_to_float32():
     (model,) = _members(1)
-    fast = _with_dtype_policy(model, "mixed_bfloat16")
+    fast = with_dtype_policy(model, "mixed_bfloat16")
     assert fast.decoder_rnn.cell.compute_dtype == "bfloat16"
     inputs, _ = tiny_batch()
     source = (inputs["source_ids"], inputs["source_ext_ids"])
