@@ -50,6 +50,18 @@ def _minutes(run):
     return run["cpu_seconds"] / 60
 
 
+CURVE_EPOCHS = (1, 10, 25, 50, 100, 200)
+
+
+def _curve(run, scale=100, digits=1):
+    """The best run's validation curve at a few epochs, e.g. `e1 55.0, e10 53.2`."""
+    curve = run.get("curve", [])
+    marks = [e for e in CURVE_EPOCHS if e <= len(curve)]
+    if curve and len(curve) not in marks:
+        marks.append(len(curve))
+    return ", ".join(f"e{e} {scale * curve[e - 1][1]:.{digits}f}" for e in marks)
+
+
 def _spent(runs):
     done = sum(r["status"] == "done" for r in runs)
     epochs = sum(r["epochs"] for r in runs)
@@ -75,9 +87,9 @@ def babi_table(lines):
     groups = _by_group(lines)
     head = (
         "| Task | Training set | Test error (%) | Paper (%) | Val. error (%) "
-        "| Best run: epochs (kept) | Runs (done) | Epochs, all runs "
-        "| Minutes (CPU; GPU: wall) |\n"
-        "|---:|:---|---:|---:|---:|---:|---:|---:|---:|"
+        "| Best run: epochs (kept) | Best run: val. error by epoch (%) "
+        "| Runs (done) | Epochs, all runs | Minutes (CPU; GPU: wall) |\n"
+        "|---:|:---|---:|---:|---:|---:|:---|---:|---:|---:|"
     )
     rows, errors, task3 = [head], [], None
     for task in range(1, 21):
@@ -85,7 +97,7 @@ def babi_table(lines):
         best = _best(runs)
         if best is None:
             rows.append(
-                f"| {task} | not run | | {BABI_PAPER[task - 1]:.1f} | | | | | |"
+                f"| {task} | not run | | {BABI_PAPER[task - 1]:.1f} |" + " |" * 6
             )
             continue
         test = 100 * best["test_error"]
@@ -93,7 +105,8 @@ def babi_table(lines):
             f"| {task} | {best['subset']} ({best['n_train']} + {best['n_val']} val) "
             f"| {test:.1f} | {BABI_PAPER[task - 1]:.1f} "
             f"| {100 * best['val_error']:.1f} "
-            f"| {best['epochs']} ({best['best_epoch']}){_stop(best)} | {_spent(runs)} |"
+            f"| {best['epochs']} ({best['best_epoch']}){_stop(best)} "
+            f"| {_curve(best)} | {_spent(runs)} |"
         )
         rows.append(row)
         if best["subset"] == "en-10k":
@@ -106,12 +119,12 @@ def babi_table(lines):
         rows.append(
             f"| **Failed (> {FAILED_ABOVE:g}%)**, 10k tasks run | {len(ours)} of 19 "
             f"| **{sum(e > FAILED_ABOVE for e in ours)}** "
-            f"| {sum(e > FAILED_ABOVE for e in paper)} | | | | | |"
+            f"| {sum(e > FAILED_ABOVE for e in paper)} |" + " |" * 6
         )
         rows.append(
             f"| **Mean**, 10k tasks run | {len(ours)} of 19 "
             f"| **{sum(ours) / len(ours):.1f}** "
-            f"| {sum(paper) / len(paper):.1f} | | | | | |"
+            f"| {sum(paper) / len(paper):.1f} |" + " |" * 6
         )
     notes = [
         "",
@@ -153,16 +166,18 @@ def _pointer_table(lines, task, columns, cells):
     """One row per (trained n, test n) of the best run of each configuration."""
     groups = _by_group([r for r in lines if r.get("task") == task])
     rows = [
-        f"| Trained n | Test n | {columns} | Examples trained | Runs (done) "
+        f"| Trained n | Test n | {columns} | Examples trained "
+        "| Best run: val. NLL by epoch | Runs (done) "
         "| Epochs, all runs | Minutes (CPU; GPU: wall) |",
-        "|:---|---:|" + "---:|" * (columns.count("|") + 5),
+        "|:---|---:|" + "---:|" * (columns.count("|") + 2) + ":---|" + "---:|" * 3,
     ]
     for _, runs in sorted(groups.items()):
         best = _best(runs)
         for n, metrics in sorted(best["test"].items(), key=lambda kv: int(kv[0])):
             rows.append(
                 f"| {best['train_n']} | {n} | {cells(best, int(n), metrics)} "
-                f"| {best['examples']:,}{_stop(best)} | {_spent(runs)} |"
+                f"| {best['examples']:,}{_stop(best)} "
+                f"| {_curve(best, scale=1, digits=3)} | {_spent(runs)} |"
             )
     return _with_notes(rows, lines)
 

@@ -31,6 +31,7 @@ def _babi_line(task, seed, status, val, test, epochs, subset="en-10k"):
         "test_error": test,
         "epochs": epochs,
         "best_epoch": epochs,
+        "curve": [[1.0, 0.09]] + [[0.5, val]] * (epochs - 1),
         "cpu_seconds": 120.0,
         "subset": subset,
         "n_train": 9000,
@@ -172,11 +173,12 @@ def test_babi_table_counts_runs_and_compares_with_the_paper():
         "2.0",
         "10 (10)*",
     ]
-    assert rows["2"].endswith("| 2 (1 done) | 210 | 4 |")
-    assert "| 4 | not run |" in table
+    assert rows["2"].endswith("| e1 9.0, e10 2.0 | 2 (1 done) | 210 | 4 |")
+    assert "| 4 | not run | | 0.0 | | | | | | |" in table
     # Failed and mean over the two 10k tasks run; task 3 apart.
-    assert "| 2 of 19 | **0** | 0 |" in table
-    assert "| 2 of 19 | **1.5** | 0.1 |" in table
+    assert "| 2 of 19 | **0** | 0 | | | | | | |" in table
+    assert "| 2 of 19 | **1.5** | 0.1 | | | | | | |" in table
+    assert all(r.count("|") == 11 for r in table.splitlines() if r.startswith("|"))
     assert "25.0% test error" in table
     assert "Test CPU (tensorflow)" in table
 
@@ -210,7 +212,13 @@ def test_render_replaces_only_between_the_markers(tmp_path):
     assert text.startswith("intro\n<!-- results:babi:start -->\n| Task |")
     assert "old" not in text and text.count("results:") == 4
     assert "\noutro\n" in text
-    assert "| 5-20 | 10 | 2.93 | 2.87 | 2.1 | 2.87 / 2.87 | 40,000* |" in text
+    assert (
+        "| 5-20 | 10 | 2.93 | 2.87 | 2.1 | 2.87 / 2.87 | 40,000* | e1 0.090, e2 0.500 |"
+        in text
+    )
+    tsp_section = text.split("results:tsp:start -->")[1]
+    tsp_rows = [r for r in tsp_section.splitlines() if r.startswith("|")]
+    assert len(tsp_rows) == 3 and all(r.count("|") == 12 for r in tsp_rows)
     assert paper_tables.render_all(tmp_path, babi, pointer) == []
     # No convex hull results yet: its section keeps what it had.
     page.write_text(
