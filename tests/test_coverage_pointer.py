@@ -319,6 +319,10 @@ def test_pointer_distribution_reference(rng, steps):
 def test_copy_distribution_and_from_logits(rng):
     p_gen, vocab, attention, source_ids = pointer_inputs(rng)
     copied = np_(copy_distribution(attention, source_ids, VOCAB + NUM_OOV))
+    # Each word gets the attention of every source position holding it.
+    one_hot = np.eye(VOCAB + NUM_OOV)[source_ids]  # (B, TV, V + OOV)
+    expected = np.einsum("bts,bsw->btw", attention, one_hot)
+    np.testing.assert_allclose(copied, expected, atol=1e-6)
     np.testing.assert_allclose(copied.sum(-1), 1.0, atol=1e-5)
     logits = np.log(vocab) + 1.7  # same softmax
     np.testing.assert_allclose(

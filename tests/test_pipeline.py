@@ -147,9 +147,12 @@ docs = ["", "w1 w2 w3 w4 corp. said",
 out = model.signatures["serving_default"](documents=tf.constant(docs))
 att = model.signatures["attention"](documents=tf.constant(docs[:3]))
 greedy = model.signatures["greedy"](documents=tf.constant(docs[:2]))
+alone = [model.signatures["serving_default"](documents=tf.constant([d]))
+         for d in docs + ["w5 " * 16]]
 loaded = [m for m in sys.modules if m.split(".")[0] in ("keras_attn", "models")]
 print(json.dumps({
     "headlines": [h.decode("utf-8") for h in out["headlines"].numpy()],
+    "alone": [a["headlines"].numpy()[0].decode("utf-8") for a in alone],
     "scores": out["scores"].numpy().tolist(),
     "attention_shape": att["attention"].shape.as_list(),
     "source_shape": att["source_tokens"].shape.as_list(),
@@ -169,9 +172,11 @@ def test_savedmodel_serves_raw_text_without_project_code(trained):
     assert result.returncode == 0, result.stderr[-3000:]
     out = json.loads(result.stdout.strip().splitlines()[-1])
     assert out["project_modules"] == []
-    assert len(out["headlines"]) == 6 and all(
-        isinstance(h, str) for h in out["headlines"]
-    )
+    # Each document's headline is the one it gets alone: the empty, the
+    # 100k-character and the control-character ones included.
+    assert out["headlines"] == out["alone"][:6]
+    # 5,000 words are cut to the first max_source_length (16) of them.
+    assert out["headlines"][5] == out["alone"][6]
     assert np.all(np.isfinite(out["scores"]))
     batch, steps, source = out["attention_shape"]
     assert batch == 3 and out["source_shape"][:2] == [3, source] and steps <= 5
