@@ -24,8 +24,14 @@ nohup nice -n 15 python -m benchmarks.paper_runs babi --tasks 16 19 --seeds 0 \\
     --slice-epochs 5 --minutes 80 --commit > /work/artifacts/papers.log 2>&1 &
 # Pointer Networks, all configurations, on a GPU with JAX
 KERAS_BACKEND=jax python -m benchmarks.paper_runs pointer --seeds 0
+python -m benchmarks.paper_runs show      # print the tables, write nothing
 python -m benchmarks.paper_runs render
 ```
+
+Two runners may share the machine (two cores: `--tasks 1-10` and
+`--tasks 11-20`); a lock file per unit keeps them off each other's units.
+A GPU session copies the bAbI data into the checkout (an ignored path such
+as `examples/output/babi_data`) and passes `--data-dir`.
 """
 
 from __future__ import annotations
@@ -234,7 +240,7 @@ def provenance(argv):
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("what", choices=["babi", "pointer", "render"])
+    parser.add_argument("what", choices=["babi", "pointer", "render", "show"])
     parser.add_argument("--tasks", nargs="+", default=["1-20"], help="bAbI tasks")
     parser.add_argument(
         "--configs", nargs="+", default=None, help="Ptr-Net configurations"
@@ -252,6 +258,12 @@ def main(argv=None):
 
     from benchmarks import paper_tables
 
+    if args.what == "show":  # the tables as they stand, nothing written
+        pointer = read_results(RESULTS["pointer"])
+        print(paper_tables.babi_table(read_results(RESULTS["babi"])))
+        print(paper_tables.convex_hull_table(pointer))
+        print(paper_tables.tsp_table(pointer))
+        return
     if args.what == "render":
         changed = paper_tables.render_all(ROOT, RESULTS["babi"], RESULTS["pointer"])
         print("\n".join(str(p) for p in changed) or "no markers found")
