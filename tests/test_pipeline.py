@@ -56,7 +56,12 @@ def test_export_layout_and_metrics(trained):
             <= system["rouge1"]["f1"]
             <= system["rouge1"]["high"]
         )
-    assert list((version / "heatmaps").glob("*.png"))
+    # The first 4 test examples' heatmaps (evaluate's default), as listed.
+    listed = [f"heatmaps/example_{i}.png" for i in range(4)]
+    assert metrics["heatmaps"] == listed
+    on_disk = sorted(version.glob("heatmaps/*"))
+    assert [p.relative_to(version).as_posix() for p in on_disk] == listed
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in on_disk)
     assert "rouge1" in result.stdout
     assert json.loads((version / "config.json").read_text())["sampled_softmax"] == 16
 
