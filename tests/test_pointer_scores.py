@@ -144,7 +144,7 @@ def test_ties_and_banned_rows_choose_as_argmax():
         for p in processors:
             dense = p(dense, history, 0)
         expected = np.argmax(ops.convert_to_numpy(dense), axis=1)
-        running = np.zeros((2,), "float32")
+        running = ops.zeros((2,), "float32")
         ids, log_probs = scores.argmax(processors, history, 0, running)
         np.testing.assert_array_equal(ops.convert_to_numpy(ids), expected)
         np.testing.assert_array_equal(
