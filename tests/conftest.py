@@ -39,6 +39,11 @@ def pytest_configure(config):
         "markers",
         "specs(*ids): run a test taking `spec` on these score layers only",
     )
+    config.addinivalue_line(
+        "markers",
+        "source_tree: reads the checkout's source files; CI's run against the "
+        "installed wheel (no keras_attn/ beside the tests) deselects it",
+    )
 
 
 _ONLY = {"tf_only": "tensorflow", "jax_only": "jax"}

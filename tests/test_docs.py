@@ -113,6 +113,7 @@ def _layout_paths():
     return {p for first in rows for p in re.findall(r"`([^`]+)`", first)}
 
 
+@pytest.mark.source_tree  # reads keras_attn/ and models/ as files
 def test_the_layout_table_matches_the_tree():
     named = _layout_paths()
     assert "keras_attn/base.py" in named
