@@ -1,0 +1,175 @@
+"""`python -m models.export` killed for real, and its decoding flags end to end.
+
+Kill trials: each is a real `kill -9` (SIGKILL) of a real `python -m
+models.export` process, at a random moment of its life. A trial costs a
+process start (TensorFlow, the model, the signatures' tracing), so the kill
+moments are drawn up to the length of one full export measured first, and
+the trials run two at a time, which also has two exports race for the next
+version number. Afterwards every version folder is complete (the same files
+as the full export, and loadable) or absent, the server's manager loads the
+newest, and the age rule removes the kills' temporary folders.
+"""
+
+import pytest
+
+pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
+
+import os  # noqa: E402
+import random  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+
+import httpx  # noqa: E402
+from servers import ROOT, Server  # noqa: E402
+
+from models.export import TMP_PREFIX, remove_stale_temporaries  # noqa: E402
+from models.layout import version_dirs  # noqa: E402
+from models.serve.servable import ModelManager  # noqa: E402
+
+KILL_TRIALS = 20
+
+
+def _export_command(run_dir, export_dir, *flags):
+    return [
+        sys.executable,
+        "-m",
+        "models.export",
+        "--run-dir",
+        str(run_dir),
+        "--export-dir",
+        str(export_dir),
+        *flags,
+    ]
+
+
+def _env():
+    return {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3"}
+
+
+def _files(folder):
+    """Relative path -> size of every file under `folder`."""
+    return {
+        str(p.relative_to(folder)): p.stat().st_size
+        for p in folder.rglob("*")
+        if p.is_file()
+    }
+
+
+def _export_killed_at(run_dir, export_dir, delay_s):
+    """Starts an export and SIGKILLs it after `delay_s`; returns its exit code."""
+    process = subprocess.Popen(
+        _export_command(run_dir, export_dir),
+        cwd=ROOT,
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        return process.wait(timeout=delay_s)  # Finished before its kill.
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGKILL)
+        return process.wait()
+
+
+def test_kill_9_at_random_moments_leaves_whole_versions(trained, tmp_path):
+    run_dir = trained[0] / "run"
+    export_dir = tmp_path / "headlines"
+    start = time.monotonic()
+    full = subprocess.run(
+        _export_command(run_dir, export_dir),
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    full_s = time.monotonic() - start
+    assert full.returncode == 0, full.stderr[-3000:]
+    reference = _files(export_dir / "1")
+    assert {"saved_model.pb", "search_options.json", "config.json"} <= set(reference)
+
+    rng = random.Random(os.getpid())
+    delays = [rng.uniform(0.0, full_s) for _ in range(KILL_TRIALS)]
+    with ThreadPoolExecutor(2) as pool:
+        codes = list(
+            pool.map(lambda d: _export_killed_at(run_dir, export_dir, d), delays)
+        )
+    killed = codes.count(-signal.SIGKILL)
+    assert killed >= KILL_TRIALS // 2, (codes, delays, full_s)
+
+    versions = version_dirs(export_dir)
+    integer_names = sorted(
+        int(p.name) for p in export_dir.iterdir() if p.name.isdigit()
+    )
+    # Complete or absent: no integer-named folder without its SavedModel...
+    assert [v for v, _ in versions] == integer_names
+    # ...and every one holds exactly the full export's files.
+    for _, folder in versions:
+        assert set(_files(folder)) == set(reference), folder
+        variables = {k: v for k, v in _files(folder).items() if "variables" in k}
+        assert variables == {k: v for k, v in reference.items() if "variables" in k}
+    # Exports that finished (code 0) are each one version.
+    assert len(versions) == 1 + codes.count(0)
+
+    manager = ModelManager(export_dir, poll_seconds=0)
+    assert manager.current.version == versions[-1][0]
+
+    # The kills leave temporaries; the age rule removes them once stale,
+    # and never a fresh one (an export that may still be running).
+    temporaries = sorted(export_dir.glob(TMP_PREFIX + "*"))
+    assert remove_stale_temporaries(export_dir) == []
+    assert sorted(export_dir.glob(TMP_PREFIX + "*")) == temporaries
+    old = time.time() - 2 * 3600
+    for folder in temporaries:
+        os.utime(folder, (old, old))
+    assert sorted(remove_stale_temporaries(export_dir)) == temporaries
+    assert list(export_dir.glob(TMP_PREFIX + "*")) == []
+    assert version_dirs(export_dir) == versions
+
+
+def test_decoding_flags_end_to_end(trained, tmp_path):
+    """`--xla --shards 2 --shortlist 20`: written with those options, loaded
+    and served by a fresh server process; its default signature answers
+    what `length_control` answers with the export's settings."""
+    import json
+
+    run_dir = trained[0] / "run"
+    export_dir = tmp_path / "headlines"
+    flags = ["--xla", "--shards", "2", "--shortlist", "20"]
+    result = subprocess.run(
+        _export_command(run_dir, export_dir, *flags),
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Exported {export_dir / '1'}" in result.stdout
+    options = json.loads((export_dir / "1" / "search_options.json").read_text())
+    assert (options["xla"], options["shards"], options["shortlist"]) == (True, 2, 20)
+
+    # The server calls every signature once before it answers (XLA compiles).
+    server = Server(export_dir, tmp_path / "server.log", "--poll-seconds", "0")
+    docs = ["w1 w2 w3 w4 .", "w5 w6 w7", "w8 w9 w1 w2 w3 w4 w5"]
+    try:
+        server.wait_ready(timeout_s=600)
+        answers = [
+            httpx.post(
+                server.url + "/v1/models/headlines:predict",
+                json={"instances": docs, **lengths},
+                timeout=300,
+            )
+            for lengths in ({}, {"max_length": options["max_length"]})
+        ]
+    finally:
+        server.stop()
+    assert [a.status_code for a in answers] == [200, 200], answers[0].text
+    default, controlled = (
+        [p["headlines"] for p in a.json()["predictions"]] for a in answers
+    )
+    assert len(default) == 3
+    assert default == controlled
