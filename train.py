@@ -12,6 +12,11 @@ import argparse
 import os
 import sys
 
+from models.config import SearchOptions, SummarizerConfig, TrainOptions
+from models.flags import add_config_flags
+from models.startup import add_verbose_flag, import_tensorflow
+
+# Before anything imports Keras (the modules above do not).
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 
@@ -22,10 +27,6 @@ class _HelpFormatter(
 
 
 def parse_args(argv=None):
-    from models.config import SummarizerConfig
-    from models.flags import add_config_flags
-    from models.startup import add_verbose_flag
-
     p = argparse.ArgumentParser(description=__doc__, formatter_class=_HelpFormatter)
     _add_data_flags(p.add_argument_group("data"))
     add_config_flags(p.add_argument_group("model"), SummarizerConfig)
@@ -58,9 +59,6 @@ def _add_data_flags(g):
 
 
 def _add_training_flags(g):
-    from models.config import TrainOptions
-    from models.flags import add_config_flags
-
     add_config_flags(g, TrainOptions)
     g.add_argument("--name", default="headlines", help="model name")
     g.add_argument(
@@ -87,9 +85,6 @@ def _add_training_flags(g):
 
 
 def _add_decoding_flags(g):
-    from models.config import SearchOptions
-    from models.flags import add_config_flags
-
     add_config_flags(g, SearchOptions)
     g.add_argument(
         "--tune-decoding",
@@ -123,8 +118,6 @@ def _add_decoding_flags(g):
 
 def main(argv=None):
     args = parse_args(argv)
-    from models.startup import import_tensorflow
-
     import_tensorflow(args.verbose)
     from models import pipeline
     from models.errors import LostWorker, UserError
