@@ -104,6 +104,9 @@ _MODULE_TF_ONLY = re.compile(r"^pytestmark = .*\btf_only\b", re.MULTILINE)
 # other idles. Started first, they run beside the many small files.
 HEAVIEST_FILES = (
     "tests/test_pipeline.py",  # builds the shared trained run
+    "tests/test_training_faults.py",  # trains 4 times, needs no shared run
+    "tests/test_export_faults.py",
+    "tests/test_server_faults.py",
     "tests/test_flags.py",
     "tests/test_multi_worker.py",
     "tests/test_own_data.py",
