@@ -154,8 +154,8 @@ def test_max_batch_size_caps_a_batch(servers):
     stats = httpx.get(main.url + "/monitoring/stats").json()
     assert stats["max_batch_size_seen"] == 2
     assert set(stats["batch_size_histogram"]) <= {"1", "2"}
-    # One request of 5 documents answers what 5 requests of one document
-    # answer. (It runs as one batch of 5: a request is not split.)
+    # One request of 5 documents runs in batches of at most 2 too, and
+    # answers what 5 requests of one document answer.
     docs = [f"w{i} w5 w6 w7" for i in range(5)]
     five = httpx.post(main.url + PREDICT, json={"instances": docs}, timeout=60)
     assert five.status_code == 200, five.text
@@ -163,6 +163,7 @@ def test_max_batch_size_caps_a_batch(servers):
         httpx.post(main.url + PREDICT, json={"instances": [d]}, timeout=60).json()
         for d in docs
     ]
+    assert five.headers["x-batch-size"] == "2"
     together = five.json()["predictions"]
     assert [p["headlines"] for p in together] == [
         a["predictions"][0]["headlines"] for a in alone

@@ -9,6 +9,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from models.serve.servable import Servable
 
 logger = logging.getLogger("models.serve")
@@ -164,14 +166,22 @@ class Batcher:
             for name, values in job.inputs.items():
                 merged[name].extend(values)
         total = sum(job.size for job in jobs)
-        outputs = servable.run(signature, {**merged, **jobs[0].params})
+        # A request may hold more instances than a batch: it runs in slices.
+        slices = [
+            {k: v[start : start + self.max_batch_size] for k, v in merged.items()}
+            for start in range(0, total, self.max_batch_size)
+        ]
+        parts = [servable.run(signature, {**s, **jobs[0].params}) for s in slices]
+        outputs = {name: _concatenate([p[name] for p in parts]) for name in parts[0]}
         with self._lock:
-            self.batches += 1
+            self.batches += len(slices)
             self.jobs += len(jobs)
             self.instances += total
-            self.max_batch_seen = max(self.max_batch_seen, total)
             self.multi_job_batches += len(jobs) > 1
-            self.batch_sizes[total] += 1
+            for part in slices:
+                size = len(next(iter(part.values())))
+                self.max_batch_seen = max(self.max_batch_seen, size)
+                self.batch_sizes[size] += 1
         start = 0
         for job in jobs:
             end = start + job.size
@@ -179,5 +189,21 @@ class Batcher:
             for name, value in outputs.items():
                 batched = value.ndim > 0 and value.shape[0] == total
                 part[name] = value[start:end] if batched else value
-            job.future.set_result((part, len(jobs), total))
+            job.future.set_result((part, len(jobs), min(total, self.max_batch_size)))
             start = end
+
+
+def _concatenate(values):
+    """One output of several slices' runs, rows padded to the widest slice
+    (an empty string or 0, as the model pads a batch's shorter rows)."""
+    if len(values) == 1 or values[0].ndim == 0:
+        return values[0]
+    widest = np.max([v.shape for v in values], axis=0)
+    padded = []
+    for value in values:
+        pad = [(0, 0)] + [
+            (0, w - n) for w, n in zip(widest[1:], value.shape[1:], strict=True)
+        ]
+        fill = b"" if value.dtype == object else 0
+        padded.append(np.pad(value, pad, constant_values=fill))
+    return np.concatenate(padded)
