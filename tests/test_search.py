@@ -467,26 +467,6 @@ def test_sampling_is_reproducible_and_varies_with_the_seed():
     check_extras(first, STARTS)
 
 
-def test_sampling_frequencies_follow_top_k_and_top_p():
-    # One step from a fixed distribution: p = [0.5, 0.25, 0.15, 0.1] (end=1).
-    probs = np.array([0.5, 0.25, 0.15, 0.1], "float32")
-
-    def step(ids, state):
-        log_probs = ops.log(ops.convert_to_tensor(probs))
-        return ops.broadcast_to(log_probs, (ops.shape(ids)[0], 4)), state
-
-    starts = np.zeros(4000, "int32")
-
-    def first_tokens(**kwargs):
-        out = ka.sampling_search(step, None, starts, END, 1, seed=0, **kwargs)
-        return np.bincount(ops.convert_to_numpy(out.ids)[:, 0], minlength=4) / 4000
-
-    np.testing.assert_allclose(first_tokens(), probs, atol=0.03)
-    np.testing.assert_allclose(first_tokens(top_k=2), [2 / 3, 1 / 3, 0, 0], atol=0.03)
-    # 0.5 < 0.7: keep a second token; 0.75 >= 0.7: stop there.
-    np.testing.assert_allclose(first_tokens(top_p=0.7), [2 / 3, 1 / 3, 0, 0], atol=0.03)
-
-
 def compiled(search, *args, **kwargs):
     """`search(*args, **kwargs)`, under `jax.jit` on JAX: one compilation of
     all the halving stages' loops, where eagerly each stage's loop compiles

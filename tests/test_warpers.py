@@ -60,6 +60,17 @@ def first_tokens(**kwargs):
     return ids, ops.convert_to_numpy(out.log_probs)
 
 
+def test_sampling_frequencies_follow_top_k_and_top_p():
+    frequencies = [
+        np.bincount(first_tokens(**kwargs)[0], minlength=4) / len(STARTS)
+        for kwargs in ({}, {"top_k": 2}, {"top_p": 0.7})
+    ]
+    np.testing.assert_allclose(frequencies[0], PROBS, atol=0.03)
+    np.testing.assert_allclose(frequencies[1], [2 / 3, 1 / 3, 0, 0], atol=0.03)
+    # 0.5 < 0.7: keep a second token; 0.75 >= 0.7: stop there.
+    np.testing.assert_allclose(frequencies[2], [2 / 3, 1 / 3, 0, 0], atol=0.03)
+
+
 def test_warpers_in_the_list_equal_the_keywords():
     for keywords, warpers in [
         ({"top_k": 2}, [ka.TopK(2)]),
