@@ -65,7 +65,6 @@ def main(argv=None):
         # The backend is fixed at import time: rerun in a fresh process.
         env = dict(os.environ, KERAS_BACKEND=args.backend)
         return subprocess.call([sys.executable, *sys.argv], env=env)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import common
     import keras

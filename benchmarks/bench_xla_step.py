@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))

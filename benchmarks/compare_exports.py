@@ -15,10 +15,7 @@ Exit status 1 when any headline differs.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 SIGNATURES = ("serving_default", "greedy")
 

@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402

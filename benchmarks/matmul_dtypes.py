@@ -16,8 +16,6 @@ import argparse
 import os
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-
 import tensorflow as tf  # noqa: E402
 from common import markdown_table, print_machine_info  # noqa: E402
 
