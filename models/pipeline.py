@@ -136,6 +136,10 @@ def _train_member(run_dir, run, options):
     )
     if options.steps_per_epoch is None:
         train_batches = _with_known_length(train_batches)
+    else:
+        # Epochs shorter than the data: without a repeat, Keras stops the
+        # whole fit when the split runs out, however many epochs are left.
+        train_batches = train_batches.repeat()
     callbacks = []
     if run.sample:
         callbacks.append(

@@ -30,7 +30,8 @@ from models.export import TMP_PREFIX, remove_stale_temporaries  # noqa: E402
 from models.layout import version_dirs  # noqa: E402
 from models.serve.servable import ModelManager  # noqa: E402
 
-KILL_TRIALS = 20
+# CI's default keeps the suite's time; `KILL_TRIALS=20` is the full trial.
+KILL_TRIALS = int(os.environ.get("KILL_TRIALS", "8"))
 
 
 def _export_command(run_dir, export_dir, *flags):
@@ -93,8 +94,9 @@ def test_kill_9_at_random_moments_leaves_whole_versions(trained, tmp_path):
     assert {"saved_model.pb", "search_options.json", "config.json"} <= set(reference)
 
     rng = random.Random(os.getpid())
-    # Past the full export's time too: two at a time, each runs slower.
-    delays = [rng.uniform(0.0, 1.5 * full_s) for _ in range(KILL_TRIALS)]
+    # Within the full export's time: two at a time, each runs slower, so
+    # most are killed and a few finish.
+    delays = [rng.uniform(0.0, full_s) for _ in range(KILL_TRIALS)]
     with ThreadPoolExecutor(2) as pool:
         codes = list(
             pool.map(lambda d: _export_killed_at(run_dir, export_dir, d), delays)
@@ -113,8 +115,9 @@ def test_kill_9_at_random_moments_leaves_whole_versions(trained, tmp_path):
         assert set(_files(folder)) == set(reference), folder
         variables = {k: v for k, v in _files(folder).items() if "variables" in k}
         assert variables == {k: v for k, v in reference.items() if "variables" in k}
-    # Exports that finished (code 0) are each one version.
-    assert len(versions) == 1 + codes.count(0)
+    # Exports that finished (code 0) are each one version; a kill after the
+    # rename that publishes a version, before the process exits, leaves one too.
+    assert 1 + codes.count(0) <= len(versions) <= 1 + len(codes)
 
     manager = ModelManager(export_dir, poll_seconds=0)
     assert manager.current.version == versions[-1][0]
