@@ -42,12 +42,9 @@ KERAS_BACKEND=jax python examples/entity_networks.py --task 19 --epochs 50
 
 import argparse
 import json
-import os
 import re
 import time
 from pathlib import Path
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402

@@ -76,8 +76,6 @@ import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 from keras import ops  # noqa: E402

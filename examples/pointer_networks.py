@@ -43,11 +43,8 @@ python -m examples.pointer_networks hull --quick       # a smoke run
 import argparse
 import itertools
 import json
-import os
 import time
 from pathlib import Path
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
