@@ -68,7 +68,9 @@ SHORT = ["--steps-per-epoch", "2", "--checkpoint-every", "1000", "--skip-eval"]
 
 def test_ctrl_c_then_the_same_command_resumes(tmp_path):
     write_org_data(tmp_path / "data")
-    command = train_command(tmp_path, "--epochs", "40", *SHORT)
+    # Epochs long enough that the SIGINT lands in one, not after the last.
+    long = ["--steps-per-epoch", "200", *SHORT[2:]]
+    command = train_command(tmp_path, "--epochs", "40", *long)
     code, epoch, err = _interrupt(
         command, tmp_path / "run", 1, signal.SIGINT, tmp_path / "first.log"
     )
@@ -78,7 +80,7 @@ def test_ctrl_c_then_the_same_command_resumes(tmp_path):
     assert 1 <= epoch < 40
     assert not (tmp_path / "export").exists()
 
-    resumed = run(train_command(tmp_path, "--epochs", str(epoch + 1), *SHORT))
+    resumed = run(train_command(tmp_path, "--epochs", str(epoch + 1), *long))
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "Resuming run" in resumed.stderr
     # One epoch trained, the one after the backup's.
