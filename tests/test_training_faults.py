@@ -44,7 +44,15 @@ def _interrupt(command, run_dir, epochs_done, sig, log):
     env = {**os.environ, "KERAS_BACKEND": "tensorflow", "PYTHONUNBUFFERED": "1"}
     with open(log, "w") as out:
         process = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.PIPE, text=True
+            command,
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            # pytest-xdist's workers ignore SIGINT, and an ignored signal is
+            # inherited: train.py must get it as a terminal's Ctrl-C would.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         deadline = time.monotonic() + 300
         while (
