@@ -31,6 +31,7 @@ def parse_args(argv=None):
     _add_data_flags(p.add_argument_group("data"))
     add_config_flags(p.add_argument_group("model"), SummarizerConfig)
     _add_training_flags(p.add_argument_group("training"))
+    _add_distillation_flags(p.add_argument_group("distillation"))
     _add_decoding_flags(p.add_argument_group("decoding (baked into the export)"))
     g = p.add_argument_group("evaluation")
     g.add_argument("--eval-split", default="test", help="split to score")
@@ -81,6 +82,23 @@ def _add_training_flags(g):
         type=int,
         default=1,
         help="split the CPU into N logical devices (to try --strategy mirrored)",
+    )
+
+
+def _add_distillation_flags(g):
+    g.add_argument(
+        "--distill-from",
+        metavar="TEACHER",
+        help="train a student on the headlines of this exported teacher "
+        "(saved_models/<name>/<version>; its beam settings), decoded once "
+        "and cached in the run folder (models.distill)",
+    )
+    g.add_argument(
+        "--distill-targets",
+        choices=("teacher", "mixed"),
+        default="teacher",
+        help="the student's summaries: the teacher's headlines, or both "
+        "them and the references",
     )
 
 

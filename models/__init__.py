@@ -19,6 +19,8 @@ above it:
   batch, attention heatmaps;
 * `callbacks`, `training`, `tuning`, `export`, `evaluate`: fitting, choosing
   the decoding settings, writing the SavedModel, scoring it;
+* `distill`: a teacher export's headlines of the training split, cached in
+  the run folder, as a student's summaries;
 * `pipeline`: what `train.py` runs, all of the above in order;
 * `serve/`: the TF-Serving-compatible server, which imports none of the
   model code (only `errors`, `layout` and `startup`).

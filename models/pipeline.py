@@ -13,7 +13,7 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from models import data, text, tuning
+from models import data, distill, text, tuning
 from models.config import (
     SEARCH_TUNING_FILE,
     SearchOptions,
@@ -230,6 +230,10 @@ def _prepare(args, splits, options, strategy, cleanup):
     chief = strategy is None or strategy.extended.should_checkpoint
     if not chief:
         run_dir = _worker_run_dir(run_dir, cleanup)
+    if getattr(args, "distill_from", None):
+        train_split = distill.distilled_split(
+            train_split, args.distill_from, run_dir, args.distill_targets
+        )
     config, features, resumed = prepare_run(run_dir, train_split, config, options)
     print(
         f"{'Resuming' if resumed else 'Starting'} run {run_dir}: vocabulary "

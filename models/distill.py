@@ -1,0 +1,220 @@
+"""Sequence-level knowledge distillation: a student trained on a teacher's headlines.
+
+Kim & Rush (2016), "Sequence-Level Knowledge Distillation": the teacher (an
+exported ensemble, say) beam-decodes the training sources, and a student
+trains on those headlines in place of, or beside, the references. The
+student's greedy output then comes close to the teacher's beam at the cost
+of one small model's greedy search.
+
+`train.py --distill-from saved_models/<teacher>/<version>` runs it: the
+training split's summaries are replaced (`targets="teacher"`) or joined
+(`targets="mixed"`: each document twice, once with its reference, once with
+the teacher's headline) by the teacher's `serving_default` headlines in the
+data's normalized form, which is the form the references have. Everything
+else (vocabulary, validation on the references, tuning, export,
+evaluation) is a run like any other.
+
+The teacher's headlines are kept in the run folder (`teacher/`), one file
+per chunk of documents, each written whole or not at all: a rerun decodes
+only the chunks still missing, so a killed run loses at most the chunk it
+was decoding.
+"""
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from models.errors import UserError
+
+TARGETS = ("teacher", "mixed")
+CACHE_DIR = "teacher"
+_MANIFEST = "manifest.json"
+
+
+def documents_digest(documents):
+    """What identifies the documents a cache was decoded from."""
+    h = hashlib.sha256()
+    for d in documents:
+        h.update(_text(d).encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def teacher_digest(teacher_dir):
+    """What identifies an exported teacher: its graph and its weights' index."""
+    teacher_dir = Path(teacher_dir)
+    h = hashlib.sha256()
+    for name in ("saved_model.pb", "variables/variables.index"):
+        path = teacher_dir / name
+        if not path.is_file():
+            raise UserError(
+                "`distill_from` must be a SavedModel version folder "
+                f"(saved_models/<name>/<version>), with {name}. "
+                f"Received: distill_from={str(teacher_dir)!r}"
+            )
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _text(document):
+    return document.decode("utf-8") if isinstance(document, bytes) else document
+
+
+def _chunk_path(cache_dir, index):
+    return cache_dir / f"chunk-{index:05d}.txt"
+
+
+def _write_whole(path, content):
+    """Writes `content` to `path` so that `path` is complete or absent."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(content, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _check_manifest(cache_dir, manifest):
+    path = cache_dir / _MANIFEST
+    if not path.exists():
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        _write_whole(path, json.dumps(manifest, indent=2) + "\n")
+        return
+    cached = json.loads(path.read_text(encoding="utf-8"))
+    changed = sorted(k for k in manifest if cached.get(k) != manifest[k])
+    if changed:
+        raise UserError(
+            f"the teacher's headlines cached in {cache_dir} were decoded with "
+            f"another {' and '.join(changed)}; use another --run-dir (or remove "
+            f"{cache_dir}). Received: "
+            + ", ".join(f"{k}={manifest[k]!r}" for k in changed)
+        )
+
+
+def cached_headlines(
+    documents, decode, cache_dir, manifest, chunk_size=2048, batch_size=64
+):
+    """`decode`'s headline for every document, decoding only what is not cached.
+
+    Args:
+        documents: The documents (str or bytes), in the order of the split.
+        decode: Takes a list of documents, returns their headlines (str).
+        cache_dir: The folder of the chunk files and the manifest.
+        manifest: A dict identifying the teacher and the documents; a cache
+            written under another one is an error, not silently reused.
+        chunk_size: Documents per chunk file.
+        batch_size: Documents per call of `decode`.
+
+    Returns:
+        One headline per document, as `str`.
+    """
+    if chunk_size < 1:
+        raise ValueError(
+            f"`chunk_size` must be >= 1. Received: chunk_size={chunk_size}"
+        )
+    cache_dir = Path(cache_dir)
+    _check_manifest(cache_dir, dict(manifest, chunk_size=chunk_size))
+    starts = range(0, len(documents), chunk_size)
+    missing = [k for k in range(len(starts)) if not _chunk_path(cache_dir, k).exists()]
+    done = len(documents) - sum(
+        len(documents[starts[k] : starts[k] + chunk_size]) for k in missing
+    )
+    with tqdm(
+        total=len(documents), initial=done, desc="teacher", unit="doc", file=sys.stderr
+    ) as bar:
+        for k in missing:
+            chunk = documents[starts[k] : starts[k] + chunk_size]
+            headlines = []
+            for i in range(0, len(chunk), batch_size):
+                batch = chunk[i : i + batch_size]
+                headlines.extend(decode(batch))
+                bar.update(len(batch))
+            lines = [" ".join(h.split()) for h in headlines]
+            _write_whole(_chunk_path(cache_dir, k), "\n".join(lines) + "\n")
+    headlines = []
+    for k in range(len(starts)):
+        text = _chunk_path(cache_dir, k).read_text(encoding="utf-8")
+        headlines.extend(text[:-1].split("\n") if text else [])
+    if len(headlines) != len(documents):
+        raise UserError(
+            f"the teacher's headlines cached in {cache_dir} do not match the "
+            f"documents; remove the folder. Received: {len(headlines)} headlines "
+            f"for {len(documents)} documents"
+        )
+    return headlines
+
+
+def distillation_pairs(documents, references, headlines, targets="teacher"):
+    """The student's training pairs.
+
+    Args:
+        documents, references: The training split.
+        headlines: The teacher's headline of each document.
+        targets: `"teacher"`: the teacher's headlines only (sequence-level
+            KD); `"mixed"`: the references and the teacher's headlines, each
+            document twice. A document whose teacher headline is empty keeps
+            only its reference.
+
+    Returns:
+        `(documents, summaries)`, two lists of `str`.
+    """
+    if targets not in TARGETS:
+        raise UserError(
+            f"`distill_targets` must be one of {', '.join(TARGETS)}. "
+            f"Received: distill_targets={targets!r}"
+        )
+    pairs = [
+        (_text(d), h)
+        for d, h, r in zip(documents, headlines, references, strict=True)
+        if h.strip()
+    ]
+    if targets == "mixed" or not pairs:
+        pairs += [
+            (_text(d), _text(r)) for d, r in zip(documents, references, strict=True)
+        ]
+    return [d for d, _ in pairs], [s for _, s in pairs]
+
+
+def distilled_split(train_split, teacher_dir, run_dir, targets="teacher"):
+    """`train_split` with the teacher's headlines as (or beside) its summaries.
+
+    Args:
+        train_split: `tf.data.Dataset` of `(document, summary)` string pairs.
+        teacher_dir: The teacher's SavedModel version folder; its
+            `serving_default` signature decodes (its tuned beam settings).
+        run_dir: The student's run folder; the headlines are cached in its
+            `teacher/` folder.
+        targets: One of `TARGETS` (`distillation_pairs`).
+
+    Returns:
+        A `tf.data.Dataset` of `(document, summary)` string pairs.
+    """
+    import tensorflow as tf
+
+    from models.evaluate import decode_documents
+
+    teacher_dir = Path(teacher_dir)
+    digest = teacher_digest(teacher_dir)
+    pairs = list(train_split.as_numpy_iterator())
+    documents = [d for d, _ in pairs]
+    manifest = {"teacher": digest, "documents": documents_digest(documents)}
+    print(
+        f"Distilling from {teacher_dir}: its headlines for {len(documents)} "
+        f"training documents (cached in {Path(run_dir) / CACHE_DIR})",
+        file=sys.stderr,
+    )
+    loaded = []  # the teacher, loaded only if a chunk is missing
+
+    def decode(batch):
+        if not loaded:
+            loaded.append(tf.saved_model.load(str(teacher_dir)))
+        return decode_documents(loaded[0], batch, progress=False)
+
+    headlines = cached_headlines(documents, decode, Path(run_dir) / CACHE_DIR, manifest)
+    docs, summaries = distillation_pairs(
+        documents, [s for _, s in pairs], headlines, targets
+    )
+    return tf.data.Dataset.from_tensor_slices(
+        (tf.constant(docs, tf.string), tf.constant(summaries, tf.string))
+    )

@@ -1,0 +1,220 @@
+"""Sequence-level distillation: the teacher's cached headlines, the student's run."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from e2e import ROOT, run, train_command, write_org_data
+
+from models import distill
+from models.errors import UserError
+
+pytestmark = pytest.mark.tf_only
+
+DOCS = [f"doc {i} words here" for i in range(10)]
+
+
+def _decoder(calls):
+    """A teacher that writes `T<i>` for `doc <i> ...` and counts documents."""
+
+    def decode(batch):
+        calls.append(len(batch))
+        return [f"T{d.split()[1]}" for d in batch]
+
+    return decode
+
+
+def test_cached_headlines_decode_once_in_chunks(tmp_path):
+    calls = []
+    manifest = {"teacher": "a", "documents": distill.documents_digest(DOCS)}
+    out = distill.cached_headlines(
+        DOCS, _decoder(calls), tmp_path, manifest, chunk_size=4, batch_size=3
+    )
+    assert out == [f"T{i}" for i in range(10)]
+    # Chunks of 4, 4 and 2 documents, each decoded in batches of at most 3.
+    assert calls == [3, 1, 3, 1, 2]
+    chunks = sorted(p.name for p in tmp_path.glob("chunk-*.txt"))
+    assert chunks == ["chunk-00000.txt", "chunk-00001.txt", "chunk-00002.txt"]
+    assert (tmp_path / "chunk-00002.txt").read_text() == "T8\nT9\n"
+
+    def no_decoding(batch):
+        raise AssertionError(f"decoded again: {batch}")
+
+    again = distill.cached_headlines(DOCS, no_decoding, tmp_path, manifest, 4, 3)
+    assert again == out
+
+
+def test_interrupted_decoding_keeps_whole_chunks_and_resumes(tmp_path):
+    manifest = {"teacher": "a", "documents": distill.documents_digest(DOCS)}
+    calls = []
+
+    def dies_in_third_chunk(batch):
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return _decoder(calls)(batch)
+
+    with pytest.raises(KeyboardInterrupt):
+        distill.cached_headlines(DOCS, dies_in_third_chunk, tmp_path, manifest, 4, 4)
+    assert sorted(p.name for p in tmp_path.glob("chunk-*")) == [
+        "chunk-00000.txt",
+        "chunk-00001.txt",
+    ]
+    calls.clear()
+    out = distill.cached_headlines(DOCS, _decoder(calls), tmp_path, manifest, 4, 4)
+    assert calls == [2]  # only the missing chunk's two documents
+    assert out == [f"T{i}" for i in range(10)]
+
+
+def test_kill_9_loses_at_most_the_chunk_being_decoded(tmp_path):
+    """A real SIGKILL while chunks are written: every chunk file is whole."""
+    script = textwrap.dedent(
+        f"""
+        import sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from models import distill
+        docs = [f"doc {{i}} words" for i in range(400)]
+        def decode(batch):
+            time.sleep(0.01)
+            return [("long headline " * 50).strip() for _ in batch]
+        distill.cached_headlines(docs, decode, {str(tmp_path)!r},
+                                 {{"teacher": "t"}}, chunk_size=7, batch_size=7)
+        """
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", script], stderr=subprocess.DEVNULL, cwd=ROOT
+    )
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("chunk-*.txt"))) < 5:
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.005)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    chunks = sorted(tmp_path.glob("chunk-*.txt"))
+    assert 5 <= len(chunks) < 58
+    for chunk in chunks:
+        lines = chunk.read_text().split("\n")
+        assert lines[-1] == "" and len(lines) == 8, chunk.name
+        assert set(lines[:-1]) == {("long headline " * 50).strip()}
+    docs = [f"doc {i} words" for i in range(400)]
+    calls = []
+    out = distill.cached_headlines(
+        docs, lambda b: calls.append(len(b)) or ["x"] * len(b), tmp_path,
+        {"teacher": "t"}, chunk_size=7, batch_size=7,
+    )  # fmt: skip
+    assert len(out) == 400 and sum(calls) == 400 - 7 * len(chunks)
+
+
+def test_a_cache_of_another_teacher_is_an_error(tmp_path):
+    manifest = {"teacher": "a", "documents": distill.documents_digest(DOCS)}
+    distill.cached_headlines(DOCS, _decoder([]), tmp_path, manifest, 4)
+    other = dict(manifest, teacher="b")
+    with pytest.raises(UserError, match=r"another teacher.*Received: teacher='b'"):
+        distill.cached_headlines(DOCS, _decoder([]), tmp_path, other, 4)
+    fewer = {"teacher": "a", "documents": distill.documents_digest(DOCS[:5])}
+    with pytest.raises(UserError, match="another documents"):
+        distill.cached_headlines(DOCS[:5], _decoder([]), tmp_path, fewer, 4)
+
+
+def test_distillation_pairs():
+    docs, refs, heads = ["d1", "d2", b"d3"], ["r1", "r2", b"r3"], ["t1", " ", "t3"]
+    assert distill.distillation_pairs(docs, refs, heads) == (
+        ["d1", "d3"],
+        ["t1", "t3"],
+    )
+    assert distill.distillation_pairs(docs, refs, heads, "mixed") == (
+        ["d1", "d3", "d1", "d2", "d3"],
+        ["t1", "t3", "r1", "r2", "r3"],
+    )
+    with pytest.raises(UserError, match="Received: distill_targets='word'"):
+        distill.distillation_pairs(docs, refs, heads, "word")
+
+
+def _last_two_words_teacher(path):
+    """A SavedModel whose `serving_default` writes a document's last two words."""
+    import tensorflow as tf
+
+    class Teacher(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        def serve(self, documents):
+            words = tf.strings.split(documents)
+            last = words[:, -2:].to_tensor("")
+            return {
+                "normalized_headlines": tf.strings.reduce_join(last, 1, separator=" ")
+            }
+
+    teacher = Teacher()
+    tf.saved_model.save(
+        teacher, str(path), signatures={"serving_default": teacher.serve}
+    )
+    return path
+
+
+def test_distilled_split_uses_the_teachers_headlines_and_its_cache(tmp_path):
+    import shutil
+
+    import tensorflow as tf
+
+    teacher = _last_two_words_teacher(tmp_path / "teacher" / "1")
+    docs = ["a b c d", "e f g", "h i j k l"]
+    split = tf.data.Dataset.from_tensor_slices((docs, ["a b", "e f", "h i"]))
+    pairs = distill.distilled_split(split, teacher, tmp_path / "run", "mixed")
+    got = [(d.decode(), s.decode()) for d, s in pairs.as_numpy_iterator()]
+    assert got[:3] == [("a b c d", "c d"), ("e f g", "f g"), ("h i j k l", "k l")]
+    assert got[3:] == [("a b c d", "a b"), ("e f g", "e f"), ("h i j k l", "h i")]
+    # The second time, from the cache: the teacher's folder is not read
+    # beyond its identity (graph and weights' index), kept in a copy.
+    copy = tmp_path / "copy"
+    shutil.copytree(teacher, copy)
+    shutil.rmtree(teacher / "variables")
+    (teacher / "variables").mkdir()
+    shutil.copy(copy / "variables" / "variables.index", teacher / "variables")
+    again = distill.distilled_split(split, teacher, tmp_path / "run", "teacher")
+    assert [s.decode() for _, s in again.as_numpy_iterator()] == ["c d", "f g", "k l"]
+
+
+def test_distill_from_a_folder_that_is_no_export(tmp_path):
+    with pytest.raises(UserError, match=r"Received: distill_from='.*nothing'"):
+        distill.teacher_digest(tmp_path / "nothing")
+
+
+@pytest.mark.slow
+def test_train_py_distills_a_student_and_exports_it(tmp_path):
+    write_org_data(tmp_path / "data")
+    teacher = _last_two_words_teacher(tmp_path / "teacher" / "1")
+    command = train_command(
+        tmp_path,
+        "--epochs",
+        "1",
+        "--steps-per-epoch",
+        "6",
+        "--max-eval-examples",
+        "8",
+        "--normalization",
+        "gigaword",
+        "--distill-from",
+        str(teacher),
+    )
+    result = run(command)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Distilling from" in result.stderr
+    documents = (tmp_path / "data" / "org_data" / "train.src.txt").read_text()
+    expected = [" ".join(d.split()[-2:]) for d in documents.splitlines()]
+    cached = (tmp_path / "run" / "teacher" / "chunk-00000.txt").read_text()
+    # TFDS keeps its own order of the split.
+    assert sorted(cached.splitlines()) == sorted(expected)
+    manifest = json.loads((tmp_path / "run" / "teacher" / "manifest.json").read_text())
+    assert manifest["teacher"] == distill.teacher_digest(teacher)
+
+    import tensorflow as tf
+
+    export = tf.saved_model.load(str(tmp_path / "export" / "1"))
+    assert {"serving_default", "greedy", "attention", "length_control"} <= set(
+        export.signatures
+    )
+    metrics = json.loads((tmp_path / "export" / "1" / "metrics.json").read_text())
+    assert {"beam", "greedy"} <= set(metrics["systems"])
