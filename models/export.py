@@ -103,7 +103,7 @@ def export(
     return final
 
 
-def export_run(run_dir, export_dir, options=None, dtype_policy=None):
+def export_run(run_dir, export_dir, options=None, dtype_policy=None, members=None):
     """Exports the trained model of a run folder again, with today's code.
 
     What a new version of this package needs to serve a model trained with
@@ -111,14 +111,16 @@ def export_run(run_dir, export_dir, options=None, dtype_policy=None):
     settings are `options`, else those tuned on validation by the run
     (`search_tuning.json`), else the defaults. `dtype_policy`: compute in
     this Keras dtype policy (`"mixed_bfloat16"`, an opt-in speed lever).
+    `members`: of an ensemble's run, export only the first `members` (1: the
+    first member alone, to compare with the ensemble).
     """
     from models.runs import load_run, load_trained_model, model_files
 
     run_dir = Path(run_dir)
     options = options or SearchOptions.tuned(run_dir)
     _, features = load_run(run_dir)
-    model = load_trained_model(run_dir, dtype_policy)
-    files = {"config.json": run_dir / "config.json", **model_files(run_dir)}
+    model = load_trained_model(run_dir, dtype_policy, members)
+    files = {"config.json": run_dir / "config.json", **model_files(run_dir, members)}
     return export(model, features, export_dir, options=options, extra_files=files)
 
 
@@ -138,6 +140,12 @@ def _parser():
         choices=["mixed_bfloat16"],
         help="opt-in, approximate: compute in bfloat16 (fast on CPUs with "
         "AVX512-BF16 or AMX)",
+    )
+    p.add_argument(
+        "--members",
+        type=int,
+        help="of an ensemble's run, export only the first N members "
+        "(1: the first member alone; default: all)",
     )
     add_config_flags(
         p.add_argument_group(
@@ -167,7 +175,9 @@ def main(argv=None):
         options = SearchOptions.tuned(args.run_dir)
     options = dataclasses.replace(options, **given(args, SearchOptions))
     try:
-        path = export_run(args.run_dir, args.export_dir, options, args.dtype_policy)
+        path = export_run(
+            args.run_dir, args.export_dir, options, args.dtype_policy, args.members
+        )
     except UserError as error:
         raise SystemExit(f"error: {error}") from None
     print(f"Exported {path}")

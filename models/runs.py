@@ -10,6 +10,7 @@ import keras
 
 from models.config import SummarizerConfig
 from models.ensemble import SummarizerEnsemble
+from models.errors import UserError
 from models.features import TextFeatures
 
 # Also registers `HeadlineSummarizer` with Keras, which `load_trained_model`
@@ -53,15 +54,16 @@ def member_dirs(run_dir, count):
     return [run_dir] + [run_dir / f"{_MEMBER}{k}" for k in range(1, count)]
 
 
-def load_trained_model(run_dir, dtype_policy=None):
+def load_trained_model(run_dir, dtype_policy=None, members=None):
     """A finished run's model (`model.keras`, the best weights), for inference.
 
     A run trained with `--ensemble N` gives a `SummarizerEnsemble` of its
-    members that finished (their `model.keras` written). `dtype_policy`: a
+    members that finished (their `model.keras` written); `members`: only the
+    first `members` of them (1: the first member alone). `dtype_policy`: a
     Keras dtype policy to compute in (`"mixed_bfloat16"`), else the trained
     one.
     """
-    paths = list(model_files(run_dir).values())
+    paths = list(model_files(run_dir, members).values())
     models = [keras.saving.load_model(p, compile=False) for p in paths]
     if dtype_policy:
         models = [with_dtype_policy(m, dtype_policy) for m in models]
@@ -82,17 +84,20 @@ def with_dtype_policy(model, dtype_policy):
     return copy
 
 
-def model_files(run_dir):
+def model_files(run_dir, members=None):
     """`{name in an export: path}` of the trained models of a run folder.
 
     `model.keras`, then `member-K.keras` for the ensemble members that
-    finished.
+    finished; `members`: the first `members` of them only.
     """
+    if members is not None and members < 1:
+        raise UserError(f"`members` must be >= 1. Received: members={members}")
     run_dir = Path(run_dir)
-    members = sorted(
+    found = sorted(
         run_dir.glob(f"{_MEMBER}*/model.keras"),
         key=lambda p: int(p.parent.name.removeprefix(_MEMBER)),
     )
-    return {"model.keras": run_dir / "model.keras"} | {
-        f"{p.parent.name}.keras": p for p in members
+    files = {"model.keras": run_dir / "model.keras"} | {
+        f"{p.parent.name}.keras": p for p in found
     }
+    return dict(list(files.items())[:members])

@@ -201,6 +201,24 @@ def test_ensemble_exports_the_mean_of_its_members_and_resumes(
             ):
                 np.testing.assert_array_equal(variable.numpy(), saved.numpy())
 
+    # `--members 1`: the first member alone, exported beside the ensemble.
+    from models import export
+
+    export.main(
+        ["--run-dir", str(run_dir), "--export-dir", str(tmp_path / "one")]
+        + ["--members", "1", "--search-options", str(version / "search_options.json")]
+    )
+    single = tmp_path / "one" / "1"
+    assert not (single / "member-1.keras").exists()
+    alone = HeadlineModule(members[0], features, options).search(docs, 1)
+    out = tf.saved_model.load(str(single)).signatures["greedy"](documents=docs)
+    assert out["headlines"].numpy().tolist() == alone["headlines"].numpy().tolist()
+    np.testing.assert_allclose(
+        out["scores"].numpy(), alone["scores"].numpy(), atol=1e-5
+    )
+    with pytest.raises(SystemExit, match="Received: members=0"):
+        export.main(["--run-dir", str(run_dir), "--export-dir", "x", "--members", "0"])
+
 
 def training_main(argv):
     import train
