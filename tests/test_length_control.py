@@ -1,34 +1,101 @@
-"""The `length_control` signature of a real export: the `trained` fixture's.
+"""The `length_control` signature of a real export, of a model set by hand.
 
-Its defaults are the export's `search_options.json`; with them it must give
+The model is `scripted.ScriptedModel`: its step's probabilities are a table,
+so each headline below, and its score, is worked out before the search runs.
+With the export's `search_options.json` the signature must give
 `serving_default`'s headlines, and each length setting must do what it says.
 """
 
 import pytest
 
-pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
+pytestmark = pytest.mark.tf_only
 
 import json  # noqa: E402
 
 import numpy as np  # noqa: E402
-from e2e import WORDS  # noqa: E402
+import scripted  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from models.export import export as export_model  # noqa: E402
+
+DOCUMENTS = [
+    "alpha bravo charlie",
+    "delta echo foxtrot golf hotel india",
+    # At `maybe` the end token is nearly as likely as the word: the length
+    # penalty decides between the short headline and the long one.
+    "alpha maybe bravo charlie",
+    "golf hotel",
+]
+DEFAULTS = [
+    "alpha bravo charlie",
+    "delta echo foxtrot golf hotel",
+    "alpha",
+    "golf hotel",
+]
+MAX_LENGTH = scripted.OPTIONS.max_length
+# Settings, then the headlines they must give. Each headline's score is
+# checked against the table too (`expected_scores`).
+CASES = [
+    ({}, DEFAULTS),
+    # Beyond the export's max_length is clipped to it.
+    ({"max_length": 50}, DEFAULTS),
+    # A minimum of 5 (the export's max_length) binds on the short headlines,
+    # which then take the likeliest word past the source's end; the long
+    # one's stays as it was.
+    (
+        {"min_length": 5},
+        [
+            "alpha bravo charlie filler filler",
+            "delta echo foxtrot golf hotel",
+            "alpha maybe bravo charlie filler",
+            "golf hotel filler filler filler",
+        ],
+    ),
+    # A minimum above the maximum is clipped to it.
+    (
+        {"min_length": 9},
+        [
+            "alpha bravo charlie filler filler",
+            "delta echo foxtrot golf hotel",
+            "alpha maybe bravo charlie filler",
+            "golf hotel filler filler filler",
+        ],
+    ),
+    ({"max_length": 1}, ["alpha", "delta", "alpha", "golf"]),
+    # Cut at 2, the end token forced in at a word (0.2) scores below ending
+    # after the first word: only the two-word document writes two.
+    ({"max_length": 2}, ["alpha", "delta", "alpha", "golf hotel"]),
+    # min_length above max_length is clipped to it: exactly 2 tokens.
+    (
+        {"min_length": 4, "max_length": 2},
+        ["alpha bravo", "delta echo", "alpha maybe", "golf hotel"],
+    ),
+    # No penalty favours the short headline; a penalty of 2 the long one.
+    ({"length_penalty": 0.0}, DEFAULTS),
+    (
+        {"length_penalty": 2.0},
+        [
+            "alpha bravo charlie",
+            "delta echo foxtrot golf hotel",
+            "alpha maybe bravo charlie",
+            "golf hotel",
+        ],
+    ),
+]
 
 
-# Session scope: built once per worker process, whatever order the worker
-# runs the tests in.
-@pytest.fixture(scope="session")
-def export(trained):
-    """`(call, defaults)`: `call(**settings)` runs `length_control`."""
-    import tensorflow as tf
-
-    tmp_path, _ = trained
-    version = tmp_path / "export" / "1"
+@pytest.fixture(scope="module")
+def export(tmp_path_factory):
+    """`(call, defaults)`: `call(signature, **settings)` runs the export."""
+    version = export_model(
+        scripted.ScriptedModel(),
+        scripted.features(),
+        tmp_path_factory.mktemp("export"),
+        options=scripted.OPTIONS,
+    )
     model = tf.saved_model.load(str(version))
     defaults = json.loads((version / "search_options.json").read_text())
-    rng = np.random.default_rng(7)
-    docs = tf.constant(
-        [" ".join(rng.choice(WORDS, size=rng.integers(6, 14))) for _ in range(16)]
-    )
+    docs = tf.constant(DOCUMENTS)
 
     def call(signature="length_control", **settings):
         fn = model.signatures[signature]
@@ -48,72 +115,51 @@ def export(trained):
     return call, defaults
 
 
-def _lengths(out):
-    """Tokens of each headline (reserved ids are banned: none prints empty)."""
-    return (out["headline_tokens"].numpy() != b"").sum(axis=1)
+def expected_scores(headlines, length_penalty):
+    """Each headline's log-probability from the table over GNMT's penalty."""
+    scores = []
+    for document, headline in zip(DOCUMENTS, headlines, strict=True):
+        n = len(headline.split())
+        # A headline cut at the export's max_length has no end token; the
+        # penalty counts the scored tokens, the end token included.
+        ended = n < MAX_LENGTH
+        log_prob = scripted.expected_log_prob(document, headline, ended)
+        scores.append(log_prob / ((5.0 + n + ended) / 6.0) ** length_penalty)
+    return np.array(scores)
+
+
+def _strings(tensor):
+    return [h.decode() for h in tensor.numpy()]
+
+
+def test_the_export_holds_the_scripted_defaults(export):
+    _, defaults = export
+    assert defaults["max_length"] == MAX_LENGTH == 5
+    assert (defaults["min_length"], defaults["length_penalty"]) == (1, 1.0)
+
+
+@pytest.mark.parametrize(
+    "settings, headlines", CASES, ids=[str(s or "defaults") for s, _ in CASES]
+)
+def test_each_setting_gives_the_headlines_worked_out_by_hand(
+    export, settings, headlines
+):
+    call, defaults = export
+    out = call(**settings)
+    assert _strings(out["normalized_headlines"]) == headlines
+    alpha = settings.get("length_penalty", defaults["length_penalty"])
+    np.testing.assert_allclose(
+        out["scores"].numpy(), expected_scores(headlines, alpha), rtol=1e-5
+    )
 
 
 def test_defaults_give_the_serving_default_headlines(export):
-    call, defaults = export
-    assert defaults["max_length"] == 5 and defaults["min_length"] == 1
+    call, _ = export
     controlled, beam = call(), call("serving_default")
+    assert _strings(beam["normalized_headlines"]) == DEFAULTS
     for key in ("headlines", "normalized_headlines"):
         np.testing.assert_array_equal(controlled[key].numpy(), beam[key].numpy())
     # The penalty is a tensor here, a constant there: the last bit may differ.
     np.testing.assert_allclose(
         controlled["scores"].numpy(), beam["scores"].numpy(), rtol=1e-6
     )
-    # Beyond the export's max_length is clipped to it.
-    np.testing.assert_array_equal(
-        call(max_length=50)["headlines"].numpy(), beam["headlines"].numpy()
-    )
-
-
-def test_a_longer_minimum_lengthens_only_the_short_headlines(export):
-    call, _ = export
-    # The tiny model's default headlines have 4 or 5 tokens: a minimum of 5
-    # (the export's max_length) binds on some and not on the others.
-    default, longer = call(), call(min_length=5)
-    before, after = _lengths(default), _lengths(longer)
-    assert (after == 5).all(), after
-    assert (before < 5).any(), "no short default headline: the test checks nothing"
-    not_binding = before == 5
-    assert not_binding.any()
-    np.testing.assert_array_equal(
-        longer["headlines"].numpy()[not_binding],
-        default["headlines"].numpy()[not_binding],
-    )
-    # A minimum above the maximum is clipped to it.
-    np.testing.assert_array_equal(
-        call(min_length=9)["headlines"].numpy(), longer["headlines"].numpy()
-    )
-
-
-def test_max_length_caps_the_headlines(export):
-    call, _ = export
-    for cap in (1, 2):
-        lengths = _lengths(call(max_length=cap))
-        assert lengths.max() == cap and (lengths >= 1).all(), lengths
-    # min_length above max_length is clipped to it: exactly `cap` tokens.
-    assert (_lengths(call(min_length=4, max_length=2)) == 2).all()
-
-
-def test_length_penalty_changes_the_ranking_only_through_the_score(export):
-    call, defaults = export
-    raw, favoured = call(length_penalty=0.0), call(length_penalty=2.0)
-
-    def log_probs(out, alpha):
-        # GNMT's penalty over the scored tokens: the end token included,
-        # except for a headline cut at max_length.
-        n = np.minimum(_lengths(out) + 1, defaults["max_length"])
-        return out["scores"].numpy() * ((5.0 + n) / 6.0) ** alpha
-
-    same = raw["headlines"].numpy() == favoured["headlines"].numpy()
-    assert same.any()
-    # Where the same headline wins, its log-probability is the same: only
-    # the score that ranks it is divided by the penalty.
-    np.testing.assert_allclose(
-        log_probs(favoured, 2.0)[same], raw["scores"].numpy()[same], rtol=1e-5
-    )
-    # Dividing a negative log-probability by a penalty above 1 raises it.
-    assert (favoured["scores"].numpy()[same] > raw["scores"].numpy()[same]).all()
