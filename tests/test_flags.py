@@ -76,8 +76,36 @@ def test_attention_flag_trains_and_decodes(attention):
     out = HeadlineModule(model, features, SearchOptions(max_length=3)).search(
         documents, 1
     )
-    assert out["headlines"].shape == (2,)
-    assert out["attention"].shape[0] == 2
+    tokens, log_probs = _greedy_by_hand(model, source, steps=3)
+    assert [h.decode() for h in out["normalized_headlines"].numpy()] == tokens
+    np.testing.assert_allclose(out["scores"].numpy(), log_probs, rtol=1e-5)
+    assert out["attention"].shape[:2] == (2, 3)
+
+
+def _greedy_by_hand(model, source, steps):
+    """Greedy headlines of `steps` tokens, one `model.step` and argmax a step.
+
+    `SearchOptions`' default minimum (3) bans the end token for all `steps`;
+    padding and the start token are always banned, and no 3-gram can repeat
+    in 3 tokens. Returns the headlines (words, space-joined) and the summed
+    log-probabilities.
+    """
+    state, memory = model.initial_decoder_state(source["ids"], source["ext_ids"])
+    ids = np.full(len(source["ids"]), RESERVED.index("<s>"), np.int32)
+    vocabulary = [*RESERVED, *WORDS]
+    words, total = [[] for _ in ids], np.zeros(len(ids))
+    for _ in range(steps):
+        log_probs, state, _ = model.step(tf.constant(ids), state, memory)
+        log_probs = np.array(log_probs)
+        log_probs[:, [RESERVED.index(t) for t in ("<pad>", "<s>", "</s>")]] = -np.inf
+        ids = log_probs.argmax(axis=1).astype(np.int32)
+        total += log_probs[np.arange(len(ids)), ids]
+        for row, i in enumerate(ids):
+            # An id past the vocabulary copies that source position.
+            tokens = source["tokens"].numpy()[row]
+            word = vocabulary[i] if i < len(vocabulary) else tokens[i - len(vocabulary)]
+            words[row].append(word if isinstance(word, str) else word.decode())
+    return [" ".join(w) for w in words], total
 
 
 def test_coverage_no_copy_gru_time_budget_export(tmp_path, monkeypatch, capsys):
@@ -140,10 +168,21 @@ def test_coverage_no_copy_gru_time_budget_export(tmp_path, monkeypatch, capsys):
     assert (config["coverage"], config["copy"], config["cell"]) == (True, False, "gru")
     assert config["attention"] == "bahdanau-normalized"
     loaded = tf.saved_model.load(str(version))
-    out = loaded.signatures["greedy"](documents=tf.constant(["w1 w2 w3 corp. said"]))
-    assert out["headlines"].shape == (1,)
+    docs = tf.constant(["w1 w2 w3 corp. said", "w4 w5 ."])
+    out = loaded.signatures["greedy"](documents=docs)
     reloaded = keras.saving.load_model(version / "model.keras", compile=False)
     assert isinstance(reloaded.attention, keras_attn.CoverageAttention)
+    # The export decodes what a search of the saved model decodes.
+    from models.runs import load_run
+
+    _, features = load_run(tmp_path / "run")
+    options = SearchOptions(**json.loads((version / "search_options.json").read_text()))
+    expected = HeadlineModule(reloaded, features, options).search(docs, 1)
+    for key in ("headlines", "normalized_headlines"):
+        assert out[key].numpy().tolist() == expected[key].numpy().tolist()
+    np.testing.assert_allclose(
+        out["scores"].numpy(), expected["scores"].numpy(), atol=1e-5
+    )
 
 
 def test_ensemble_exports_the_mean_of_its_members_and_resumes(
