@@ -278,7 +278,7 @@ def test_saved_model_reloads_identically(tmp_path, rng, style):
 # ------------------------------------------------------------------ training
 
 
-def _fit_once(jit_compile, rng, units=8, lengths=(5, 4), rows=16):
+def _build(units, lengths):
     src = keras.Input((lengths[0],), dtype="int32")
     dec = keras.Input((lengths[1],), dtype="int32")
     memory, state = keras.layers.GRU(units, return_sequences=True, return_state=True)(
@@ -290,22 +290,50 @@ def _fit_once(jit_compile, rng, units=8, lengths=(5, 4), rows=16):
     hidden = AttentionRNN(cell)(
         [keras.layers.Embedding(9, units)(dec), memory], initial_state=state
     )
-    model = keras.Model([src, dec], keras.layers.Dense(9)(hidden))
+    return keras.Model([src, dec], keras.layers.Dense(9)(hidden))
+
+
+def _fit_once(jit_compile, rng, units=8, lengths=(5, 4), rows=16, weights=None):
+    """One epoch of `_build`'s model; `weights`: its initial weights."""
+    model = _build(units, lengths)
+    if weights is not None:
+        model.set_weights(weights)
     model.compile(
         "adam",
         keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         jit_compile=jit_compile,
+        run_eagerly=jit_compile is False,
     )
     x = [rng.integers(0, 9, (rows, length)) for length in lengths]
     y = rng.integers(0, 9, (rows, lengths[1]))
-    history = model.fit(x, y, batch_size=8, verbose=0)
+    history = model.fit(x, y, batch_size=8, verbose=0, shuffle=False)
     return model, x, history.history["loss"][0]
 
 
-def test_jit_compile_fit(rng):
+def test_jit_compile_fit_matches_the_eager_fit():
     # XLA is TF's `jit_compile=True`; JAX always jits; torch keeps eager.
-    _, _, loss = _fit_once(BACKEND == "tensorflow" or "auto", rng)
+    # One batch of short sequences: eager JAX runs the recurrences op by op.
+    shape = dict(units=4, lengths=(3, 2), rows=8)
+    initial = _build(shape["units"], shape["lengths"]).get_weights()
+    compiled, _, loss = _fit_once(
+        BACKEND == "tensorflow" or "auto",
+        np.random.default_rng(0),
+        weights=initial,
+        **shape,
+    )
+    # The same initial weights and batch, one op at a time.
+    eager, _, eager_loss = _fit_once(
+        False, np.random.default_rng(0), weights=initial, **shape
+    )
     assert np.isfinite(loss)
+    np.testing.assert_allclose(loss, eager_loss, rtol=1e-5)
+    moved = False
+    for start, a, b in zip(
+        initial, compiled.get_weights(), eager.get_weights(), strict=True
+    ):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+        moved |= not np.allclose(a, start)
+    assert moved, "the fit changed no weight: the comparison checks nothing"
 
 
 @pytest.fixture
