@@ -206,13 +206,28 @@ def test_the_slope_is_tied_across_memory_and_output(example):
     ]
 
 
+def _numpy_error(model, split):
+    """The share of wrong answers, from the model's logits in numpy."""
+    stories, questions, answers = split
+    logits = np.asarray(model([stories, questions]))
+    return float(np.mean(logits.argmax(axis=1) != np.asarray(answers)))
+
+
 @pytest.mark.slow
 @pytest.mark.tf_only
-def test_example_runs_end_to_end(example, tmp_path):
+def test_example_runs_end_to_end(example, tmp_path, monkeypatch):
     rng = np.random.default_rng(0)
     _write_task(
         tmp_path, "en-10k", 1, _synthetic_stories(rng, 60), _synthetic_stories(rng, 20)
     )
+    models, real_train_run = [], example.train_run
+
+    def train_run(*args, **kwargs):
+        out = real_train_run(*args, **kwargs)
+        models.append(out[0])
+        return out
+
+    monkeypatch.setattr(example, "train_run", train_run)
     output = tmp_path / "out"
     result = example.run(
         task=1, data_dir=tmp_path, output=output, epochs=2, runs=2, dim=8,
@@ -220,9 +235,16 @@ def test_example_runs_end_to_end(example, tmp_path):
     )  # fmt: skip
     saved = json.loads((output / "entnet_task1.json").read_text())
     assert saved["test_error"] == result["test_error"]
-    assert 0 <= result["test_error"] <= 1 and 0 <= result["val_error"] <= 1
     assert [r["seed"] for r in result["runs"]] == [0, 1]
+    # Each run ends with its best epoch's weights: their validation error is
+    # the one it reports; the test error is the best run's, on the test set.
+    data = example.load_task(tmp_path, 1, seed=0)
+    for model, run in zip(models, result["runs"], strict=True):
+        assert run["val_error"] == pytest.approx(_numpy_error(model, data["val"]))
     assert result["val_error"] == min(r["val_error"] for r in result["runs"])
+    assert result["val_error"] == result["runs"][result["best_run"]]["val_error"]
+    best = models[result["best_run"]]
+    assert result["test_error"] == pytest.approx(_numpy_error(best, data["test"]))
     assert all(1 <= r["best_epoch"] <= r["epochs"] <= 2 for r in result["runs"])
     png = (output / "entnet_task1.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
