@@ -5,6 +5,7 @@ steps of each task on a tiny problem so the script keeps working.
 """
 
 import importlib.util
+import itertools
 import math
 from pathlib import Path
 
@@ -164,10 +165,41 @@ def test_padding_to_5_or_10_gives_the_same_loss(pn, task):
 # ------------------------------------------------------------------ end to end
 
 
+def _rotation_of(pred, true):
+    """Whether `pred` is `true` started at another point (same direction)."""
+    return len(pred) == len(true) and any(
+        list(np.roll(true, -k)) == list(pred) for k in range(len(true))
+    )
+
+
+def _brute_force_length(points):
+    """The shortest closed tour through `points`, over every order."""
+    n = len(points)
+    return min(
+        np.linalg.norm(
+            points[list(order)] - points[list(order[1:] + order[:1])], axis=1
+        ).sum()
+        for order in ((0, *rest) for rest in itertools.permutations(range(1, n)))
+    )
+
+
 @pytest.mark.tf_only
 @pytest.mark.slow
 @pytest.mark.parametrize("task", ["hull", "tsp"])
-def test_example_runs(pn, task, tmp_path):
+def test_example_runs(pn, task, tmp_path, monkeypatch):
+    groups, decoded = [], []
+    real_evaluate, real_decode = pn.evaluate, pn.decode
+
+    def evaluate(task, layer, test_groups, beam_size):
+        groups.extend(test_groups)
+        return real_evaluate(task, layer, test_groups, beam_size)
+
+    def decode(*args, **kwargs):
+        decoded.append(real_decode(*args, **kwargs))
+        return decoded[-1]
+
+    monkeypatch.setattr(pn, "evaluate", evaluate)
+    monkeypatch.setattr(pn, "decode", decode)
     result = pn.run(
         task,
         train_n=[4, 5],
@@ -184,12 +216,30 @@ def test_example_runs(pn, task, tmp_path):
     assert (tmp_path / f"{task}.json").exists()
     assert result["train_steps"] == 2
     assert math.isfinite(result["final_loss"])
-    metrics = result["results"][5]
-    if task == "hull":
-        assert 0.0 <= metrics["accuracy"] <= 1.0
-        assert 0.0 <= metrics["not_simple"] <= 1.0
-    else:
-        # Every tour is valid, so at least as long as the optimal ones.
-        assert metrics["reference"] == "optimal"
-        assert metrics["tour_length"] >= metrics["reference_length"] - 1e-9
     assert set(result["results"]) == {5}
+    metrics = result["results"][5]
+    # The metrics again, from the decoded sequences.
+    [group], [preds] = groups, decoded
+    points = group["points"]
+    assert len(preds) == len(points) == 4
+    if task == "hull":
+        # Hull decoding may point at a point twice, never outside the set.
+        assert all(set(pred) <= set(range(5)) for pred in preds), preds
+        targets = group["targets"]
+        right = [_rotation_of(p, t) for p, t in zip(preds, targets, strict=True)]
+        assert metrics["accuracy"] == np.mean(right)
+        for key in ("not_simple", "fail"):
+            assert metrics[key] == pn.hull_metrics(points, preds, targets)[key]
+    else:
+        # Every tour is a permutation of the points, so at least as long as
+        # the optimal one, found here by trying every order.
+        assert all(sorted(p) == list(range(5)) for p in preds), preds
+        lengths = [
+            np.linalg.norm(x[p] - x[np.roll(p, -1)], axis=1).sum()
+            for x, p in zip(points, preds, strict=True)
+        ]
+        optimal = [_brute_force_length(x) for x in points]
+        assert metrics["reference"] == "optimal"
+        assert metrics["tour_length"] == pytest.approx(np.mean(lengths))
+        assert metrics["reference_length"] == pytest.approx(np.mean(optimal))
+        assert metrics["tour_length"] >= metrics["reference_length"] - 1e-9
