@@ -191,6 +191,28 @@ class _FakeHeadliner(tf.Module):
         }
 
 
+def _pixels(png):
+    """The RGBA pixels of PNG bytes."""
+    import io
+
+    from matplotlib import image
+
+    assert png[:8] == PNG_MAGIC
+    return image.imread(io.BytesIO(png), format="png")
+
+
+def _fake_heatmap(doc, title):
+    """`_FakeHeadliner`'s heatmap of `doc`, worked out here: headline word i
+    (the first 3, upper-cased, as the labels) attends to source word i."""
+    words = [w.upper() for w in doc.split()]
+    attention = np.eye(3, len(words), dtype=np.float32)
+    return _pixels(attention_png_bytes(attention, words, words[:3], title=title))
+
+
+def _same_image(a, b):
+    return a.shape == b.shape and np.array_equal(a, b)
+
+
 @pytest.fixture(scope="module")
 def saved_model(tmp_path_factory):
     root = tmp_path_factory.mktemp("saved_models") / "m"
@@ -283,9 +305,20 @@ def test_evaluate_writes_metrics_and_heatmaps(saved_model, data_dir, tmp_path, c
         for value in scores.values():
             assert value["low"] <= value["f1"] <= value["high"]
     assert written["heatmaps"] == ["heatmaps/example_0.png", "heatmaps/example_1.png"]
+    # Each heatmap is the fake's attention for one pair, drawn again here:
+    # the pair in TFDS's order, so each candidate pair is drawn.
+    shown = []
     for i in range(2):
         with open(version / "heatmaps" / f"example_{i}.png", "rb") as f:
-            assert f.read(8) == PNG_MAGIC
+            pixels = _pixels(f.read())
+        shown += [
+            doc
+            for doc, ref in zip(DOCS, REFS, strict=True)
+            if _same_image(
+                pixels, _fake_heatmap(doc, f"example {i} | reference: {ref}")
+            )
+        ]
+    assert len(shown) == 2 and shown[0] != shown[1], shown
     out = capsys.readouterr().out
     assert "lead_8" in out and "rougeLsum" in out and "[" in out
 
