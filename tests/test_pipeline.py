@@ -3,7 +3,6 @@
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -84,37 +83,6 @@ def test_decoding_settings_are_tuned_on_validation(trained):
         best["no_repeat_ngram_size"],
     )
     assert "<- chosen" in result.stderr
-
-
-@pytest.mark.slow  # end to end: trains
-def test_a_finished_run_exports_again_as_the_next_version(trained, tmp_path_factory):
-    tmp_path, _ = trained
-    copy_tmp = tmp_path_factory.mktemp("again")
-    sys.path.insert(0, str(ROOT))
-    import tensorflow as tf
-
-    # A copy of the export folder: the fixture's is shared, and its server
-    # tests expect version 1 alone.
-    first = copy_tmp / "export" / "1"
-    shutil.copytree(tmp_path / "export" / "1", first)
-    # The command line, in a fresh process: loading the run must register
-    # the model's classes itself.
-    command = [sys.executable, "-m", "models.export", "--run-dir"]
-    result = run(command + [str(tmp_path / "run"), "--export-dir", str(first.parent)])
-    assert result.returncode == 0, result.stderr[-3000:]
-    again = copy_tmp / "export" / "2"
-    assert f"Exported {again}" in result.stdout
-    # The run's tuned decoding settings, as in the first export.
-    assert json.loads((again / "search_options.json").read_text()) == json.loads(
-        (first / "search_options.json").read_text()
-    )
-    docs = tf.constant(["w1 w2 w3 w4 corp. said", "w5 w6 w7 w8 w9"])
-    models = [tf.saved_model.load(str(v)) for v in (first, again)]
-    for signature in ("greedy", "serving_default"):
-        first_out, again_out = (m.signatures[signature](documents=docs) for m in models)
-        assert first_out["headlines"].numpy().tolist() == (
-            again_out["headlines"].numpy().tolist()
-        )
 
 
 def test_served_headlines_are_readable():
