@@ -60,7 +60,16 @@ def test_export_layout_and_metrics(trained):
     assert metrics["heatmaps"] == listed
     on_disk = sorted(version.glob("heatmaps/*"))
     assert [p.relative_to(version).as_posix() for p in on_disk] == listed
-    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in on_disk)
+    # Images (decoded here), one per example: four documents, four pictures.
+    from matplotlib import image
+
+    pictures = [image.imread(p, format="png") for p in on_disk]
+    assert all(p.ndim == 3 and p.shape[0] > 100 and p.shape[1] > 100 for p in pictures)
+    assert all(
+        a.shape != b.shape or not np.array_equal(a, b)
+        for i, a in enumerate(pictures)
+        for b in pictures[i + 1 :]
+    )
     assert "rouge1" in result.stdout
     assert json.loads((version / "config.json").read_text())["sampled_softmax"] == 16
     run_config = json.loads((tmp_path / "run" / "config.json").read_text())
