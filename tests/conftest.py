@@ -110,6 +110,8 @@ HEAVIEST_FILES = (
     "tests/test_flags.py",
     "tests/test_multi_worker.py",
     "tests/test_own_data.py",
+    "tests/test_distill.py",  # a train.py run among quick tests
+    "tests/test_decoding_levers.py",  # XLA compilations
     "tests/test_forecast.py",
 )
 
