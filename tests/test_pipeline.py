@@ -122,6 +122,45 @@ def test_served_headlines_are_readable():
         assert [h.decode() for h in out["headlines"].numpy()] == readable
 
 
+def test_odd_documents_get_the_headlines_worked_out_by_hand():
+    """Empty, 100k-character, control-character and 5,000-word documents, on
+    the model set by hand (`scripted.ScriptedModel`, which writes the
+    source's first words): each one's headline is known, alone or batched."""
+    import scripted
+    import tensorflow as tf
+
+    from models.inference import HeadlineModule
+
+    module = HeadlineModule(
+        scripted.ScriptedModel(), scripted.features(16), scripted.OPTIONS
+    )
+    expected = {
+        # No word: the end token is banned first (min_length 1), so the
+        # likeliest word past the source's end.
+        "": ("filler", "Filler"),
+        # Cut to its first 4,096 characters: `alpha` and an unknown word,
+        # which the readable headline leaves out.
+        "alpha " + "x" * 100000 + " bravo": ("alpha <unk>", "Alpha"),
+        "alpha \u0000\u0007 bravo\r\n\tcharlie": (
+            "alpha bravo charlie",
+            "Alpha bravo charlie",
+        ),
+        # 5,000 words: the first 16 read, 5 written.
+        "echo " * 5000: ("echo echo echo echo echo", "Echo echo echo echo echo"),
+    }
+    docs = list(expected)
+    for search in (module.beam, module.greedy):
+        batched = search(tf.constant(docs))
+        for i, doc in enumerate(docs):
+            alone = search(tf.constant([doc]))
+            for out, j in ((batched, i), (alone, 0)):
+                got = tuple(
+                    out[key].numpy()[j].decode()
+                    for key in ("normalized_headlines", "headlines")
+                )
+                assert got == expected[doc], (doc[:20], got)
+
+
 SERVE_WITHOUT_PROJECT = r"""
 import sys, json
 import tensorflow as tf
