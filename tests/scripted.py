@@ -8,7 +8,10 @@ the source, not its own past: at step `t` it offers the source's word `t`.
 * At a source word `w`: `w` has probability `WORD_PROBS[w][0]`, the end
   token `WORD_PROBS[w][1]` (0.7 and 0.2 for any word not listed there);
   the rest is shared equally by the other ids.
-* Past the source's end: the end token 0.6, `FILLER` 0.3, the rest shared.
+* Past the source's end: the end token 0.6, the vocabulary's first word
+  after the reserved ones (`FILLER` in `WORDS`) 0.3, the rest shared.
+
+Any vocabulary works (a run's own, say): `ScriptedModel(vocabulary)`.
 
 The attention of step `t` is all on source position `t` (the last one past
 the end). So the best headline of a document of plain words is the document
@@ -46,19 +49,25 @@ OPTIONS = SearchOptions(
 )
 
 
-def features(max_source_length=8):
-    """The `TextFeatures` of `WORDS`."""
-    return TextFeatures(WORDS, max_source_length, OPTIONS.max_length + 1)
+def features(max_source_length=8, vocabulary=WORDS, normalization="gigaword"):
+    """The `TextFeatures` of `vocabulary`."""
+    return TextFeatures(
+        vocabulary, max_source_length, OPTIONS.max_length + 1, normalization
+    )
 
 
-def _probs_at(word):
-    """The step's probabilities over `WORDS` at a source word (None: past)."""
-    v = len(WORDS)
+def _probs_at(word, vocabulary=WORDS):
+    """The step's probabilities over `vocabulary` at a source word.
+
+    `word`: an id, or None past the source's end.
+    """
+    v = len(vocabulary)
     if word is None:
-        chosen = {WORDS.index(w): p for w, p in PAST_END.items()}
+        filler = len(RESERVED)
+        chosen = {filler: PAST_END[FILLER], END_ID: PAST_END["</s>"]}
     else:
-        p_word, p_end = WORD_PROBS.get(word, PLAIN)
-        chosen = {WORDS.index(word): p_word, END_ID: p_end}
+        p_word, p_end = WORD_PROBS.get(vocabulary[word], PLAIN)
+        chosen = {word: p_word, END_ID: p_end}
     rest = (1.0 - sum(chosen.values())) / (v - len(chosen))
     probs = np.full(v, rest)
     for i, p in chosen.items():
@@ -69,9 +78,10 @@ def _probs_at(word):
 def expected_log_prob(document, headline, ended=True):
     """The log-probability of `headline` (words) for `document`, in numpy.
 
-    `ended`: the end token follows the headline's words (it is scored).
+    Both in `WORDS`, space-separated. `ended`: the end token follows the
+    headline's words (it is scored).
     """
-    source = document.split()
+    source = [WORDS.index(w) for w in document.split()]
     tokens = [WORDS.index(w) for w in headline.split()] + ([END_ID] if ended else [])
     total = 0.0
     for t, token in enumerate(tokens):
@@ -82,10 +92,12 @@ def expected_log_prob(document, headline, ended=True):
 class ScriptedModel:
     """The decoding interface of `HeadlineSummarizer`, with hand-set steps."""
 
-    def __init__(self):
-        table = np.stack([_probs_at(None)] + [_probs_at(w) for w in WORDS])
+    def __init__(self, vocabulary=WORDS):
+        table = [_probs_at(None, vocabulary)]
+        # The end token as a source word: only padding is never one.
+        table += [_probs_at(i, vocabulary) for i in range(len(vocabulary))]
         # Row 0: past the source (and padding); row 1 + id: at that word.
-        self._log_probs = tf.constant(np.log(table), tf.float32)
+        self._log_probs = tf.constant(np.log(np.stack(table)), tf.float32)
 
     def output_kernel(self, shortlist=0):
         del shortlist  # the scripted step has no output layer
