@@ -2,8 +2,9 @@
 second member, `--word-dropout`, TensorBoard logs.
 
 The interrupted runs are real `train.py` processes sent a real SIGINT or
-SIGKILL; the resumed run is judged by the epochs Keras prints, which start
-at the epoch the backup holds.
+SIGKILL; the same command then resumes in the test's process (what goes to
+the export recorded), judged by the epochs Keras prints, which start at the
+epoch the backup holds.
 """
 
 import pytest
@@ -20,7 +21,7 @@ import time  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from e2e import ROOT, run, train_command, write_org_data  # noqa: E402
+from e2e import ROOT, train_command, write_org_data  # noqa: E402
 
 from models.config import SummarizerConfig, TrainOptions  # noqa: E402
 from models.flags import given  # noqa: E402
@@ -79,7 +80,10 @@ SHORT = [
 ]
 
 
-def test_ctrl_c_then_the_same_command_resumes(tmp_path):
+def test_ctrl_c_then_the_same_command_resumes(tmp_path, capsys, monkeypatch):
+    import train  # the checkout's command line, from the repository root
+    from models import pipeline
+
     write_org_data(tmp_path / "data")
     # Epochs long enough that the SIGINT lands in one, not after the last.
     long = ["--steps-per-epoch", "60", *SHORT[2:]]
@@ -93,13 +97,25 @@ def test_ctrl_c_then_the_same_command_resumes(tmp_path):
     assert 1 <= epoch < 40
     assert not (tmp_path / "export").exists()
 
-    resumed = run(train_command(tmp_path, "--epochs", str(epoch + 1), *long))
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "Resuming run" in resumed.stderr
+    # Resumed here: the model that goes to the export is recorded (the
+    # export after a resume is test_pipeline.py's resume test's).
+    exported = []
+    monkeypatch.setattr(
+        pipeline, "export", lambda model, *args, **kwargs: exported.append(model)
+    )
+    capsys.readouterr()
+    argv = train_command(tmp_path, "--epochs", str(epoch + 1), *long)[2:]
+    assert train.main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "Resuming run" in err
     # One epoch trained, the one after the backup's.
-    assert _epochs(resumed.stdout) == [(epoch + 1, epoch + 1)]
+    assert _epochs(out) == [(epoch + 1, epoch + 1)]
     assert _backed_up_epoch(tmp_path / "run") == epoch + 1
-    assert (tmp_path / "export" / "1" / "saved_model.pb").is_file()
+    # The trained model, as the run saved it, goes to the export.
+    (model,) = exported
+    saved = _weights(tmp_path / "run" / "model.keras")
+    for got, want in zip(model.weights, saved, strict=True):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
 def test_an_ensemble_killed_in_its_second_member_resumes_that_member(
