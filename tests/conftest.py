@@ -104,11 +104,11 @@ _MODULE_TF_ONLY = re.compile(r"^pytestmark = .*\btf_only\b", re.MULTILINE)
 # other idles. Started first, they run beside the many small files.
 HEAVIEST_FILES = (
     "tests/test_pipeline.py",  # builds the shared trained run
-    "tests/test_training_faults.py",  # trains 4 times, needs no shared run
+    "tests/test_multi_worker.py",  # needs no shared run: runs while it trains
+    "tests/test_training_faults.py",
     "tests/test_export_faults.py",
     "tests/test_server_faults.py",
     "tests/test_flags.py",
-    "tests/test_multi_worker.py",
     "tests/test_own_data.py",
     "tests/test_distill.py",  # a train.py run among quick tests
     "tests/test_decoding_levers.py",  # XLA compilations
