@@ -110,6 +110,9 @@ def test_a_word_whose_rules_depend_on_case_splits_alike_in_both_forms():
         ("état à 東京タワー 🙂", "État à 東京タワー 🙂"),
         ("ßig", "SSig"),
         ("... 'tis", "... 'Tis"),
+        # What an unknown word left out leaves behind has no word to join.
+        ("'s w3 said", "W3 said"),
+        ("n't , ; stop 's", "Stop's"),
         ("", ""),
     ],
 )

@@ -35,6 +35,8 @@ _DETOKENIZE = (
 # tokens the next one is written against (`$4.3`, `US$5.2`, `(Python`).
 _CLOSES = "[,.;:?!%)\\]}\u201d']|\\.\\.\\.|(?i:n't|'(?:s|re|ve|ll|d|m))"
 _OPENS = "[$(\\[{\u201c]|\\p{L}{1,3}\\$"
+# Of those, what cannot open a text: it belonged to a word left out.
+_ORPHANS = "[,;:]|(?i:n't|'(?:s|re|ve|ll|d|m))"
 # Leading punctuation, the first character, the rest.
 _FIRST = r"(?s)^([\p{P}\p{S}\s]*)(.?)(.*)$"
 
@@ -75,6 +77,7 @@ def detokenize(tokens):
     if not isinstance(tokens, tf.RaggedTensor):
         tokens = tf.RaggedTensor.from_tensor(tf.convert_to_tensor(tokens, tf.string))
     tokens = tf.ragged.boolean_mask(tokens, tf.not_equal(tokens, ""))
+    tokens = _without_leading_closers(tokens)
     words = detokenize_words(tokens.flat_values)
     first = tf.equal(tf.ragged.range(tokens.row_lengths()).flat_values, 0)
     previous = tf.concat([[""], words[:-1]], axis=0)
@@ -94,3 +97,16 @@ def detokenize(tokens):
         tf.strings.regex_replace(x, _FIRST, group) for group in (r"\1", r"\2", r"\3")
     )
     return lead + tf.strings.upper(head, encoding="utf-8") + rest
+
+
+def _without_leading_closers(tokens):
+    """`tokens` less the `'s`, `n't`, commas, colons that open a row.
+
+    They are written against the word before, and there is none: the word
+    they belonged to was left out (an unknown word in a readable headline).
+    """
+    closes = tf.strings.regex_full_match(tokens.flat_values, _ORPHANS)
+    closes = tokens.with_flat_values(tf.cast(closes, tf.int32)).to_tensor(0)
+    leading = tf.math.cumprod(closes, axis=1)
+    keep = tf.RaggedTensor.from_tensor(tf.equal(leading, 0), tokens.row_lengths())
+    return tf.ragged.boolean_mask(tokens, keep)
