@@ -41,14 +41,10 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    import common
+def _tutorial_bahdanau(units):
+    """A new instance of the TF NMT tutorial's `BahdanauAttention` layer."""
     import keras
-    import numpy as np
     import tensorflow as tf
-
-    import keras_attn
 
     class TutorialBahdanau(keras.layers.Layer):
         """The TF NMT tutorial's layer, verbatim in substance."""
@@ -66,6 +62,75 @@ def main(argv=None):
             context_vector = tf.reduce_sum(attention_weights * values, axis=1)
             return context_vector, attention_weights
 
+    return TutorialBahdanau(units)
+
+
+def _measure(tv, args, rng, modes):
+    """One table row: per-step times and speed-ups at memory length `tv`."""
+    import common
+    import numpy as np
+    import tensorflow as tf
+
+    import keras_attn
+
+    values = tf.constant(rng.standard_normal((args.batch, tv, args.units), np.float32))
+    query0 = tf.constant(rng.standard_normal((args.batch, args.units), np.float32))
+    ours = keras_attn.BahdanauAttention(args.units)
+    ours([query0, values])
+    tutorial = _tutorial_bahdanau(args.units)
+    tutorial(query0, values)
+
+    def decode_ours(query, values):
+        memory = ours.prepare_memory(values)
+        for _ in range(args.steps):
+            context, _ = ours.step(query, memory)
+            query = tf.tanh(context)
+        return query
+
+    def decode_call(query, values):
+        for _ in range(args.steps):
+            context = ours([query, values])
+            query = tf.tanh(context)
+        return query
+
+    def decode_tutorial(query, values):
+        for _ in range(args.steps):
+            context, _ = tutorial(query, values)
+            query = tf.tanh(context)
+        return query
+
+    row = [tv]
+    for _, graph in modes:
+        fns = {
+            "step API": decode_ours,
+            "tutorial": decode_tutorial,
+            "our call/step": decode_call,
+        }
+        if graph:
+            fns = {k: tf.function(f) for k, f in fns.items()}
+        programs = {k: (lambda f=f: f(query0, values).numpy()) for k, f in fns.items()}
+        t = common.interleaved(programs, repeats=args.repeats, number=args.number)
+        per_step = {k: 1e3 * common.median(v) / args.steps for k, v in t.items()}
+        row += [
+            per_step["step API"],
+            per_step["tutorial"],
+            common.median_ratio(t, "tutorial", "step API"),
+            common.median_ratio(t, "our call/step", "step API"),
+        ]
+    return row
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    # All imported before the machine info, which lists the versions of the
+    # libraries loaded.
+    import common
+    import keras  # noqa: F401
+    import numpy as np
+    import tensorflow  # noqa: F401
+
+    import keras_attn  # noqa: F401
+
     common.print_machine_info()
     print(
         f"# batch {args.batch}, units {args.units}, steps {args.steps}, "
@@ -74,61 +139,10 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     modes = [("tf.function", True)] + ([] if args.no_eager else [("eager", False)])
     rows = []
-
-    def measure(tv):
-        values = tf.constant(
-            rng.standard_normal((args.batch, tv, args.units), np.float32)
-        )
-        query0 = tf.constant(rng.standard_normal((args.batch, args.units), np.float32))
-        ours = keras_attn.BahdanauAttention(args.units)
-        ours([query0, values])
-        tutorial = TutorialBahdanau(args.units)
-        tutorial(query0, values)
-
-        def decode_ours(query, values):
-            memory = ours.prepare_memory(values)
-            for _ in range(args.steps):
-                context, _ = ours.step(query, memory)
-                query = tf.tanh(context)
-            return query
-
-        def decode_call(query, values):
-            for _ in range(args.steps):
-                context = ours([query, values])
-                query = tf.tanh(context)
-            return query
-
-        def decode_tutorial(query, values):
-            for _ in range(args.steps):
-                context, _ = tutorial(query, values)
-                query = tf.tanh(context)
-            return query
-
-        row = [tv]
-        for _, graph in modes:
-            fns = {
-                "step API": decode_ours,
-                "tutorial": decode_tutorial,
-                "our call/step": decode_call,
-            }
-            if graph:
-                fns = {k: tf.function(f) for k, f in fns.items()}
-            programs = {
-                k: (lambda f=f: f(query0, values).numpy()) for k, f in fns.items()
-            }
-            t = common.interleaved(programs, repeats=args.repeats, number=args.number)
-            per_step = {k: 1e3 * common.median(v) / args.steps for k, v in t.items()}
-            row += [
-                per_step["step API"],
-                per_step["tutorial"],
-                common.median_ratio(t, "tutorial", "step API"),
-                common.median_ratio(t, "our call/step", "step API"),
-            ]
+    for tv in args.tv:
+        row = _measure(tv, args, rng, modes)
         rows.append(row)
         print(row, flush=True)
-
-    for tv in args.tv:
-        measure(tv)
 
     header = ["Tv"]
     for mode, _ in modes:

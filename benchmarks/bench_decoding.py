@@ -124,33 +124,123 @@ def decoded_flops(saved, docs, features, config, options, members=1):
     return work
 
 
-def main(argv=None):
-    args = parse_args(argv)
+def _load_export(model_dir):
+    """`(SavedModel, SearchOptions)` of an export folder."""
     import json
     from pathlib import Path
 
     import tensorflow as tf
+
+    from models.config import SearchOptions
+    from models.layout import resolve_version_dir
+
+    version = resolve_version_dir(model_dir)
+    options = SearchOptions(
+        **json.loads((Path(version) / "search_options.json").read_text())
+    )
+    return tf.saved_model.load(str(version)), options
+
+
+def _programs(docs, steps, reference, model, features, saved, options, others):
+    """The timed programs of one batch `docs`, by name.
+
+    `steps`: the tutorial loop's length, that of the trained model's greedy
+    loop on the same batch; `others`: the baseline exports by label.
+    """
+    source_ids = features.encode_source(docs)["ids"]
+    programs = {
+        "tutorial_loop_greedy": lambda s=source_ids, n=steps: tutorial_loop_greedy(
+            reference, s, n
+        ).numpy(),
+        "python_loop_greedy": lambda d=docs: python_loop_greedy(
+            model, features, d, options.max_length
+        ).numpy(),
+        "savedmodel_greedy": lambda d=docs: saved.signatures["greedy"](documents=d)[
+            "headlines"
+        ].numpy(),
+        "savedmodel_beam": lambda d=docs: saved.signatures["serving_default"](
+            documents=d
+        )["headlines"].numpy(),
+    }
+    for label, (export, _) in others.items():
+        programs[f"{label} greedy"] = lambda d=docs, e=export: e.signatures["greedy"](
+            documents=d
+        )["headlines"].numpy()
+        programs[f"{label} beam"] = lambda d=docs, e=export: e.signatures[
+            "serving_default"
+        ](documents=d)["headlines"].numpy()
+    return programs
+
+
+def _rows(batch, programs, times, work, peaks):
+    """The table's rows of one batch: throughput, speed-ups, GFLOP/s."""
+    from common import median_ratio
+
+    rows = []
+    for name in programs:
+        seconds = sorted(times[name])[len(times[name]) // 2]
+        label, kind = name.rsplit(" " if " " in name else "_", 1)
+        flop = work.get(label, {}).get(kind)
+        gflops = flop / seconds / 1e9 if flop else None
+        rows.append(
+            [
+                batch,
+                name,
+                f"{batch / seconds:.1f}",
+                f"{median_ratio(times, 'tutorial_loop_greedy', name):.2f}x",
+                f"{median_ratio(times, 'python_loop_greedy', name):.2f}x",
+                f"{gflops:.1f}" if gflops else "",
+                (
+                    f"{100 * gflops / peaks['fp32']:.1f}% / "
+                    f"{100 * gflops / peaks['bf16']:.1f}%"
+                )
+                if gflops
+                else "",
+            ]
+        )
+    return rows
+
+
+def _print_results(rows, against_baseline):
+    """Prints the table, then each speed-up against a baseline export."""
+    from common import markdown_table
+
+    print(
+        markdown_table(
+            [
+                "batch",
+                "program",
+                "headlines/s",
+                "speed-up vs tutorial loop",
+                "speed-up vs loop on our model",
+                "GFLOP/s",
+                "of fp32 / bf16 peak",
+            ],
+            rows,
+        )
+    )
+    for line in against_baseline:
+        print(line)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    from pathlib import Path
+
+    import tensorflow as tf
     from bench_training import tutorial_model
-    from common import interleaved, machine_info, markdown_table, median_ratio
+    from common import interleaved, machine_info, median_ratio
     from flops import machine_peaks
 
     from models import data
-    from models.config import SearchOptions
     from models.layout import resolve_version_dir
     from models.runs import load_run, load_trained_model
 
-    def load(model_dir):
-        version = resolve_version_dir(model_dir)
-        options = SearchOptions(
-            **json.loads((Path(version) / "search_options.json").read_text())
-        )
-        return tf.saved_model.load(str(version)), options
-
     version = resolve_version_dir(args.model_dir)
-    saved, options = load(version)
+    saved, options = _load_export(version)
     # Label: <name>/<version>.
     others = {
-        "/".join(Path(resolve_version_dir(d)).parts[-2:]): load(d)
+        "/".join(Path(resolve_version_dir(d)).parts[-2:]): _load_export(d)
         for d in args.baseline_model_dir
     }
     config, features = load_run(args.run_dir)
@@ -176,29 +266,10 @@ def main(argv=None):
         steps = int(
             python_loop_greedy(model, features, docs, options.max_length).shape[1]
         )
-        source_ids = features.encode_source(docs)["ids"]
-        programs = {
-            "tutorial_loop_greedy": lambda s=source_ids, n=steps: tutorial_loop_greedy(
-                reference, s, n
-            ).numpy(),
-            "python_loop_greedy": lambda d=docs: python_loop_greedy(
-                model, features, d, options.max_length
-            ).numpy(),
-            "savedmodel_greedy": lambda d=docs: saved.signatures["greedy"](documents=d)[
-                "headlines"
-            ].numpy(),
-            "savedmodel_beam": lambda d=docs: saved.signatures["serving_default"](
-                documents=d
-            )["headlines"].numpy(),
-        }
+        programs = _programs(
+            docs, steps, reference, model, features, saved, options, others
+        )
         exports = {"savedmodel": (saved, options), **others}
-        for label, (export, _) in others.items():
-            programs[f"{label} greedy"] = lambda d=docs, e=export: e.signatures[
-                "greedy"
-            ](documents=d)["headlines"].numpy()
-            programs[f"{label} beam"] = lambda d=docs, e=export: e.signatures[
-                "serving_default"
-            ](documents=d)["headlines"].numpy()
         times = interleaved(programs, repeats=args.repeats, number=1, warmup=1)
         members = len(getattr(model, "members", [model]))
         work = {
@@ -211,43 +282,8 @@ def main(argv=None):
                 against_baseline.append(
                     f"batch {batch}: {label} {kind} speed-up vs {version} {ratio:.2f}x"
                 )
-        for name in programs:
-            seconds = sorted(times[name])[len(times[name]) // 2]
-            label, kind = name.rsplit(" " if " " in name else "_", 1)
-            flop = work.get(label, {}).get(kind)
-            gflops = flop / seconds / 1e9 if flop else None
-            rows.append(
-                [
-                    batch,
-                    name,
-                    f"{batch / seconds:.1f}",
-                    f"{median_ratio(times, 'tutorial_loop_greedy', name):.2f}x",
-                    f"{median_ratio(times, 'python_loop_greedy', name):.2f}x",
-                    f"{gflops:.1f}" if gflops else "",
-                    (
-                        f"{100 * gflops / peaks['fp32']:.1f}% / "
-                        f"{100 * gflops / peaks['bf16']:.1f}%"
-                    )
-                    if gflops
-                    else "",
-                ]
-            )
-    print(
-        markdown_table(
-            [
-                "batch",
-                "program",
-                "headlines/s",
-                "speed-up vs tutorial loop",
-                "speed-up vs loop on our model",
-                "GFLOP/s",
-                "of fp32 / bf16 peak",
-            ],
-            rows,
-        )
-    )
-    for line in against_baseline:
-        print(line)
+        rows += _rows(batch, programs, times, work, peaks)
+    _print_results(rows, against_baseline)
 
 
 if __name__ == "__main__":

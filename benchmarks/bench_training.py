@@ -187,26 +187,18 @@ def reference_training_flops(config, batch, source_len, target_len):
     return 3 * batch * (encoder + decoder + attention + attentional + output)
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    import common
-    import keras
-    import tensorflow as tf
-    from flops import machine_peaks, training_flops
+def _config_and_features(args, split):
+    """The model configuration, its `TextFeatures` and the `TrainOptions`.
 
-    from models import data, runs, training
+    The configuration is `--config`'s (the defaults when that file is
+    missing) with `--max-source-length` applied; the vocabulary, which sets
+    its `vocab_size`, is `--vocab`'s, or built from `split` when that file is
+    missing.
+    """
+    from models import data, runs
     from models.config import SummarizerConfig, TrainOptions
     from models.features import TextFeatures
 
-    common.print_machine_info()
-    peaks = machine_peaks()
-    print(
-        f"# matmul peak, 2048^3, this run: fp32 {peaks['fp32']:.0f} GFLOP/s, "
-        f"bf16 {peaks['bf16']:.0f} GFLOP/s"
-    )
-    rss_start = common.peak_rss_mib()
-    split = data.load_split("train", data_dir=args.data_dir, tfds_dir=args.tfds_dir)
-    split = split.take(args.examples)
     config = (
         SummarizerConfig.load(args.config)
         if Path(args.config).exists()
@@ -227,23 +219,21 @@ def main(argv=None):
         )
         config.vocab_size = len(vocabulary)
         features = runs.make_features(vocabulary, config)
-    print(f"# config {json.dumps(config.to_dict())}")
-    print(
-        f"# {args.examples} examples, batch {args.batch_size}, blocks of {args.block} "
-        f"steps x {args.rounds} rounds, warmup {args.warmup}"
-    )
-    encoded = data.encode_dataset(split, features).cache()
+    return config, features, options
 
-    # ---- project pipeline (train.py's)
-    def project_batches():
-        return iter(data.batched(encoded, args.batch_size, training=True).repeat())
 
-    # ---- reference pipeline: pad everything to the longest of the dataset
+def _reference_dataset(encoded, batch_size, vocab_size):
+    """The reference's batches: everything padded to the dataset's longest.
+
+    Returns:
+        `(dataset, max_source, max_target)`; copy ids map to <unk> (1).
+    """
+    import tensorflow as tf
+
     max_s = max_t = 0
     for inputs, target in encoded:
         max_s = max(max_s, int(inputs["source_ids"].shape[0]))
         max_t = max(max_t, int(target.shape[0]))
-    vocab_size = config.vocab_size
 
     def to_reference(inputs, target):
         unk = lambda ids: tf.where(ids >= vocab_size, 1, ids)  # noqa: E731
@@ -256,90 +246,131 @@ def main(argv=None):
         encoded.map(to_reference)
         .shuffle(10_000, seed=0)
         .padded_batch(
-            args.batch_size,
+            batch_size,
             padded_shapes=({"source_ids": [max_s], "target_in": [max_t]}, [max_t]),
         )
         .repeat()
         .prefetch(tf.data.AUTOTUNE)
     )
-    print(f"# reference pads to the dataset's longest: source {max_s}, target {max_t}")
+    return reference_ds, max_s, max_t
 
-    # ---- models and their train steps
+
+def _project_program(args, encoded, jit, policy, model_config):
+    """`(model, train step, batch iterator)` of the project's model, fed by
+    train.py's pipeline."""
+    import keras
+    import tensorflow as tf
+
+    from models import data, training
+    from models.config import TrainOptions
+
+    keras.mixed_precision.set_global_policy(policy or "float32")
+    opts = TrainOptions(
+        batch_size=args.batch_size, jit_compile=jit, mixed_precision=policy
+    )
+    model = training.build_model(model_config, opts)
+    keras.mixed_precision.set_global_policy("float32")
+    step = tf.function(model.train_step, reduce_retracing=True, jit_compile=jit)
+    batches = iter(data.batched(encoded, args.batch_size, training=True).repeat())
+    return model, step, batches
+
+
+def _reference_program(config, options, reference_ds):
+    """`(model, train step, batch iterator)` of the tutorial's model."""
+    import keras
+    import tensorflow as tf
+
+    ref = tutorial_model(
+        config.vocab_size,
+        config.embedding_dim,
+        config.hidden_size,
+        config.attention_units,
+    )
+    ref_in, ref_out = next(iter(reference_ds))
+    ref(ref_in)
+    ref.compile(optimizer=keras.optimizers.Adam(options.learning_rate))
+    return (
+        ref,
+        tf.function(ref.train_step, reduce_retracing=True),
+        iter(reference_ds),
+    )
+
+
+def _programs(args, config, options, encoded, reference_ds):
+    """The timed programs by name, as `--only` and `--variants` select them."""
     programs = {}
-
-    def project_program(jit, policy, model_config=config):
-        keras.mixed_precision.set_global_policy(policy or "float32")
-        opts = TrainOptions(
-            batch_size=args.batch_size, jit_compile=jit, mixed_precision=policy
-        )
-        model = training.build_model(model_config, opts)
-        keras.mixed_precision.set_global_policy("float32")
-        step = tf.function(model.train_step, reduce_retracing=True, jit_compile=jit)
-        return model, step, project_batches()
-
     if args.only != "reference":
-        programs["project"] = project_program(args.jit_compile, args.mixed_precision)
+        programs["project"] = _project_program(
+            args, encoded, args.jit_compile, args.mixed_precision, config
+        )
         if "bf16" in args.variants:
-            programs["project+bf16"] = project_program(
-                args.jit_compile, "mixed_bfloat16"
+            programs["project+bf16"] = _project_program(
+                args, encoded, args.jit_compile, "mixed_bfloat16", config
             )
         if "xla" in args.variants:
-            programs["project+xla"] = project_program(True, args.mixed_precision)
+            programs["project+xla"] = _project_program(
+                args, encoded, True, args.mixed_precision, config
+            )
         if "sampled" in args.variants:
             sampled_config = dataclasses.replace(
                 config, sampled_softmax=args.sampled_softmax
             )
-            programs["project+sampled"] = project_program(
-                args.jit_compile, args.mixed_precision, sampled_config
+            programs["project+sampled"] = _project_program(
+                args, encoded, args.jit_compile, args.mixed_precision, sampled_config
             )
     if args.only != "project":
-        ref = tutorial_model(
-            vocab_size, config.embedding_dim, config.hidden_size, config.attention_units
-        )
-        ref_in, ref_out = next(iter(reference_ds))
-        ref(ref_in)
-        ref.compile(optimizer=keras.optimizers.Adam(options.learning_rate))
-        programs["reference"] = (
-            ref,
-            tf.function(ref.train_step, reduce_retracing=True),
-            iter(reference_ds),
-        )
+        programs["reference"] = _reference_program(config, options, reference_ds)
+    return programs
 
+
+def _run_block(programs, stats, config, name, steps, record=True):
+    """Runs `steps` steps of program `name`; returns its examples/second.
+
+    With `record`, adds the block's examples, seconds and FLOPs to
+    `stats[name]`.
+    """
+    from flops import training_flops
+
+    model, step, iterator = programs[name]
+    batches = [next(iterator) for _ in range(steps)]  # input outside the timing
+    flops = 0.0
+    examples = 0
+    for inputs, target in batches:
+        b, s = inputs["source_ids"].shape
+        t = target.shape[1]
+        examples += b
+        if name == "reference":
+            flops += reference_training_flops(config, b, s, t)
+        else:
+            flops += training_flops(model.config, b, s, t)
+    start = time.perf_counter()
+    for batch in batches:
+        logs = step(batch)
+    float(logs["loss"]) if "loss" in logs else None  # wait for the last step
+    seconds = time.perf_counter() - start
+    if record:
+        st = stats[name]
+        st["examples"] += examples
+        st["seconds"] += seconds
+        st["flops"] += flops
+        st["eps"].append(examples / seconds)
+    return examples / seconds
+
+
+def _run_rounds(programs, config, args):
+    """Warms every program up, then times them in interleaved rounds.
+
+    Returns:
+        `{name: {"examples", "seconds", "flops", "eps"}}` of the timed blocks.
+    """
     stats = {
         name: {"examples": 0, "seconds": 0.0, "flops": 0.0, "eps": []}
         for name in programs
     }
-
-    def run_block(name, steps, record=True):
-        model, step, iterator = programs[name]
-        batches = [next(iterator) for _ in range(steps)]  # input outside the timing
-        flops = 0.0
-        examples = 0
-        for inputs, target in batches:
-            b, s = inputs["source_ids"].shape
-            t = target.shape[1]
-            examples += b
-            if name == "reference":
-                flops += reference_training_flops(config, b, s, t)
-            else:
-                flops += training_flops(model.config, b, s, t)
-        start = time.perf_counter()
-        for batch in batches:
-            logs = step(batch)
-        float(logs["loss"]) if "loss" in logs else None  # wait for the last step
-        seconds = time.perf_counter() - start
-        if record:
-            st = stats[name]
-            st["examples"] += examples
-            st["seconds"] += seconds
-            st["flops"] += flops
-            st["eps"].append(examples / seconds)
-        return examples / seconds
-
     names = list(programs)
     for name in names:
         start = time.perf_counter()
-        run_block(name, args.warmup, record=False)
+        _run_block(programs, stats, config, name, args.warmup, record=False)
         print(
             f"# warmup {name}: {args.warmup} steps "
             f"in {time.perf_counter() - start:.1f} s",
@@ -349,11 +380,18 @@ def main(argv=None):
         order = names if r % 2 == 0 else names[::-1]
         line = []
         for name in order:
-            line.append(f"{name} {run_block(name, args.block):.1f} ex/s")
+            eps = _run_block(programs, stats, config, name, args.block)
+            line.append(f"{name} {eps:.1f} ex/s")
         print(f"round {r}: " + ", ".join(line), flush=True)
+    return stats
+
+
+def _print_table(stats, peaks, args):
+    """Prints the results table: throughput, ratio, GFLOP/s and peak shares."""
+    import common
 
     rows = []
-    for name in names:
+    for name in stats:
         st = stats[name]
         eps = common.median(st["eps"])
         achieved = st["flops"] / st["seconds"]
@@ -389,6 +427,44 @@ def main(argv=None):
             rows,
         )
     )
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    # All imported before the machine info, which lists the versions of the
+    # libraries loaded, and so that a broken install fails before any output.
+    import common
+    import keras  # noqa: F401
+    import tensorflow  # noqa: F401
+    from flops import machine_peaks, training_flops  # noqa: F401
+
+    from models import data, runs, training  # noqa: F401
+    from models.config import SummarizerConfig, TrainOptions  # noqa: F401
+    from models.features import TextFeatures  # noqa: F401
+
+    common.print_machine_info()
+    peaks = machine_peaks()
+    print(
+        f"# matmul peak, 2048^3, this run: fp32 {peaks['fp32']:.0f} GFLOP/s, "
+        f"bf16 {peaks['bf16']:.0f} GFLOP/s"
+    )
+    rss_start = common.peak_rss_mib()
+    split = data.load_split("train", data_dir=args.data_dir, tfds_dir=args.tfds_dir)
+    split = split.take(args.examples)
+    config, features, options = _config_and_features(args, split)
+    print(f"# config {json.dumps(config.to_dict())}")
+    print(
+        f"# {args.examples} examples, batch {args.batch_size}, blocks of {args.block} "
+        f"steps x {args.rounds} rounds, warmup {args.warmup}"
+    )
+    encoded = data.encode_dataset(split, features).cache()
+    reference_ds, max_s, max_t = _reference_dataset(
+        encoded, args.batch_size, config.vocab_size
+    )
+    print(f"# reference pads to the dataset's longest: source {max_s}, target {max_t}")
+    programs = _programs(args, config, options, encoded, reference_ds)
+    stats = _run_rounds(programs, config, args)
+    _print_table(stats, peaks, args)
     print(f"# peak RSS {common.peak_rss_mib():.0f} MiB (at start {rss_start:.0f} MiB)")
     return 0
 

@@ -104,16 +104,49 @@ async def _stats(http: httpx.AsyncClient) -> dict | None:
     return resp.json() if resp.status_code == 200 else None
 
 
+def _documents(args: argparse.Namespace) -> list[str]:
+    """`--documents-file`'s non-blank lines, or the built-in documents."""
+    if not args.documents_file:
+        return DEFAULT_DOCUMENTS
+    documents = [
+        line.strip()
+        for line in Path(args.documents_file).read_text().splitlines()
+        if line.strip()
+    ]
+    if not documents:
+        raise SystemExit(f"error: no documents in {args.documents_file}")
+    return documents
+
+
+def _latency_ms(latencies: list[float]) -> dict[str, float | None]:
+    """Percentiles, max and mean of ascending latencies (s), in ms."""
+    ok = len(latencies)
+    return {
+        name: None if v is None else round(v * 1000, 2)
+        for name, v in (
+            ("p50", _percentile(latencies, 50)),
+            ("p95", _percentile(latencies, 95)),
+            ("p99", _percentile(latencies, 99)),
+            ("max", latencies[-1] if latencies else None),
+            ("mean", sum(latencies) / ok if ok else None),
+        )
+    }
+
+
+def _server_batching(stats_before: dict, stats_after: dict) -> dict:
+    """The server's batching over the test, from its counters before and after."""
+    batches = stats_after["batches"] - stats_before["batches"]
+    instances = stats_after["instances"] - stats_before["instances"]
+    return {
+        "batches": batches,
+        "mean_batch_size": round(instances / batches, 2) if batches else None,
+        "max_batch_size_seen": stats_after.get("max_batch_size_seen"),
+    }
+
+
 async def run(args: argparse.Namespace) -> dict:
-    documents = DEFAULT_DOCUMENTS
-    if args.documents_file:
-        documents = [
-            line.strip()
-            for line in Path(args.documents_file).read_text().splitlines()
-            if line.strip()
-        ]
-        if not documents:
-            raise SystemExit(f"error: no documents in {args.documents_file}")
+    """Runs the closed-loop load test of `args` and returns its report."""
+    documents = _documents(args)
     url = f"/v1/models/{args.model_name}:predict"
     rng = random.Random(args.seed)
     latencies: list[float] = []
@@ -172,26 +205,11 @@ async def run(args: argparse.Namespace) -> dict:
         "status_codes": {str(k): v for k, v in sorted(statuses.items())},
         "throughput_rps": round(ok / wall, 2),
         "throughput_instances_per_s": round(ok * args.instances / wall, 2),
-        "latency_ms": {
-            name: None if v is None else round(v * 1000, 2)
-            for name, v in (
-                ("p50", _percentile(latencies, 50)),
-                ("p95", _percentile(latencies, 95)),
-                ("p99", _percentile(latencies, 99)),
-                ("max", latencies[-1] if latencies else None),
-                ("mean", sum(latencies) / ok if ok else None),
-            )
-        },
+        "latency_ms": _latency_ms(latencies),
         "server_rss_kib": {"start": rss_start, "end": rss_end},
     }
     if stats_before and stats_after:
-        batches = stats_after["batches"] - stats_before["batches"]
-        instances = stats_after["instances"] - stats_before["instances"]
-        report["server_batching"] = {
-            "batches": batches,
-            "mean_batch_size": round(instances / batches, 2) if batches else None,
-            "max_batch_size_seen": stats_after.get("max_batch_size_seen"),
-        }
+        report["server_batching"] = _server_batching(stats_before, stats_after)
     return report
 
 

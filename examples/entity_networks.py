@@ -402,6 +402,78 @@ def plot_memory(inspect, data, index, path):
 # ---------------------------------------------------------------- main
 
 
+def _data_summary(task, data):
+    """The line that introduces a task: its splits, vocabulary and shapes."""
+    return (
+        f"task {task} ({data['subset']}): {len(data['train'][2])} train, "
+        f"{len(data['val'][2])} val, {len(data['test'][2])} test; vocabulary "
+        f"{len(data['vocab'])}, {data['max_sentences']} sentences x "
+        f"{data['max_words']} words; backend {keras.backend.backend()}"
+    )
+
+
+def _best_of_runs(data, settings, now, start, seed, log):
+    """Trains `settings["runs"]` runs, with seeds from `seed` up; keeps the best.
+
+    Each run gets an even share of the budget still left when it starts.
+
+    Args:
+        data: `load_task`'s dict.
+        settings: `run`'s `dim`, `slots`, `lr`, `batch_size`, `max_epochs`,
+            `runs` and `minutes` (the budget of all runs together, counted by
+            `now` from `start`, or None for no budget).
+        now: The budget's clock.
+        start: The budget's start, a time of `now`.
+        seed: The first run's seed.
+        log: Prints a progress line.
+
+    Returns:
+        `(best, run_results)`: `(val_error, run_index, model, inspect)` of the
+        run of lowest validation error, and a summary dict of each run.
+    """
+    runs, minutes = settings["runs"], settings["minutes"]
+    best = None
+    run_results = []
+    for r in range(runs):
+        deadline = float("inf")
+        if minutes is not None:
+            remaining = 60 * minutes - (now() - start)
+            deadline = now() + remaining / (runs - r)
+        model, inspect, val_error, best_epoch, n_epochs = train_run(
+            data,
+            seed + r,
+            settings["max_epochs"],
+            deadline,
+            now,
+            settings["dim"],
+            settings["slots"],
+            settings["lr"],
+            settings["batch_size"],
+            log,
+        )
+        run_results.append(
+            {
+                "seed": seed + r,
+                "val_error": val_error,
+                "best_epoch": best_epoch,
+                "epochs": n_epochs,
+            }
+        )
+        log(f"run {r + 1}: val error {100 * val_error:.1f}% after {n_epochs} epochs")
+        if best is None or val_error < best[0]:
+            best = (val_error, r, model, inspect)
+    return best, run_results
+
+
+def _write_outputs(result, inspect, data, output, plot):
+    """Writes `entnet_task{N}.json` and, with `plot`, `entnet_task{N}.png`."""
+    task = result["task"]
+    output.mkdir(parents=True, exist_ok=True)
+    (output / f"entnet_task{task}.json").write_text(json.dumps(result, indent=2))
+    if plot:
+        plot_memory(inspect, data, 0, output / f"entnet_task{task}.png")
+
+
 def run(
     task=1,
     data_dir=DEFAULT_DATA_DIR,
@@ -439,33 +511,18 @@ def run(
     now = CLOCKS[clock]
     start = now()
     data = load_task(data_dir, task, seed=seed)
-    log(
-        f"task {task} ({data['subset']}): {len(data['train'][2])} train, "
-        f"{len(data['val'][2])} val, {len(data['test'][2])} test; vocabulary "
-        f"{len(data['vocab'])}, {data['max_sentences']} sentences x "
-        f"{data['max_words']} words; backend {keras.backend.backend()}"
-    )
-    best = None
-    run_results = []
-    for r in range(runs):
-        deadline = float("inf")
-        if minutes is not None:
-            remaining = 60 * minutes - (now() - start)
-            deadline = now() + remaining / (runs - r)
-        model, inspect, val_error, best_epoch, n_epochs = train_run(
-            data, seed + r, epochs, deadline, now, dim, slots, lr, batch_size, log
-        )
-        run_results.append(
-            {
-                "seed": seed + r,
-                "val_error": val_error,
-                "best_epoch": best_epoch,
-                "epochs": n_epochs,
-            }
-        )
-        log(f"run {r + 1}: val error {100 * val_error:.1f}% after {n_epochs} epochs")
-        if best is None or val_error < best[0]:
-            best = (val_error, r, model, inspect)
+    log(_data_summary(task, data))
+    # The settings `entnet_task{N}.json` records, and the runs read.
+    settings = {
+        "dim": dim,
+        "slots": slots,
+        "lr": lr,
+        "batch_size": batch_size,
+        "max_epochs": epochs,
+        "runs": runs,
+        "minutes": minutes,
+    }
+    best, run_results = _best_of_runs(data, settings, now, start, seed, log)
     val_error, best_run, model, inspect = best
     result = {
         "task": task,
@@ -479,23 +536,11 @@ def run(
         "runs": run_results,
         "seconds": now() - start,
         "clock": clock,
-        "settings": {
-            "dim": dim,
-            "slots": slots,
-            "lr": lr,
-            "batch_size": batch_size,
-            "max_epochs": epochs,
-            "runs": runs,
-            "minutes": minutes,
-        },
+        "settings": settings,
     }
     log(f"task {task}: test error {100 * result['test_error']:.1f}%")
     if output is not None:
-        output = Path(output)
-        output.mkdir(parents=True, exist_ok=True)
-        (output / f"entnet_task{task}.json").write_text(json.dumps(result, indent=2))
-        if plot:
-            plot_memory(inspect, data, 0, output / f"entnet_task{task}.png")
+        _write_outputs(result, inspect, data, Path(output), plot)
     return result
 
 

@@ -394,72 +394,6 @@ def run(
     units = QUICK_UNITS if quick else UNITS
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
-    data = prepare_data(window, horizon)
-    n_vars = data["x_train"].shape[-1]
-    x_test, y_test = data["x_test"], data["y_test"]
-
-    predictions = {
-        "naive": np.repeat(x_test[:, -1:, :], horizon, axis=1),
-        "train_mean": np.zeros_like(y_test),
-    }
-    attention, rows = {}, {}
-    for name in BASELINES:
-        rows[name] = {"params": 0, "epochs": 0, "seconds": 0.0}
-
-    for name in MODEL_NAMES:
-        # The same seed for every model: same initial draws, same batch order.
-        keras.utils.set_random_seed(seed)
-        model, inspect = build_model(name, window, horizon, n_vars, units[name])
-        model.compile(
-            optimizer=keras.optimizers.Adam(learning_rate, clipnorm=1.0), loss="mse"
-        )
-        callbacks = [
-            keras.callbacks.EarlyStopping(
-                patience=patience, restore_best_weights=True, monitor="val_loss"
-            )
-        ]
-        if progress:
-            callbacks.append(TqdmEpochs(epochs, name))
-        start = time.perf_counter()
-        history = model.fit(
-            data["x_train"],
-            data["y_train"],
-            validation_data=(data["x_val"], data["y_val"]),
-            epochs=epochs,
-            batch_size=batch_size,
-            shuffle=True,
-            callbacks=callbacks,
-            verbose=0,
-        )
-        seconds = time.perf_counter() - start
-        if inspect is None:
-            predictions[name] = model.predict(x_test, verbose=0)
-        else:
-            predictions[name], weights = inspect.predict(x_test, verbose=0)
-            attention[name] = np.asarray(weights, np.float32)
-        rows[name] = {
-            "params": int(model.count_params()),
-            "epochs": len(history.history["loss"]),
-            "best_val_loss": float(min(history.history["val_loss"])),
-            "seconds": round(seconds, 1),
-        }
-
-    metrics = {
-        "backend": keras.backend.backend(),
-        "units": "scaled (per-variable train std); mae_by_variable: original",
-        "variables": list(VARIABLES),
-        "train_windows": len(data["x_train"]),
-        "val_windows": len(data["x_val"]),
-        "test_windows": len(x_test),
-        "test_period": f"{data['test_quarters'][0]}-{data['quarters'][-1]}",
-        "models": {},
-    }
-    for name in (*BASELINES, *MODEL_NAMES):
-        metrics["models"][name] = {
-            **rows[name],
-            **errors(predictions[name], y_test),
-            "mae_by_variable": per_variable_mae(predictions[name], y_test, data["std"]),
-        }
     settings = dict(
         epochs=epochs,
         window=window,
@@ -471,8 +405,130 @@ def run(
         learning_rate=learning_rate,
         lstm_units={k: units[k] for k in MODEL_NAMES},
     )
-    metrics["settings"] = settings
+    data = prepare_data(window, horizon)
+    predictions, rows = _baselines(data, horizon)
+    trained, attention, trained_rows = _train_and_predict(data, settings, progress)
+    predictions.update(trained)
+    rows.update(trained_rows)
+    metrics = _metrics(data, predictions, rows, settings)
+    paths = _write_outputs(
+        output, metrics, data, predictions, attention, window, horizon
+    )
+    return {
+        "metrics": metrics,
+        "predictions": predictions,
+        "attention": attention,
+        "paths": paths,
+    }
 
+
+def _baselines(data, horizon):
+    """The baselines' test forecasts and their (empty) rows of the results."""
+    x_test, y_test = data["x_test"], data["y_test"]
+    predictions = {
+        "naive": np.repeat(x_test[:, -1:, :], horizon, axis=1),
+        "train_mean": np.zeros_like(y_test),
+    }
+    rows = {}
+    for name in BASELINES:
+        rows[name] = {"params": 0, "epochs": 0, "seconds": 0.0}
+    return predictions, rows
+
+
+def _train_and_predict(data, settings, progress):
+    """Trains each of `MODEL_NAMES` and forecasts the test set with it.
+
+    Returns:
+        `(predictions, attention, rows)`, each by model name: the scaled test
+        forecasts, the attention weights (of the models that have them) and
+        the rows of the results.
+    """
+    window, horizon = settings["window"], settings["horizon"]
+    n_vars = data["x_train"].shape[-1]
+    predictions, attention, rows = {}, {}, {}
+    for name in MODEL_NAMES:
+        # The same seed for every model: same initial draws, same batch order.
+        keras.utils.set_random_seed(settings["seed"])
+        model, inspect = build_model(
+            name, window, horizon, n_vars, settings["lstm_units"][name]
+        )
+        rows[name] = _fit(model, data, name, settings, progress)
+        if inspect is None:
+            predictions[name] = model.predict(data["x_test"], verbose=0)
+        else:
+            predictions[name], weights = inspect.predict(data["x_test"], verbose=0)
+            attention[name] = np.asarray(weights, np.float32)
+    return predictions, attention, rows
+
+
+def _fit(model, data, name, settings, progress):
+    """Compiles and trains one forecaster, early-stopped on the validation loss.
+
+    Returns:
+        Its row of the results: `params`, `epochs`, `best_val_loss`, `seconds`.
+    """
+    epochs = settings["epochs"]
+    model.compile(
+        optimizer=keras.optimizers.Adam(settings["learning_rate"], clipnorm=1.0),
+        loss="mse",
+    )
+    callbacks = [
+        keras.callbacks.EarlyStopping(
+            patience=settings["patience"], restore_best_weights=True, monitor="val_loss"
+        )
+    ]
+    if progress:
+        callbacks.append(TqdmEpochs(epochs, name))
+    start = time.perf_counter()
+    history = model.fit(
+        data["x_train"],
+        data["y_train"],
+        validation_data=(data["x_val"], data["y_val"]),
+        epochs=epochs,
+        batch_size=settings["batch_size"],
+        shuffle=True,
+        callbacks=callbacks,
+        verbose=0,
+    )
+    seconds = time.perf_counter() - start
+    return {
+        "params": int(model.count_params()),
+        "epochs": len(history.history["loss"]),
+        "best_val_loss": float(min(history.history["val_loss"])),
+        "seconds": round(seconds, 1),
+    }
+
+
+def _metrics(data, predictions, rows, settings):
+    """`metrics.json`'s content: the data, each model's errors, the settings."""
+    y_test = data["y_test"]
+    metrics = {
+        "backend": keras.backend.backend(),
+        "units": "scaled (per-variable train std); mae_by_variable: original",
+        "variables": list(VARIABLES),
+        "train_windows": len(data["x_train"]),
+        "val_windows": len(data["x_val"]),
+        "test_windows": len(data["x_test"]),
+        "test_period": f"{data['test_quarters'][0]}-{data['quarters'][-1]}",
+        "models": {},
+    }
+    for name in (*BASELINES, *MODEL_NAMES):
+        metrics["models"][name] = {
+            **rows[name],
+            **errors(predictions[name], y_test),
+            "mae_by_variable": per_variable_mae(predictions[name], y_test, data["std"]),
+        }
+    metrics["settings"] = settings
+    return metrics
+
+
+def _write_outputs(output, metrics, data, predictions, attention, window, horizon):
+    """Writes the metrics (JSON and table) and the two figures into `output`.
+
+    Returns:
+        The paths written, by key (`metrics_json`, `metrics_md`,
+        `forecasts_png`, `attention_png`).
+    """
     paths = {
         "metrics_json": output / "metrics.json",
         "metrics_md": output / "metrics.md",
@@ -480,15 +536,12 @@ def run(
         "attention_png": output / "attention.png",
     }
     paths["metrics_json"].write_text(json.dumps(metrics, indent=2) + "\n")
-    paths["metrics_md"].write_text(markdown_table(metrics, settings, VARIABLES))
+    paths["metrics_md"].write_text(
+        markdown_table(metrics, metrics["settings"], VARIABLES)
+    )
     plot_forecasts(paths["forecasts_png"], data, predictions, UNITS_LABEL)
     plot_attention(paths["attention_png"], data, attention, window, horizon)
-    return {
-        "metrics": metrics,
-        "predictions": predictions,
-        "attention": attention,
-        "paths": paths,
-    }
+    return paths
 
 
 def main(argv=None):

@@ -55,40 +55,11 @@ def shortlist_log_distribution(
         float32 `(batch, vocab_size + num_oov)`, `-inf` outside the shortlist.
     """
     shortlist_logits = ops.cast(shortlist_logits, "float32")
-    k = shortlist_logits.shape[-1]
-    if k is None or not 0 < k <= vocab_size:
-        raise ValueError(
-            "`shortlist_logits` must have a static last dimension in [1, "
-            f"vocab_size={vocab_size}]. Received shortlist_logits shape: "
-            f"{tuple(shortlist_logits.shape)}"
-        )
-    if p_gen is None and num_oov:
-        raise ValueError(
-            "OOV slots hold copied words: `num_oov` needs `p_gen`. Received: "
-            f"num_oov={num_oov}, p_gen=None"
-        )
+    k = _check_shortlist(shortlist_logits, vocab_size, p_gen, num_oov)
     source_ids = ops.cast(source_ids, "int32")
-    in_short = source_ids < k
     in_vocab = source_ids < vocab_size
-    # A source word below K takes the shortlist's logit; one above counts
-    # once in the normaliser, at its first position.
-    source_logits = ops.where(
-        in_short,
-        ops.take_along_axis(shortlist_logits, ops.minimum(source_ids, k - 1), -1),
-        ops.cast(source_logits, "float32"),
-    )
-    positions = ops.arange(ops.shape(source_ids)[1])
-    earlier_same = ops.logical_and(
-        ops.equal(ops.expand_dims(source_ids, -1), ops.expand_dims(source_ids, 1)),
-        ops.expand_dims(positions, -1) > ops.expand_dims(positions, 0),
-    )
-    counted = in_vocab & ~in_short & ~ops.any(earlier_same, axis=-1)
-    log_z = ops.logsumexp(
-        ops.concatenate(
-            [shortlist_logits, ops.where(counted, source_logits, _NEG_INF)], -1
-        ),
-        axis=-1,
-        keepdims=True,
+    source_logits, log_z = _source_logits_and_log_z(
+        shortlist_logits, source_logits, source_ids, vocab_size
     )
     generated = shortlist_logits - log_z
     source_log_vocab = ops.where(in_vocab, source_logits - log_z, _NEG_INF)
@@ -111,3 +82,64 @@ def shortlist_log_distribution(
         constant_values=_NEG_INF,
     )
     return write_source_words(generated, source_log_vocab, source_ids, p_gen, attention)
+
+
+def _check_shortlist(shortlist_logits, vocab_size, p_gen, num_oov):
+    """Checks the shortlist's arguments and returns its static size `K`.
+
+    Raises:
+        ValueError: for a `K` unknown or outside `[1, vocab_size]`, or OOV
+            slots without `p_gen`.
+    """
+    k = shortlist_logits.shape[-1]
+    if k is None or not 0 < k <= vocab_size:
+        raise ValueError(
+            "`shortlist_logits` must have a static last dimension in [1, "
+            f"vocab_size={vocab_size}]. Received shortlist_logits shape: "
+            f"{tuple(shortlist_logits.shape)}"
+        )
+    if p_gen is None and num_oov:
+        raise ValueError(
+            "OOV slots hold copied words: `num_oov` needs `p_gen`. Received: "
+            f"num_oov={num_oov}, p_gen=None"
+        )
+    return k
+
+
+def _source_logits_and_log_z(shortlist_logits, source_logits, source_ids, vocab_size):
+    """Each source position's logit and the shortlist's log-normaliser.
+
+    Args:
+        shortlist_logits: float32 `(batch, K)`.
+        source_logits: `(batch, Tv)`, as `shortlist_log_distribution` takes it.
+        source_ids: int32 `(batch, Tv)`.
+        vocab_size: Python int.
+
+    Returns:
+        `(source_logits, log_z)`: float32 `(batch, Tv)`, the shortlist's logit
+        at a word below `K`, and `(batch, 1)`.
+    """
+    k = shortlist_logits.shape[-1]
+    in_short = source_ids < k
+    in_vocab = source_ids < vocab_size
+    # A source word below K takes the shortlist's logit; one above counts
+    # once in the normaliser, at its first position.
+    source_logits = ops.where(
+        in_short,
+        ops.take_along_axis(shortlist_logits, ops.minimum(source_ids, k - 1), -1),
+        ops.cast(source_logits, "float32"),
+    )
+    positions = ops.arange(ops.shape(source_ids)[1])
+    earlier_same = ops.logical_and(
+        ops.equal(ops.expand_dims(source_ids, -1), ops.expand_dims(source_ids, 1)),
+        ops.expand_dims(positions, -1) > ops.expand_dims(positions, 0),
+    )
+    counted = in_vocab & ~in_short & ~ops.any(earlier_same, axis=-1)
+    log_z = ops.logsumexp(
+        ops.concatenate(
+            [shortlist_logits, ops.where(counted, source_logits, _NEG_INF)], -1
+        ),
+        axis=-1,
+        keepdims=True,
+    )
+    return source_logits, log_z

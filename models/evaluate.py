@@ -185,6 +185,53 @@ def format_table(systems):
     return "\n".join(lines)
 
 
+def _check_split_and_size(split, max_examples):
+    """Raises `UserError` for an unknown split or a `max_examples` below 1."""
+    if split not in SPLITS:
+        raise UserError(
+            f"`split` must be one of {list(SPLITS)}. Received: split='{split}'"
+        )
+    if max_examples is not None and max_examples < 1:
+        raise UserError(
+            f"`max_examples` must be >= 1. Received: max_examples={max_examples}"
+        )
+
+
+def _metrics_record(
+    version_dir, dataset, split, documents, signatures, systems, heatmaps, scoring
+):
+    """The dictionary `evaluate` writes to `metrics.json` and returns.
+
+    Args:
+        version_dir: the SavedModel's version folder.
+        dataset: the dataset's name.
+        split: the split scored.
+        documents: the documents scored.
+        signatures: `score_systems`'s system name -> signature name.
+        systems: `score_systems`'s system name -> scores.
+        heatmaps: paths of the heatmaps written.
+        scoring: the `n_bootstrap`, `seed` and `readable` scored with.
+    """
+    return {
+        "model_dir": os.path.abspath(version_dir),
+        "dataset": dataset,
+        "split": split,
+        "num_examples": len(documents),
+        "rouge_types": list(ROUGE_TYPES),
+        "use_stemmer": True,
+        "confidence": 0.95,
+        "n_bootstrap": scoring["n_bootstrap"],
+        "seed": scoring["seed"],
+        "signatures": signatures,
+        "headlines": "headlines" if scoring["readable"] else "normalized_headlines",
+        "systems": systems,
+        "heatmaps": [os.path.relpath(p, version_dir) for p in heatmaps],
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds"
+        ),
+    }
+
+
 def evaluate(
     model_dir,
     split="test",
@@ -215,6 +262,7 @@ def evaluate(
         split: one of `"train"`, `"validation"`, `"test"`.
         data_dir: data folder passed to `models.data.load_split`.
         dataset: dataset name passed to `models.data.load_split`.
+        tfds_dir: TFDS data dir passed to `models.data.load_split`.
         max_examples: evaluate only the first `max_examples` pairs.
         n_heatmaps: number of examples rendered to
             `<version>/heatmaps/example_<i>.png` through the `attention`
@@ -236,51 +284,26 @@ def evaluate(
         UserError: for a missing model, a SavedModel without
             `serving_default`, an unknown split or a bad `max_examples`.
     """
-    if split not in SPLITS:
-        raise UserError(
-            f"`split` must be one of {list(SPLITS)}. Received: split='{split}'"
-        )
-    if max_examples is not None and max_examples < 1:
-        raise UserError(
-            f"`max_examples` must be >= 1. Received: max_examples={max_examples}"
-        )
+    _check_split_and_size(split, max_examples)
     version_dir = resolve_version_dir(model_dir)
     documents, references = _read_split(
         split, data_dir, dataset, max_examples, tfds_dir
     )
     model = _load(version_dir)
+    scoring = {"n_bootstrap": n_bootstrap, "seed": seed, "readable": readable}
     signatures, systems = score_systems(
         model,
         documents,
         references,
         batch_size=batch_size,
-        n_bootstrap=n_bootstrap,
-        seed=seed,
         progress=progress,
-        readable=readable,
+        **scoring,
     )
     heatmaps = _write_heatmaps(model, documents, references, version_dir, n_heatmaps)
-    metrics = {
-        "model_dir": os.path.abspath(version_dir),
-        "dataset": dataset,
-        "split": split,
-        "num_examples": len(documents),
-        "rouge_types": list(ROUGE_TYPES),
-        "use_stemmer": True,
-        "confidence": 0.95,
-        "n_bootstrap": n_bootstrap,
-        "seed": seed,
-        "signatures": signatures,
-        "headlines": "headlines" if readable else "normalized_headlines",
-        "systems": systems,
-        "heatmaps": [os.path.relpath(p, version_dir) for p in heatmaps],
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(
-            timespec="seconds"
-        ),
-    }
-    output = os.fspath(output) if output else os.path.join(version_dir, "metrics.json")
-    _write_json(metrics, output)
-    _print_report(metrics, output, os.path.join(version_dir, "heatmaps"))
+    metrics = _metrics_record(
+        version_dir, dataset, split, documents, signatures, systems, heatmaps, scoring
+    )
+    _save_and_report(metrics, output, version_dir)
     return metrics
 
 
@@ -339,6 +362,13 @@ def _write_json(metrics, path):
     with open(path, "w") as f:
         json.dump(metrics, f, indent=2)
         f.write("\n")
+
+
+def _save_and_report(metrics, output, version_dir):
+    """Writes `metrics` to `output` (default `<version>/metrics.json`), prints it."""
+    output = os.fspath(output) if output else os.path.join(version_dir, "metrics.json")
+    _write_json(metrics, output)
+    _print_report(metrics, output, os.path.join(version_dir, "heatmaps"))
 
 
 def _print_report(metrics, output, heatmap_dir):
