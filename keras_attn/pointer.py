@@ -167,7 +167,7 @@ def _vocab_probs(vocab_probs, from_logits):
     return vocab_probs
 
 
-def _check_inputs(p_gen, vocab, attention, source_ids):
+def check_copy_inputs(p_gen, vocab, attention, source_ids):
     """float32 `p_gen (..., 1)` and int32 ids broadcastable to `attention`."""
     p_gen = ops.cast(p_gen, "float32")
     attention = ops.cast(attention, "float32")
@@ -291,7 +291,7 @@ def pointer_distribution(
             "The last dimension of `vocab_probs` must be known. Received "
             f"vocab_probs shape: {tuple(vocab.shape)}"
         )
-    p_gen, attention, source_ids = _check_inputs(p_gen, vocab, attention, source_ids)
+    p_gen, attention, source_ids = check_copy_inputs(p_gen, vocab, attention, source_ids)
     generated = p_gen * vocab
     if num_oov:
         pad = [[0, 0]] * (len(vocab.shape) - 1) + [[0, num_oov]]
@@ -346,7 +346,7 @@ def pointer_scores(p_gen, logits, attention, source_ids, num_oov=0):
         )
     _check_num_oov(num_oov)
     vocab_size = logits.shape[-1]
-    p_gen, attention, source_ids = _check_inputs(p_gen, logits, attention, source_ids)
+    p_gen, attention, source_ids = check_copy_inputs(p_gen, logits, attention, source_ids)
     offset = ops.log(p_gen) - log_partition(logits)
     in_vocab = ops.less(source_ids, vocab_size)
     source_logits = ops.take_along_axis(
@@ -444,7 +444,7 @@ def target_probabilities(
             "The last dimension of `vocab_probs` must be known. Received "
             f"vocab_probs shape: {tuple(vocab.shape)}"
         )
-    p_gen, attention, source_ids = _check_inputs(p_gen, vocab, attention, source_ids)
+    p_gen, attention, source_ids = check_copy_inputs(p_gen, vocab, attention, source_ids)
     target_ids = ops.cast(target_ids, "int32")
     if len(target_ids.shape) != len(vocab.shape) - 1:
         raise ValueError(
@@ -494,7 +494,7 @@ def mix_target_probabilities(
     """
     generated = ops.cast(target_vocab_probs, "float32")
     # A stand-in of the vocabulary's rank, for the shape checks.
-    p_gen, attention, source_ids = _check_inputs(
+    p_gen, attention, source_ids = check_copy_inputs(
         p_gen, ops.expand_dims(generated, -1), attention, source_ids
     )
     target_ids = ops.cast(target_ids, "int32")

@@ -15,7 +15,7 @@ whose full distribution puts no mass outside.
 
 from keras import ops
 
-from keras_attn.pointer import _check_inputs, write_source_words
+from keras_attn.pointer import check_copy_inputs, write_source_words
 
 _NEG_INF = float("-inf")
 
@@ -73,7 +73,7 @@ def shortlist_log_distribution(
             generated, source_log_vocab, ops.where(in_vocab, source_ids, 0), None, None
         )
     # pointer_log_distribution's checks: p_gen (batch, 1), float32 attention.
-    p_gen, attention, source_ids = _check_inputs(
+    p_gen, attention, source_ids = check_copy_inputs(
         p_gen, shortlist_logits, attention, source_ids
     )
     generated = ops.pad(

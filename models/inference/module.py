@@ -204,9 +204,11 @@ class HeadlineModule(tf.Module):
     # No AutoGraph: the search is `keras.ops` with explicit loops (it runs
     # under `jax.jit` too), so AutoGraph would only rewrite its source, work
     # that every trace of an export would pay for nothing.
+    # The default signature is `attention`'s search, called rather than
+    # traced a second time: one graph for the two.
     @tf.function(input_signature=[_DOCUMENTS], autograph=False)
     def beam(self, documents):
-        return _headline_outputs(self.search(documents, self.options.beam_size))
+        return _headline_outputs(self.attention(documents))
 
     @tf.function(input_signature=[_DOCUMENTS], autograph=False)
     def greedy(self, documents):
@@ -223,12 +225,17 @@ class HeadlineModule(tf.Module):
         )
 
     def signatures(self):
-        """The SavedModel's signatures: name to concrete function."""
+        """The SavedModel's signatures: name to `tf.function`.
+
+        Functions, not concrete functions: `tf.saved_model.save` traces them
+        in its own context, whose trace cache is apart from the caller's, so
+        a concrete function traced here would be traced again there.
+        """
         return {
-            "serving_default": self.beam.get_concrete_function(),
-            "greedy": self.greedy.get_concrete_function(),
-            "attention": self.attention.get_concrete_function(),
-            "length_control": self.length_control.get_concrete_function(),
+            "serving_default": self.beam,
+            "greedy": self.greedy,
+            "attention": self.attention,
+            "length_control": self.length_control,
         }
 
 
