@@ -1,5 +1,5 @@
 """Training's README promises: Ctrl-C and resume, an ensemble killed in its
-second member, `--word-dropout`, TensorBoard logs.
+second member (and its export), `--word-dropout`, TensorBoard logs.
 
 The interrupted runs are real `train.py` processes sent a real SIGINT or
 SIGKILL; the same command then resumes in the test's process (what goes to
@@ -118,50 +118,92 @@ def test_ctrl_c_then_the_same_command_resumes(tmp_path, capsys, monkeypatch):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
-def test_an_ensemble_killed_in_its_second_member_resumes_that_member(
-    tmp_path, capsys, monkeypatch
-):
+def test_an_ensemble_killed_in_its_second_member_resumes_that_member(tmp_path, capsys):
+    """Killed in member 2, the same command trains only what is left of it;
+    the export is the mean of both members, and `models.export --members 1`
+    exports the first alone."""
     import train  # the checkout's command line, from the repository root
-    from models import pipeline
-    from models.ensemble import SummarizerEnsemble
+    from models.runs import load_trained_model
 
     write_org_data(tmp_path / "data")
     command = train_command(tmp_path, "--epochs", "4", "--ensemble", "2", *SHORT)
-    second = tmp_path / "run" / "member-1"
+    run_dir, second = tmp_path / "run", tmp_path / "run" / "member-1"
     code, epoch, err = _interrupt(
         command, second, 1, signal.SIGKILL, tmp_path / "first.log"
     )
     assert code == -signal.SIGKILL
     assert "Ensemble member 2 of 2" in err
     assert 1 <= epoch < 4
-    assert (tmp_path / "run" / "model.keras").is_file()  # the first, finished
+    assert (run_dir / "model.keras").is_file()  # the first, finished
     assert not (second / "model.keras").exists()
-    first_member = [np.asarray(w) for w in _weights(tmp_path / "run" / "model.keras")]
+    first_member = [np.asarray(w) for w in _weights(run_dir / "model.keras")]
 
-    # The same command again, here: what goes to the export is recorded (an
-    # ensemble's export itself is test_flags.py's).
-    exported = []
-    monkeypatch.setattr(
-        pipeline, "export", lambda model, *args, **kwargs: exported.append(model)
-    )
+    # The same command again, here.
     capsys.readouterr()
     assert train.main(command[2:]) == 0
     # The first member has all its epochs: none trained again. The second
     # goes on from its backup.
     assert _epochs(capsys.readouterr().out) == [(e, 4) for e in range(epoch + 1, 5)]
     # Saved again (a new zip), with the same weights.
-    for got, want in zip(
-        _weights(tmp_path / "run" / "model.keras"), first_member, strict=True
-    ):
+    for got, want in zip(_weights(run_dir / "model.keras"), first_member, strict=True):
         np.testing.assert_array_equal(np.asarray(got), want)
-    # Both members go to the export: the first as it was, the second as
-    # resumed and saved.
-    (ensemble,) = exported
-    assert isinstance(ensemble, SummarizerEnsemble)
+    # The run, as `models.export` loads it, and the export hold both
+    # members: the first as it was, the second as resumed and saved.
+    version = tmp_path / "export" / "1"
     saved = (first_member, [np.asarray(w) for w in _weights(second / "model.keras")])
-    for member, weights in zip(ensemble.members, saved, strict=True):
-        for got, want in zip(member.weights, weights, strict=True):
-            np.testing.assert_array_equal(np.asarray(got), want)
+    for ensemble in (
+        load_trained_model(run_dir),
+        [_weights(version / name) for name in ("model.keras", "member-1.keras")],
+    ):
+        members = getattr(ensemble, "members", ensemble)
+        for member, weights in zip(members, saved, strict=True):
+            member = getattr(member, "weights", member)
+            for got, want in zip(member, weights, strict=True):
+                np.testing.assert_array_equal(np.asarray(got), want)
+    _assert_ensemble_export(run_dir, version, tmp_path / "one")
+
+
+def _assert_ensemble_export(run_dir, version, one_dir):
+    """`version` decodes with the mean of the run's two members; `--members
+    1` exports the first alone."""
+    from models import export
+    from models.config import SearchOptions
+    from models.ensemble import SummarizerEnsemble
+    from models.inference import HeadlineModule
+    from models.runs import load_run
+
+    members = [
+        keras.saving.load_model(p, compile=False)
+        for p in (version / "model.keras", version / "member-1.keras")
+    ]
+    _, features = load_run(run_dir)
+    options = SearchOptions(**json.loads((version / "search_options.json").read_text()))
+    docs = tf.constant(["w1 w2 w3 corp. said w4", "w5 w6 w7 w8 w9 w10"])
+    ensemble = HeadlineModule(SummarizerEnsemble(members), features, options)
+    saved = tf.saved_model.load(str(version))
+    for signature, beam in (("greedy", 1), ("serving_default", options.beam_size)):
+        _assert_same_headlines(
+            saved.signatures[signature](documents=docs), ensemble.search(docs, beam)
+        )
+
+    export.main(
+        ["--run-dir", str(run_dir), "--export-dir", str(one_dir), "--members", "1"]
+        + ["--search-options", str(version / "search_options.json")]
+    )
+    single = one_dir / "1"
+    assert not (single / "member-1.keras").exists()
+    alone = HeadlineModule(members[0], features, options).search(docs, 1)
+    out = tf.saved_model.load(str(single)).signatures["greedy"](documents=docs)
+    _assert_same_headlines(out, alone)
+    with pytest.raises(SystemExit, match="Received: members=0"):
+        export.main(["--run-dir", str(run_dir), "--export-dir", "x", "--members", "0"])
+
+
+def _assert_same_headlines(out, expected):
+    assert out["headlines"].numpy().tolist() == expected["headlines"].numpy().tolist()
+    np.testing.assert_allclose(
+        out["scores"].numpy(), expected["scores"].numpy(), atol=1e-5
+    )
 
 
 def _weights(path):
