@@ -1,10 +1,13 @@
 """The callbacks of a training run: resumable backups, a time budget, the
-weights' moving average, and validation ROUGE.
+weights' moving average, validation ROUGE, and Ctrl-C between two steps.
 
 `models.training.fit` puts them in order; each docstring says where it goes.
 """
 
+import contextlib
 import json
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -103,6 +106,57 @@ class TimeBudget(keras.callbacks.Callback):
         if over:
             self.model.stop_training = True
             self.stopped = True
+
+
+class InterruptBetweenSteps(keras.callbacks.Callback):
+    """Takes a Ctrl-C at the next step's end, not wherever it lands.
+
+    Python raises `KeyboardInterrupt` wherever the signal lands, inside
+    TensorFlow's or Keras' own Python code too (a summary being written, an
+    iterator being made); a Ctrl-C at an epoch's end was once seen to end a
+    run with SIGSEGV instead of exit 130. In
+    `deferring()`, the first Ctrl-C is only noted; this callback raises
+    `KeyboardInterrupt` at the next training step's end or the next epoch's
+    start (validation's steps are left to Keras' asynchronous dispatch),
+    from where it unwinds like any error; and at the block's end if `fit`
+    returned first. A second Ctrl-C interrupts at once. Put it last, so that
+    a backup due at that step is written first.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.requested = False
+
+    def raise_if_requested(self, *args, **kwargs):
+        if self.requested:
+            self.requested = False
+            raise KeyboardInterrupt
+
+    on_train_batch_end = on_epoch_begin = raise_if_requested
+
+    @contextlib.contextmanager
+    def deferring(self):
+        """Notes the first Ctrl-C (SIGINT) in the block instead of raising.
+
+        Only where Python's own handler is installed: an ignored SIGINT (a
+        background job) or another handler is left as it is.
+        """
+        handler = signal.getsignal(signal.SIGINT)
+        own = threading.current_thread() is threading.main_thread()
+        if not own or handler is not signal.default_int_handler:
+            yield
+            return
+
+        def note(signum, frame):
+            self.requested = True
+            signal.signal(signal.SIGINT, handler)
+
+        signal.signal(signal.SIGINT, note)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, handler)
+        self.raise_if_requested()
 
 
 def _inner(optimizer):

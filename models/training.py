@@ -19,6 +19,7 @@ from models import data
 from models.callbacks import (
     AveragedWeights,
     Backup,
+    InterruptBetweenSteps,
     TimeBudget,
     ValidationRouge,
     uses_ema,
@@ -136,15 +137,17 @@ def fit(model, train_batches, validation_batches, run_dir, options, callbacks=()
     ]
     if options.max_train_minutes:
         all_callbacks.append(TimeBudget(options.max_train_minutes))
-    history = model.fit(
-        train_batches,
-        validation_data=validation_batches,
-        epochs=options.epochs,
-        steps_per_epoch=options.steps_per_epoch,
-        callbacks=all_callbacks,
-        shuffle=False,  # the dataset shuffles itself
-        verbose=1,
-    )
+    interrupt = InterruptBetweenSteps()
+    with interrupt.deferring():
+        history = model.fit(
+            train_batches,
+            validation_data=validation_batches,
+            epochs=options.epochs,
+            steps_per_epoch=options.steps_per_epoch,
+            callbacks=[*all_callbacks, interrupt],
+            shuffle=False,  # the dataset shuffles itself
+            verbose=1,
+        )
     if best_path.exists():
         model.load_weights(str(best_path))
     return history

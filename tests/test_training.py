@@ -1,4 +1,8 @@
-"""The moving average of the weights: validated and kept, never trained on."""
+"""Training's callbacks: the moving average of the weights (validated and
+kept, never trained on), and Ctrl-C taken between two steps."""
+
+import os
+import signal
 
 import keras
 import numpy as np
@@ -6,6 +10,7 @@ import pytest
 
 pytestmark = pytest.mark.tf_only
 
+from models.callbacks import InterruptBetweenSteps  # noqa: E402
 from models.training import AveragedWeights  # noqa: E402
 
 
@@ -60,3 +65,55 @@ def test_validation_sees_the_average_and_training_goes_on_from_the_raw_weights(r
     # The second epoch starts from the raw weights the first one ended with.
     for g, r in zip(seen["raw_begin"][1], seen["raw_end"][0], strict=True):
         np.testing.assert_array_equal(g, r)
+
+
+def _fit_with_ctrl_c(presses, handler=signal.default_int_handler):
+    """Fits 6 steps of one example each, with `presses` SIGINTs sent to this
+    process at the start of step 3 (index 2), under `handler`.
+
+    Returns `(steps done, raised KeyboardInterrupt, handler after)`.
+    """
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        model.compile("sgd", "mse")
+
+        class CtrlC(keras.callbacks.Callback):
+            def on_train_batch_begin(self, batch, logs=None):
+                if batch == 2:
+                    for _ in range(presses):
+                        os.kill(os.getpid(), signal.SIGINT)
+
+        interrupt = InterruptBetweenSteps()
+        x = np.ones((6, 2), "float32")
+        try:
+            with interrupt.deferring():
+                model.fit(
+                    x, x[:, :1], batch_size=1, callbacks=[CtrlC(), interrupt], verbose=0
+                )
+            raised = False
+        except KeyboardInterrupt:
+            raised = True
+        return int(model.optimizer.iterations), raised, signal.getsignal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_in_fit_is_taken_at_the_end_of_the_step_it_lands_in():
+    # Sent before step 3 runs: step 3 still runs to its end, step 4 never.
+    steps, raised, after = _fit_with_ctrl_c(presses=1)
+    assert (steps, raised) == (3, True)
+    assert after is signal.default_int_handler
+
+
+def test_a_second_ctrl_c_interrupts_at_once():
+    steps, raised, after = _fit_with_ctrl_c(presses=2)
+    assert (steps, raised) == (2, True)
+    assert after is signal.default_int_handler
+
+
+def test_an_ignored_sigint_stays_ignored():
+    # A background job (or pytest-xdist's worker) ignores SIGINT: so does fit.
+    steps, raised, after = _fit_with_ctrl_c(presses=1, handler=signal.SIG_IGN)
+    assert (steps, raised) == (6, False)
+    assert after is signal.SIG_IGN
