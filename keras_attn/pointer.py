@@ -291,7 +291,9 @@ def pointer_distribution(
             "The last dimension of `vocab_probs` must be known. Received "
             f"vocab_probs shape: {tuple(vocab.shape)}"
         )
-    p_gen, attention, source_ids = check_copy_inputs(p_gen, vocab, attention, source_ids)
+    p_gen, attention, source_ids = check_copy_inputs(
+        p_gen, vocab, attention, source_ids
+    )
     generated = p_gen * vocab
     if num_oov:
         pad = [[0, 0]] * (len(vocab.shape) - 1) + [[0, num_oov]]
@@ -346,7 +348,9 @@ def pointer_scores(p_gen, logits, attention, source_ids, num_oov=0):
         )
     _check_num_oov(num_oov)
     vocab_size = logits.shape[-1]
-    p_gen, attention, source_ids = check_copy_inputs(p_gen, logits, attention, source_ids)
+    p_gen, attention, source_ids = check_copy_inputs(
+        p_gen, logits, attention, source_ids
+    )
     offset = ops.log(p_gen) - log_partition(logits)
     in_vocab = ops.less(source_ids, vocab_size)
     source_logits = ops.take_along_axis(
@@ -444,7 +448,9 @@ def target_probabilities(
             "The last dimension of `vocab_probs` must be known. Received "
             f"vocab_probs shape: {tuple(vocab.shape)}"
         )
-    p_gen, attention, source_ids = check_copy_inputs(p_gen, vocab, attention, source_ids)
+    p_gen, attention, source_ids = check_copy_inputs(
+        p_gen, vocab, attention, source_ids
+    )
     target_ids = ops.cast(target_ids, "int32")
     if len(target_ids.shape) != len(vocab.shape) - 1:
         raise ValueError(
