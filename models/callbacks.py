@@ -114,8 +114,8 @@ class InterruptBetweenSteps(keras.callbacks.Callback):
     Python raises `KeyboardInterrupt` wherever the signal lands, inside
     TensorFlow's or Keras' own Python code too (a summary being written, an
     iterator being made); a Ctrl-C at an epoch's end was once seen to end a
-    run with SIGSEGV instead of exit 130. In
-    `deferring()`, the first Ctrl-C is only noted; this callback raises
+    run with SIGSEGV instead of exit 130. In `deferring()`, the first Ctrl-C
+    is only noted; this callback raises
     `KeyboardInterrupt` at the next training step's end or the next epoch's
     start (validation's steps are left to Keras' asynchronous dispatch),
     from where it unwinds like any error; and at the block's end if `fit`

@@ -24,6 +24,7 @@ import tensorflow as tf  # noqa: E402
 from e2e import ROOT, train_command, write_org_data  # noqa: E402
 
 from models.config import SummarizerConfig, TrainOptions  # noqa: E402
+from models.ensemble import SummarizerEnsemble  # noqa: E402
 from models.flags import given  # noqa: E402
 from models.training import build_model  # noqa: E402
 
@@ -150,32 +151,28 @@ def test_an_ensemble_killed_in_its_second_member_resumes_that_member(tmp_path, c
     # The run, as `models.export` loads it, and the export hold both
     # members: the first as it was, the second as resumed and saved.
     version = tmp_path / "export" / "1"
+    exported = [
+        keras.saving.load_model(version / name, compile=False)
+        for name in ("model.keras", "member-1.keras")
+    ]
+    loaded = load_trained_model(run_dir)
+    assert isinstance(loaded, SummarizerEnsemble)
     saved = (first_member, [np.asarray(w) for w in _weights(second / "model.keras")])
-    for ensemble in (
-        load_trained_model(run_dir),
-        [_weights(version / name) for name in ("model.keras", "member-1.keras")],
-    ):
-        members = getattr(ensemble, "members", ensemble)
+    for members in (loaded.members, exported):
         for member, weights in zip(members, saved, strict=True):
-            member = getattr(member, "weights", member)
-            for got, want in zip(member, weights, strict=True):
+            for got, want in zip(member.weights, weights, strict=True):
                 np.testing.assert_array_equal(np.asarray(got), want)
-    _assert_ensemble_export(run_dir, version, tmp_path / "one")
+    _assert_ensemble_export(run_dir, version, exported, tmp_path / "one")
 
 
-def _assert_ensemble_export(run_dir, version, one_dir):
-    """`version` decodes with the mean of the run's two members; `--members
-    1` exports the first alone."""
+def _assert_ensemble_export(run_dir, version, members, one_dir):
+    """`version` decodes with the mean of its two `members`; `--members 1`
+    exports the first alone."""
     from models import export
     from models.config import SearchOptions
-    from models.ensemble import SummarizerEnsemble
     from models.inference import HeadlineModule
     from models.runs import load_run
 
-    members = [
-        keras.saving.load_model(p, compile=False)
-        for p in (version / "model.keras", version / "member-1.keras")
-    ]
     _, features = load_run(run_dir)
     options = SearchOptions(**json.loads((version / "search_options.json").read_text()))
     docs = tf.constant(["w1 w2 w3 corp. said w4", "w5 w6 w7 w8 w9 w10"])
