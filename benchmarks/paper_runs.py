@@ -90,6 +90,9 @@ def machine():
 
 
 def git_commit():
+    """HEAD, or `$KERAS_ATTN_COMMIT` where the checkout travelled without
+    its `.git` (a GPU lease's copy of the working tree)."""
+    fallback = os.environ.get("KERAS_ATTN_COMMIT", "unknown")
     try:
         out = subprocess.run(
             ["git", "-C", str(ROOT), "rev-parse", "HEAD"],
@@ -97,8 +100,8 @@ def git_commit():
             text=True,
         )
     except OSError:
-        return "unknown"
-    return out.stdout.strip() or "unknown"
+        return fallback
+    return out.stdout.strip() or fallback
 
 
 def read_results(path):

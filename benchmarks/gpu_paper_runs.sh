@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# One GPU lease of the papers' runs (benchmarks/paper_runs.py) on JAX.
+#
+# The lease is short (minutes), so every unit runs at once as its own
+# process on the one GPU, all sharing it (no preallocation): the EntNet
+# runs are a few small kernels a step, bound by the host's dispatch, not by
+# the GPU. Results land in $OUT (babi.jsonl, pointer.jsonl, the logs), and
+# the units' checkpoints in $OUT/checkpoints-*.tgz, so that a later runner
+# (CPU or GPU) resumes them: untar them under examples/output/paper_runs/ and
+# append the result lines to benchmarks/results/.
+#
+# Carried from the workstation (ignored by git): `.whl` (keras, namex and
+# optree wheels for Python 3.12; the machine has JAX, numpy, h5py, rich),
+# `examples/output/babi_data` (the tasks' files copied from ../shared) and
+# `examples/output/gpu_ck` (the cached Held-Karp reference of TSP n = 20).
+#
+#   MINUTES=7 KERAS_ATTN_COMMIT=$(git rev-parse HEAD) \
+#       bash benchmarks/gpu_paper_runs.sh "16:1 16:2 19:1 19:2 17:1 3:0" \
+#       "hull-5-50:0 tsp-5-20:0"
+set -uo pipefail
+BABI_UNITS=${1:-"16:1 19:1"}
+POINTER_UNITS=${2:-""}
+MINUTES=${MINUTES:-7}
+OUT=${OUT:-examples/output/gpu_out}
+CK=examples/output/gpu_ck
+mkdir -p "$OUT" "$CK" /tmp/logs
+
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+    --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH="/tmp/site:$PWD" KERAS_BACKEND=jax PYTHONUNBUFFERED=1
+export XLA_PYTHON_CLIENT_PREALLOCATE=false TF_CPP_MIN_LOG_LEVEL=3
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+lscpu | grep -E '^(Model name|CPU\(s\))'
+python3 -c "import jax, keras; print(keras.__version__, jax.devices())" || exit 1
+
+pids=()
+for unit in $BABI_UNITS; do
+    task=${unit%%:*} seed=${unit##*:}
+    python3 -m benchmarks.paper_runs babi --tasks "$task" --seeds "$seed" \
+        --minutes "$MINUTES" --slice-epochs 20 --data-dir examples/output/babi_data \
+        --checkpoints "$CK" --results "$OUT/babi.jsonl" \
+        >"/tmp/logs/babi-$task-$seed.log" 2>&1 &
+    pids+=($!)
+done
+for unit in $POINTER_UNITS; do
+    config=${unit%%:*} seed=${unit##*:}
+    # One visit (each visit compiles anew), ending with a test decode: leave
+    # that a minute and a half.
+    python3 -m benchmarks.paper_runs pointer --configs "$config" --seeds "$seed" \
+        --minutes "$(python3 -c "print(max($MINUTES - 1.5, 1))")" \
+        --checkpoints "$CK" --results "$OUT/pointer.jsonl" \
+        >"/tmp/logs/pointer-$config-$seed.log" 2>&1 &
+    pids+=($!)
+done
+# A unit that crashes shows early (bAbI writes a line per 20 epochs); the
+# call still waits for the others.
+sleep 90
+for log in /tmp/logs/*.log; do
+    echo "== $log (after 90 s)"
+    grep -v -E '^(I0000|W0000|WARNING: All)' "$log" | tail -n 3
+done
+wait "${pids[@]}"
+for log in /tmp/logs/*.log; do
+    echo "== $log"
+    grep -v -E '^(I0000|W0000|WARNING: All)' "$log" | tail -n 20
+done >"$OUT/logs.txt"
+cat "$OUT/logs.txt"
+tar -C "$CK" -czf "$OUT/checkpoints-babi.tgz" babi 2>/dev/null
+for dir in "$CK"/pointer/*; do
+    [[ -d "$dir" ]] && tar -C "$CK" -czf "$OUT/checkpoints-$(basename "$dir").tgz" \
+        "pointer/$(basename "$dir")"
+done
+ls -la "$OUT"
