@@ -90,9 +90,11 @@ def machine():
 
 
 def git_commit():
-    """HEAD, or `$KERAS_ATTN_COMMIT` where the checkout travelled without
-    its `.git` (a GPU lease's copy of the working tree)."""
-    fallback = os.environ.get("KERAS_ATTN_COMMIT", "unknown")
+    """`$KERAS_ATTN_COMMIT` if set, else HEAD. A GPU lease's copy of the
+    working tree carries a `.git` whose HEAD can be older than the files
+    that travelled (uncommitted or later commits), so its runs name theirs."""
+    if os.environ.get("KERAS_ATTN_COMMIT"):
+        return os.environ["KERAS_ATTN_COMMIT"]
     try:
         out = subprocess.run(
             ["git", "-C", str(ROOT), "rev-parse", "HEAD"],
@@ -100,8 +102,8 @@ def git_commit():
             text=True,
         )
     except OSError:
-        return fallback
-    return out.stdout.strip() or fallback
+        return "unknown"
+    return out.stdout.strip() or "unknown"
 
 
 def read_results(path):
