@@ -337,7 +337,9 @@ def _pointer_epochs(unit, checkpoint, slice_epochs, clock, cache_dir):
         chunk = ptrnet.make_split(
             task, sizes, unit["chunk"], seed=seed * 10_000 + epoch
         )
-        batches = ptrnet.Batches(chunk, unit["batch_size"], unit["pad_to"], epoch)
+        batches = ptrnet.Batches(
+            chunk, unit["batch_size"], unit["pad_to"], epoch, fill_last=True
+        )
         losses = [
             float(np.asarray(model.train_on_batch(*batches[i])))
             for i in range(len(batches))
@@ -377,7 +379,7 @@ def _pointer_epochs(unit, checkpoint, slice_epochs, clock, cache_dir):
         recipe=(
             f"LSTM {unit['units']}, batch {unit['batch_size']}, adam "
             f"{unit['learning_rate']:g}, clip 2, {unit['chunk']} fresh examples/epoch, "
-            f"beam {unit['beam']}"
+            f"beam {unit['beam']}, full batches per width"
         ),
     )
     return line

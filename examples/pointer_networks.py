@@ -331,31 +331,53 @@ def make_split(task, sizes, num, seed):
 
 
 def _pad_batch(points, targets, width):
-    """Points padded to `width`, their mask, and targets as positions + END."""
-    batch, n = points.shape[:2]
+    """Points padded to `width`, their mask, and targets as positions + END.
+
+    `points` is a list of `(n_b, 2)` arrays (their sizes may differ) and
+    `targets` their target position lists.
+    """
+    batch = len(points)
     padded = np.zeros((batch, width, 2), "float32")
-    padded[:, :n] = points
     mask = np.zeros((batch, width), bool)
-    mask[:, :n] = True
     out = np.full((batch, width + 1), -1, "int32")
-    for b, t in enumerate(targets):
+    for b, (p, t) in enumerate(zip(points, targets, strict=True)):
+        padded[b, : len(p)] = p
+        mask[b, : len(p)] = True
         out[b, : len(t)] = np.asarray(t) + 1
         out[b, len(t)] = ka.pointer_network.END
     return padded, mask, out
 
 
 class Batches:
-    """Shuffled batches of one size each, padded up to a multiple of `pad_to`.
+    """Shuffled batches, each padded up to a multiple of `pad_to`.
+
+    The sizes whose padded width is the same share batches, so that a width
+    is one batch shape rather than one per size. With `fill_last`, the last
+    batch of a width is topped up with that width's first examples (when it
+    has `batch_size` of them), so that every batch has `batch_size` rows:
+    each new shape compiles a training step of its own (on JAX, and in a
+    `tf.function`), and the 46 sizes of hulls over n = 5-50, each with a
+    short last batch, had made about 40 shapes of one epoch. An epoch then
+    sees at most `batch_size - 1` examples of each width twice.
 
     Batches have different shapes, so they go to `train_on_batch` one by one
     (`fit`'s dataset adapters expect one shape on TensorFlow).
     """
 
-    def __init__(self, groups, batch_size, pad_to, seed):
+    def __init__(self, groups, batch_size, pad_to, seed, fill_last=False):
+        rows_by_width = {}
+        for k, g in enumerate(groups):
+            width = -(-g["n"] // pad_to) * pad_to
+            rows = rows_by_width.setdefault(width, [])
+            rows.extend((k, i) for i in range(len(g["points"])))
+        self.groups = groups
         self.items = []
-        for g in groups:
-            for start in range(0, len(g["points"]), batch_size):
-                self.items.append((g, start))
+        for width, rows in sorted(rows_by_width.items()):
+            for start in range(0, len(rows), batch_size):
+                chunk = rows[start : start + batch_size]
+                if fill_last and len(rows) >= batch_size:
+                    chunk = chunk + rows[: batch_size - len(chunk)]
+                self.items.append((width, chunk))
         self.batch_size, self.pad_to = batch_size, pad_to
         self.rng = np.random.default_rng(seed)
         self.shuffle()
@@ -367,12 +389,10 @@ class Batches:
         return len(self.items)
 
     def __getitem__(self, index):
-        g, start = self.items[self.order[index]]
-        end = start + self.batch_size
-        width = -(-g["n"] // self.pad_to) * self.pad_to
-        points, mask, targets = _pad_batch(
-            g["points"][start:end], g["targets"][start:end], width
-        )
+        width, rows = self.items[self.order[index]]
+        points = [self.groups[k]["points"][i] for k, i in rows]
+        targets = [self.groups[k]["targets"][i] for k, i in rows]
+        points, mask, targets = _pad_batch(points, targets, width)
         return (points, targets, mask), targets
 
 
@@ -487,7 +507,7 @@ def run(
     model, layer = build_model(units, task == "tsp", optimizer, learning_rate)
     steps, loss, train_seconds = train(
         model,
-        Batches(train_groups, batch_size, pad_to, seed),
+        Batches(train_groups, batch_size, pad_to, seed, fill_last=True),
         minutes * 60,
         max_steps,
         progress,

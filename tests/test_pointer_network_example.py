@@ -141,6 +141,39 @@ def test_batches_pad_and_mask(pn):
             assert np.all(row[length + 1 :] == -1)
 
 
+def test_sizes_of_one_width_share_batches_and_fill_last_gives_one_shape(pn):
+    """7 examples of each of n = 3, 6, 8, 10, batches of 4 padded to multiples
+    of 5: width 5 holds 7 rows (4 + 3), width 10 holds 21 (5 x 4 + 1). With
+    `fill_last` each width's last batch is topped up from its first rows."""
+    groups = pn.make_split("hull", [3, 6, 8, 10], 4 * 7, seed=0)
+
+    def rows_and_shapes(fill_last):
+        batches = pn.Batches(groups, 4, pad_to=5, seed=0, fill_last=fill_last)
+        rows, shapes, sizes = [], set(), []
+        for index in range(len(batches)):
+            (points, _, mask), _ = batches[index]
+            shapes.add(points.shape[:2])
+            lengths = mask.sum(axis=1).tolist()
+            sizes.append(sorted(set(lengths)))
+            rows += [(n, points[b, :n].tobytes()) for b, n in enumerate(lengths)]
+        return rows, shapes, sizes
+
+    plain, plain_shapes, sizes = rows_and_shapes(False)
+    filled, filled_shapes, _ = rows_and_shapes(True)
+    assert plain_shapes == {(4, 5), (3, 5), (4, 10), (1, 10)}
+    assert filled_shapes == {(4, 5), (4, 10)}
+    # Sizes of one width share a batch: rows 4-7 of width 10 are n = 6 and 8.
+    assert [6, 8] in sizes
+    # Every example once; the fill adds the first of n = 3 (width 5) and the
+    # first three of n = 6 (width 10).
+    every = [(g["n"], p.tobytes()) for g in groups for p in g["points"]]
+    assert sorted(plain) == sorted(every)
+    for row in plain:
+        filled.remove(row)
+    first = [(3, groups[0]["points"][0])] + [(6, p) for p in groups[1]["points"][:3]]
+    assert sorted(filled) == sorted((n, p.tobytes()) for n, p in first)
+
+
 @pytest.mark.parametrize("task", ["hull", "tsp"])
 def test_padding_to_5_or_10_gives_the_same_loss(pn, task):
     """The runner pads to multiples of 5 where the example padded to 10: the
