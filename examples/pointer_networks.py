@@ -356,9 +356,9 @@ class Batches:
     batch of a width is topped up with that width's first examples (when it
     has `batch_size` of them), so that every batch has `batch_size` rows:
     each new shape compiles a training step of its own (on JAX, and in a
-    `tf.function`), and the 46 sizes of hulls over n = 5-50, each with a
-    short last batch, had made about 40 shapes of one epoch. An epoch then
-    sees at most `batch_size - 1` examples of each width twice.
+    `tf.function`). Batched one size at a time, 20,000 hulls over n = 5-50
+    (46 sizes, each ending in a short batch) made 20 shapes; filled, 10. An
+    epoch then sees at most `batch_size - 1` examples of each width twice.
 
     Batches have different shapes, so they go to `train_on_batch` one by one
     (`fit`'s dataset adapters expect one shape on TensorFlow).
