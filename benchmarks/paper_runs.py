@@ -252,6 +252,12 @@ def main(argv=None):
     )
     parser.add_argument("--seeds", nargs="+", default=["0-9"])
     parser.add_argument("--max-epochs", type=int, default=None)
+    parser.add_argument(
+        "--clip",
+        default="per-variable",
+        choices=["per-variable", "summed-global"],
+        help="bAbI: how the norm-40 clip applies (benchmarks/paper_units.py)",
+    )
     parser.add_argument("--slice-epochs", type=int, default=None)
     parser.add_argument("--minutes", type=float, default=None, help="wall budget")
     parser.add_argument("--checkpoints", type=Path, default=CHECKPOINTS)
@@ -280,7 +286,9 @@ def main(argv=None):
     context = {**provenance(argv), "checkpoints": args.checkpoints}
     if args.what == "babi":
         tasks = [t for text in args.tasks for t in parse_range(text)]
-        units = paper_units.babi_units(tasks, seeds, args.max_epochs, args.data_dir)
+        units = paper_units.babi_units(
+            tasks, seeds, args.max_epochs, args.data_dir, args.clip
+        )
     else:
         units = paper_units.pointer_units(args.configs, seeds, args.max_epochs)
 

@@ -33,6 +33,7 @@ from examples import entity_networks as entnet
 from examples import pointer_networks as ptrnet
 
 BABI_MAX_EPOCHS = 200
+BABI_CLIPS = ("per-variable", "summed-global")
 BABI_HALVE_EVERY = 25
 
 # The paper's settings where the budget allows; `chunk` examples an epoch.
@@ -91,21 +92,48 @@ class Checkpoint:
             return json.loads(str(arrays["state"]))
 
 
-def babi_units(tasks, seeds, max_epochs=None, data_dir=None):
-    """Seeds outer, tasks inner: every task gets a run before any a second."""
+def babi_units(tasks, seeds, max_epochs=None, data_dir=None, clip="per-variable"):
+    """Seeds outer, tasks inner: every task gets a run before any a second.
+
+    `clip`: `"per-variable"` (Keras' `clipnorm=40` on the batch's mean loss,
+    the runner's first recipe), or `"summed-global"`, as the authors' code
+    does it: the batch's loss summed over its examples, and its gradient's
+    global norm clipped at 40. With a mean loss the norm-40 clip hardly
+    ever binds; with the sum it does. Such units are named `.../summed-global`
+    and count as further runs of their task.
+    """
+    if clip not in BABI_CLIPS:
+        raise ValueError(
+            f"`clip` must be one of {list(BABI_CLIPS)}. Received: clip={clip!r}"
+        )
+    suffix = "" if clip == "per-variable" else f"/{clip}"
     return [
         {
-            "unit": f"babi/task{task}/seed{seed}",
+            "unit": f"babi/task{task}/seed{seed}{suffix}",
             "group": f"babi/task{task}",
             "kind": "babi",
             "task": task,
             "seed": seed,
+            "clip": clip,
             "max_epochs": max_epochs or BABI_MAX_EPOCHS,
             "data_dir": str(data_dir or entnet.DEFAULT_DATA_DIR),
         }
         for seed in seeds
         for task in tasks
     ]
+
+
+def babi_compile(model, clip):
+    """Adam 0.01 with the norm-40 clip of `clip` (see `babi_units`)."""
+    summed = clip == "summed-global"
+    model.compile(
+        optimizer=keras.optimizers.Adam(
+            0.01, **({"global_clipnorm": 40.0} if summed else {"clipnorm": 40.0})
+        ),
+        loss=keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction="sum" if summed else "sum_over_batch_size"
+        ),
+    )
 
 
 def pointer_units(configs, seeds, max_epochs=None):
@@ -248,10 +276,8 @@ def _babi_epochs(unit, checkpoint, slice_epochs, clock):
     data = entnet.load_task(unit["data_dir"], task, seed=0)
     keras.utils.set_random_seed(seed)
     model, _ = entnet.build_model(len(data["vocab"]), data["max_words"])
-    model.compile(
-        optimizer=keras.optimizers.Adam(0.01, clipnorm=40.0),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-    )
+    clip = unit.get("clip", "per-variable")
+    babi_compile(model, clip)
     batches = entnet.LengthBuckets(data["train"], 32, seed=seed)
 
     def epoch_fn(epoch, state):
@@ -284,7 +310,10 @@ def _babi_epochs(unit, checkpoint, slice_epochs, clock):
         subset=data["subset"],
         n_train=len(data["train"][2]),
         n_val=len(data["val"][2]),
-        recipe="adam 0.01 halved/25 ep, batch 32, clip 40, 20x100, tied PReLU",
+        recipe=(
+            "adam 0.01 halved/25 ep, batch 32, clip 40, 20x100, tied PReLU"
+            + ("" if clip == "per-variable" else ", summed loss, global clip")
+        ),
     )
     return line
 

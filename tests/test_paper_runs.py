@@ -257,3 +257,36 @@ def test_training_flops_by_hand():
     assert bench.pointer_step_flops(2, 3, units=4) == 3 * 2 * (
         3 * 192 + 4 * 32 + 4 * 256 + 64
     )
+
+
+def test_babi_clip_modes_sum_the_loss_and_clip_the_global_norm():
+    """`summed-global`, the authors' code: the batch's loss is the sum over its
+    examples and the whole gradient's norm is clipped at 40; `per-variable`
+    keeps the mean and Keras' per-variable `clipnorm`."""
+    units = paper_units.babi_units([16], [0, 1], clip="summed-global")
+    assert [u["unit"] for u in units] == [
+        "babi/task16/seed0/summed-global",
+        "babi/task16/seed1/summed-global",
+    ]
+    assert {u["group"] for u in units} == {"babi/task16"}
+    assert paper_units.babi_units([16], [0])[0]["unit"] == "babi/task16/seed0"
+    with pytest.raises(ValueError, match="Received: clip='global'"):
+        paper_units.babi_units([16], [0], clip="global")
+
+    x = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]], "float32")
+    y = np.array([0, 1, 1])
+    logits = x @ np.array([[1.0, -1.0], [0.5, 2.0]], "float32")
+    per_example = np.log(np.exp(logits).sum(1)) - logits[np.arange(3), y]
+    losses = {}
+    for clip in paper_units.BABI_CLIPS:
+        model = keras.Sequential(
+            [keras.Input((2,)), keras.layers.Dense(2, use_bias=False)]
+        )
+        model.set_weights([np.array([[1.0, -1.0], [0.5, 2.0]], "float32")])
+        paper_units.babi_compile(model, clip)
+        losses[clip] = float(model.evaluate(x, y, batch_size=3, verbose=0))
+        summed = clip == "summed-global"
+        assert model.optimizer.global_clipnorm == (40.0 if summed else None)
+        assert model.optimizer.clipnorm == (None if summed else 40.0)
+    np.testing.assert_allclose(losses["summed-global"], per_example.sum(), rtol=1e-5)
+    np.testing.assert_allclose(losses["per-variable"], per_example.mean(), rtol=1e-5)
