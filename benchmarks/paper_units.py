@@ -98,9 +98,10 @@ def babi_units(tasks, seeds, max_epochs=None, data_dir=None, clip="per-variable"
     `clip`: `"per-variable"` (Keras' `clipnorm=40` on the batch's mean loss,
     the runner's first recipe), or `"summed-global"`, as the authors' code
     does it: the batch's loss summed over its examples, and its gradient's
-    global norm clipped at 40. With a mean loss the norm-40 clip hardly
-    ever binds; with the sum it does. Such units are named `.../summed-global`
-    and count as further runs of their task.
+    global norm clipped at 40. At the start of a task the mean loss's
+    gradients stay far below the clip and the sum's pass it
+    (`benchmarks/babi_gradient_norms.py`). Such units are named
+    `.../summed-global` and count as further runs of their task.
     """
     if clip not in BABI_CLIPS:
         raise ValueError(
