@@ -257,6 +257,16 @@ def main(argv=None):
         default="per-variable",
         help="bAbI: per-variable or summed-global (paper_units.babi_units)",
     )
+    parser.add_argument(
+        "--biases",
+        action="store_true",
+        help="bAbI: the memory's gate and candidate biases of the authors' code",
+    )
+    parser.add_argument(
+        "--schedule",
+        default="halving",
+        help="bAbI: halving or cyclic (paper_units.babi_learning_rate)",
+    )
     parser.add_argument("--slice-epochs", type=int, default=None)
     parser.add_argument("--minutes", type=float, default=None, help="wall budget")
     parser.add_argument("--checkpoints", type=Path, default=CHECKPOINTS)
@@ -287,7 +297,13 @@ def main(argv=None):
         tasks = [t for text in args.tasks for t in parse_range(text)]
         try:
             units = paper_units.babi_units(
-                tasks, seeds, args.max_epochs, args.data_dir, args.clip
+                tasks,
+                seeds,
+                args.max_epochs,
+                args.data_dir,
+                clip=args.clip,
+                biases=args.biases,
+                schedule=args.schedule,
             )
         except ValueError as error:
             parser.error(str(error))

@@ -35,6 +35,7 @@ from examples import pointer_networks as ptrnet
 BABI_MAX_EPOCHS = 200
 BABI_CLIPS = ("per-variable", "summed-global")
 BABI_HALVE_EVERY = 25
+BABI_SCHEDULES = ("halving", "cyclic")
 
 # The paper's settings where the budget allows; `chunk` examples an epoch.
 POINTER_CONFIGS = {
@@ -92,7 +93,16 @@ class Checkpoint:
             return json.loads(str(arrays["state"]))
 
 
-def babi_units(tasks, seeds, max_epochs=None, data_dir=None, clip="per-variable"):
+def babi_units(
+    tasks,
+    seeds,
+    max_epochs=None,
+    data_dir=None,
+    *,
+    clip="per-variable",
+    biases=False,
+    schedule="halving",
+):
     """Seeds outer, tasks inner: every task gets a run before any a second.
 
     `clip`: `"per-variable"` (Keras' `clipnorm=40` on the batch's mean loss,
@@ -102,12 +112,27 @@ def babi_units(tasks, seeds, max_epochs=None, data_dir=None, clip="per-variable"
     gradients stay far below the clip and the sum's pass it
     (`benchmarks/babi_gradient_norms.py`). Such units are named
     `.../summed-global` and count as further runs of their task.
+
+    `biases`: the memory gets the gate and candidate biases of the authors'
+    code (`EntityMemoryCell(use_bias=True)`); such units end in `/biases`.
+
+    `schedule`: the learning rate, `"halving"` (the paper's) or `"cyclic"`
+    (see `babi_learning_rate`); the latter's units end in `/cyclic`.
     """
     if clip not in BABI_CLIPS:
         raise ValueError(
             f"`clip` must be one of {list(BABI_CLIPS)}. Received: clip={clip!r}"
         )
-    suffix = "" if clip == "per-variable" else f"/{clip}"
+    if schedule not in BABI_SCHEDULES:
+        raise ValueError(
+            f"`schedule` must be one of {list(BABI_SCHEDULES)}. "
+            f"Received: schedule={schedule!r}"
+        )
+    suffix = (
+        ("" if clip == "per-variable" else f"/{clip}")
+        + ("/biases" if biases else "")
+        + ("" if schedule == "halving" else f"/{schedule}")
+    )
     return [
         {
             "unit": f"babi/task{task}/seed{seed}{suffix}",
@@ -116,12 +141,30 @@ def babi_units(tasks, seeds, max_epochs=None, data_dir=None, clip="per-variable"
             "task": task,
             "seed": seed,
             "clip": clip,
+            "biases": biases,
+            "schedule": schedule,
             "max_epochs": max_epochs or BABI_MAX_EPOCHS,
             "data_dir": str(data_dir or entnet.DEFAULT_DATA_DIR),
         }
         for seed in seeds
         for task in tasks
     ]
+
+
+def babi_learning_rate(schedule, epoch, step, steps_per_epoch):
+    """The learning rate of batch `step` (from 0) of `epoch` (from 0).
+
+    `"halving"`: the paper's, 0.01 halved every 25 epochs. `"cyclic"`: the
+    triangular cyclic rate of the TensorFlow reimplementation that solved
+    tasks 16 and 19 (`jimfleming/recurrent-entity-networks`, whose README
+    says those two needed it), from 2e-4 up to 1e-2 over 10 epochs and back
+    down over the next 10, batch by batch.
+    """
+    if schedule == "halving":
+        return 0.01 * 0.5 ** (epoch // BABI_HALVE_EVERY)
+    half_cycles = (epoch * steps_per_epoch + step) / (10 * steps_per_epoch)
+    rise = 1.0 - abs(half_cycles % 2.0 - 1.0)
+    return 2e-4 + (1e-2 - 2e-4) * rise
 
 
 def babi_compile(model, clip):
@@ -276,17 +319,23 @@ def _babi_epochs(unit, checkpoint, slice_epochs, clock):
     task, seed = unit["task"], unit["seed"]
     data = entnet.load_task(unit["data_dir"], task, seed=0)
     keras.utils.set_random_seed(seed)
-    model, _ = entnet.build_model(len(data["vocab"]), data["max_words"])
+    model, _ = entnet.build_model(
+        len(data["vocab"]), data["max_words"], use_bias=unit.get("biases", False)
+    )
     clip = unit.get("clip", "per-variable")
     babi_compile(model, clip)
     batches = entnet.LengthBuckets(data["train"], 32, seed=seed)
 
+    schedule = unit.get("schedule", "halving")
+
     def epoch_fn(epoch, state):
-        lr = 0.01 * 0.5 ** (epoch // BABI_HALVE_EVERY)
-        model.optimizer.learning_rate.assign(lr)
         batches.shuffle(epoch)
         losses = []
         for i in range(len(batches)):
+            if schedule != "halving" or i == 0:
+                model.optimizer.learning_rate.assign(
+                    babi_learning_rate(schedule, epoch, i, len(batches))
+                )
             (stories, questions), answers = batches[i]
             losses.append(float(model.train_on_batch([stories, questions], answers)))
         val_error = entnet.error_rate(model, data["val"])
@@ -312,8 +361,14 @@ def _babi_epochs(unit, checkpoint, slice_epochs, clock):
         n_train=len(data["train"][2]),
         n_val=len(data["val"][2]),
         recipe=(
-            "adam 0.01 halved/25 ep, batch 32, clip 40, 20x100, tied PReLU"
+            (
+                "adam 0.01 halved/25 ep"
+                if schedule == "halving"
+                else "adam, cyclic lr 2e-4 to 1e-2 and back every 20 ep"
+            )
+            + ", batch 32, clip 40, 20x100, tied PReLU"
             + ("" if clip == "per-variable" else ", summed loss, global clip")
+            + (", gate and candidate biases" if unit.get("biases") else "")
         ),
     )
     return line

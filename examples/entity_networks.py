@@ -261,12 +261,16 @@ class LengthBuckets(keras.utils.PyDataset):
 # ---------------------------------------------------------------- model
 
 
-def build_model(vocab_size, max_words, dim=100, slots=20, tied_slope=True):
+def build_model(
+    vocab_size, max_words, dim=100, slots=20, tied_slope=True, use_bias=False
+):
     """The EntNet, and a second model on the same layers that also returns
     the gates `(batch, T, slots)` and the read attention `(batch, slots)`.
 
     With `tied_slope`, the memory and the output share one PReLU slope, as in
     the authors' code; the model's weights then save, its config does not.
+    `use_bias` gives the memory the gate and candidate biases of the
+    authors' code, drawn from N(0, 0.1) as all their weights are.
     """
     # Any number of sentences: training batches are cut to their length.
     story = keras.Input((None, max_words), dtype="int32", name="story")
@@ -279,7 +283,14 @@ def build_model(vocab_size, max_words, dim=100, slots=20, tied_slope=True):
         name="embedding",
     )
     sentences = PositionEncoder(max_words, name="story_encoder")(embed(story))
-    cell = EntityMemoryCell(slots, dim, return_gates=True)
+    # The bias initializer only with the biases: a seedless initializer
+    # draws its seed when made, which would change every later weight.
+    biases = (
+        {"use_bias": True, "bias_initializer": keras.initializers.RandomNormal(0, 0.1)}
+        if use_bias
+        else {}
+    )
+    cell = EntityMemoryCell(slots, dim, return_gates=True, **biases)
     gates, memory = keras.layers.RNN(
         cell,
         return_sequences=True,

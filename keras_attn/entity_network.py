@@ -131,6 +131,12 @@ class EntityMemoryCell(keras.layers.Layer):
     content term `s . h_j` finds the slot that holds an entity, the location
     term `s . w_j` the slot that is keyed to it.
 
+    With `use_bias=True` the gate gets a learned bias per slot and the
+    candidate one per unit, `g_j = sigmoid(s . h_j + s . w_j + b_j)` and
+    `h~_j = phi(U h_j + V w_j + W s + c)`, as in the authors' code
+    (`nn.Add(memslots)` and the bias of `U`); the paper's equations have
+    neither.
+
     The memory starts at the keys, `h_j = w_j` (`initial_state="zeros"`
     starts it empty). Vectors are rows: `U h_j` is computed as `h_j @ U`.
     The PReLU slope starts at 1, so `phi` starts as the identity.
@@ -145,9 +151,11 @@ class EntityMemoryCell(keras.layers.Layer):
         units: Width of a slot; the step input must have the same width.
         initial_state: `"keys"` or `"zeros"`.
         return_gates: Output the gates instead of the memory.
+        use_bias: Add the gate's per-slot bias and the candidate's bias.
         key_initializer: Initializer of the keys `(N, units)`.
         kernel_initializer: Initializer of `U`, `V` and `W` `(units, units)`.
         alpha_initializer: Initializer of the PReLU slope `(units,)`.
+        bias_initializer: Initializer of both biases (with `use_bias`).
         **kwargs: Base `Layer` arguments.
 
     Example:
@@ -162,9 +170,11 @@ class EntityMemoryCell(keras.layers.Layer):
         units,
         initial_state="keys",
         return_gates=False,
+        use_bias=False,
         key_initializer=None,
         kernel_initializer=None,
         alpha_initializer="ones",
+        bias_initializer="zeros",
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -179,12 +189,14 @@ class EntityMemoryCell(keras.layers.Layer):
         self.units = units
         self.initial_state = initial_state
         self.return_gates = return_gates
+        self.use_bias = use_bias
         # Small weights (std 0.1, as in the paper): the memory starts near its
         # keys instead of being swamped by the first sentence.
         default = keras.initializers.RandomNormal(stddev=0.1)
         self.key_initializer = keras.initializers.get(key_initializer or default)
         self.kernel_initializer = keras.initializers.get(kernel_initializer or default)
         self.alpha_initializer = keras.initializers.get(alpha_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
         self.state_size = num_slots * units
         self.output_size = num_slots if return_gates else num_slots * units
 
@@ -213,6 +225,15 @@ class EntityMemoryCell(keras.layers.Layer):
         self.alpha = self.add_weight(
             name="alpha", shape=(self.units,), initializer=self.alpha_initializer
         )
+        if self.use_bias:
+            self.gate_bias = self.add_weight(
+                name="gate_bias",
+                shape=(self.num_slots,),
+                initializer=self.bias_initializer,
+            )
+            self.bias = self.add_weight(
+                name="bias", shape=(self.units,), initializer=self.bias_initializer
+            )
         self.built = True
 
     def unflatten(self, memory):
@@ -229,6 +250,8 @@ class EntityMemoryCell(keras.layers.Layer):
         """`g_j = sigmoid(s . h_j + s . w_j)`, `(batch, N)`; a hook."""
         content = ops.einsum("bd,bnd->bn", inputs, slots)
         location = ops.matmul(inputs, ops.transpose(keys))
+        if self.use_bias:
+            location = location + ops.cast(self.gate_bias, inputs.dtype)
         return ops.sigmoid(content + location)
 
     def _candidates(self, inputs, slots, keys):
@@ -239,6 +262,8 @@ class EntityMemoryCell(keras.layers.Layer):
             + ops.matmul(keys, ops.cast(self.key_kernel, dtype))[None]
             + ops.matmul(inputs, ops.cast(self.input_kernel, dtype))[:, None, :]
         )
+        if self.use_bias:
+            pre = pre + ops.cast(self.bias, dtype)
         return _prelu(pre, self.alpha)
 
     def call(self, inputs, states):
@@ -247,7 +272,10 @@ class EntityMemoryCell(keras.layers.Layer):
         keys = ops.cast(self.keys, inputs.dtype)
         gates = self._gates(inputs, slots, keys)
         slots = slots + gates[..., None] * self._candidates(inputs, slots, keys)
-        squared = ops.sum(ops.square(slots), axis=-1, keepdims=True)
+        # A product, not `ops.square`: on JAX that is `integer_pow`, whose
+        # gradient XLA compiles far slower inside the RNN's loop
+        # (BENCHMARKS.md, "The examples against their papers").
+        squared = ops.sum(slots * slots, axis=-1, keepdims=True)
         slots = slots * ops.rsqrt(ops.maximum(squared, _NORM_EPSILON))
         new_memory = ops.reshape(slots, ops.shape(memory))
         output = gates if self.return_gates else new_memory
@@ -260,9 +288,11 @@ class EntityMemoryCell(keras.layers.Layer):
             "units": self.units,
             "initial_state": self.initial_state,
             "return_gates": self.return_gates,
+            "use_bias": self.use_bias,
             "key_initializer": keras.initializers.serialize(self.key_initializer),
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
             "alpha_initializer": keras.initializers.serialize(self.alpha_initializer),
+            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
         }
 
 

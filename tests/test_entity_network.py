@@ -68,6 +68,23 @@ def test_cell_step_matches_hand_computation():
     np.testing.assert_allclose(_np(cell.unflatten(state))[0, 1], expected[0][2:])
 
 
+def test_cell_biases_match_hand_computation():
+    """`use_bias`: the authors' per-slot gate bias and candidate bias."""
+    cell = _hand_cell(use_bias=True)
+    _set(cell, gate_bias=[1, 3], bias=[0, 1])
+    assert EntityMemoryCell.from_config(cell.get_config()).use_bias is True
+    output, [state] = cell(np.array(SENTENCE, "float32"), [np.array(SLOTS, "float32")])
+    # g1 = sigmoid(-2 + 1 + 1) = 0.5, g2 = sigmoid(-1 - 2 + 3) = 0.5
+    # pre1 = [2, -2] + [0, 1] = [2, -1] -> [2, -0.5]
+    # pre2 = [1, 0] + [0, 1] = [1, 1]   -> [1, 1]
+    # h1 = [0, 1] + 0.5 [2, -0.5] = [1, 0.75],  norm 1.25
+    # h2 = [1, 1] + 0.5 [1, 1]    = [1.5, 1.5], norm 2.12132034
+    expected = [[0.8, 0.6, 0.70710678, 0.70710678]]
+    np.testing.assert_allclose(_np(state), expected, atol=1e-6)
+    assert len(cell.weights) == 7
+    assert len(_hand_cell().weights) == 5
+
+
 def test_cell_returns_gates():
     cell = _hand_cell(return_gates=True)
     assert cell.output_size == 2 and cell.state_size == 4

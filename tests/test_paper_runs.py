@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from benchmarks import paper_runs, paper_tables, paper_units
+from examples import entity_networks as entnet
 
 MACHINE = {"cpu": "Test CPU", "flags": [], "cores": 2, "accelerator": "none"}
 
@@ -290,3 +291,52 @@ def test_babi_clip_modes_sum_the_loss_and_clip_the_global_norm():
         assert model.optimizer.clipnorm == (None if summed else 40.0)
     np.testing.assert_allclose(losses["summed-global"], per_example.sum(), rtol=1e-5)
     np.testing.assert_allclose(losses["per-variable"], per_example.mean(), rtol=1e-5)
+
+
+def test_babi_biases_units_build_the_authors_memory():
+    """`--biases`: units named `.../biases`, whose model has the memory's
+    gate and candidate biases; without it the model has the weights of the
+    earlier runs, in their order, so their checkpoints still load."""
+    units = paper_units.babi_units([16], [3], clip="summed-global", biases=True)
+    assert [u["unit"] for u in units] == ["babi/task16/seed3/summed-global/biases"]
+    assert units[0]["biases"] is True
+    assert paper_units.babi_units([16], [3])[0]["biases"] is False
+
+    names = {}
+    for use_bias in (False, True):
+        model, _ = entnet.build_model(10, 4, dim=6, slots=3, use_bias=use_bias)
+        names[use_bias] = [w.path.split("/")[-1] for w in model.weights]
+    assert names[False] == [
+        "embeddings",
+        "position_mask",
+        "position_mask",
+        "keys",
+        "slot_kernel",
+        "key_kernel",
+        "input_kernel",
+        "alpha",
+        "hidden_kernel",
+        "output_kernel",
+    ]
+    assert names[True] == names[False][:8] + ["gate_bias", "bias"] + names[False][8:]
+
+
+def test_babi_learning_rate_schedules():
+    """`halving` halves 0.01 every 25 epochs; `cyclic` climbs from 2e-4 to
+    1e-2 over 10 epochs, batch by batch, and back down over the next 10."""
+    rate = paper_units.babi_learning_rate
+    assert [rate("halving", e, 7, 100) for e in (0, 24, 25, 50)] == [
+        0.01,
+        0.01,
+        0.005,
+        0.0025,
+    ]
+    cyclic = [
+        rate("cyclic", e, s, 100)
+        for e, s in ((0, 0), (5, 0), (10, 0), (15, 50), (20, 0))
+    ]
+    np.testing.assert_allclose(cyclic, [2e-4, 5.1e-3, 1e-2, 4.61e-3, 2e-4], rtol=1e-9)
+    units = paper_units.babi_units([16], [0], schedule="cyclic")
+    assert units[0]["unit"] == "babi/task16/seed0/cyclic"
+    with pytest.raises(ValueError, match="Received: schedule='step'"):
+        paper_units.babi_units([16], [0], schedule="step")
