@@ -26,7 +26,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--task", type=int, default=2)
     parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=None,
+        help="steps before timing (default: one per batch length)",
+    )
     parser.add_argument("--data-dir", default=entity_networks.DEFAULT_DATA_DIR)
     args = parser.parse_args(argv)
     data = entity_networks.load_task(args.data_dir, args.task)
@@ -36,6 +41,8 @@ def main(argv=None):
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
     )
     batches = entity_networks.LengthBuckets(data["train"], 32, seed=0)
+    if args.warmup is None:  # every length compiles before the clock starts
+        args.warmup = len(batches.bounds)
     # The same batches for every backend: the first of each length (all
     # lengths compile during the warmup), then the shuffled rest.
     order = [batches[i] for i in range(args.warmup + args.steps)]
