@@ -325,17 +325,15 @@ def _babi_epochs(unit, checkpoint, slice_epochs, clock):
     clip = unit.get("clip", "per-variable")
     babi_compile(model, clip)
     batches = entnet.LengthBuckets(data["train"], 32, seed=seed)
-
     schedule = unit.get("schedule", "halving")
 
     def epoch_fn(epoch, state):
         batches.shuffle(epoch)
         losses = []
         for i in range(len(batches)):
-            if schedule != "halving" or i == 0:
-                model.optimizer.learning_rate.assign(
-                    babi_learning_rate(schedule, epoch, i, len(batches))
-                )
+            model.optimizer.learning_rate.assign(
+                babi_learning_rate(schedule, epoch, i, len(batches))
+            )
             (stories, questions), answers = batches[i]
             losses.append(float(model.train_on_batch([stories, questions], answers)))
         val_error = entnet.error_rate(model, data["val"])
