@@ -100,6 +100,14 @@ def _add_distillation_flags(g):
         help="the student's summaries: the teacher's headlines, or both "
         "them and the references",
     )
+    g.add_argument(
+        "--init-from",
+        metavar="RUN_DIR",
+        help="start from a trained run (runs/<name>): its config and "
+        "vocabulary, and each member's weights from that run's member of the "
+        "same rank (the model flags are that run's); e.g. a student "
+        "fine-tuned from one of its teacher's members",
+    )
 
 
 def _add_decoding_flags(g):

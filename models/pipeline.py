@@ -22,7 +22,7 @@ from models.config import (
 )
 from models.distribute import in_multi_worker_mode
 from models.ensemble import SummarizerEnsemble
-from models.errors import LostWorker, first_line
+from models.errors import LostWorker, UserError, first_line
 from models.export import export
 from models.flags import given
 from models.runs import load_trained_model, member_dirs, model_files
@@ -125,9 +125,10 @@ class _Run:
     encoded: object  # the training split's examples
     validation_batches: object
     sample: list  # validation pairs for ROUGE after each epoch
+    initial_weights: list  # member k starts from the k-th `model.keras`, if any
 
 
-def _train_member(run_dir, run, options):
+def _train_member(run_dir, run, options, member_rank=0):
     """Trains one model (an ensemble's member) in `run_dir`, resuming."""
     run_dir.mkdir(parents=True, exist_ok=True)
     keras.utils.set_random_seed(options.seed)
@@ -152,6 +153,14 @@ def _train_member(run_dir, run, options):
         )
     strategy = run.strategy
     model = build_model(run.config, options, strategy)
+    if member_rank < len(run.initial_weights):
+        # The weights alone: `load_weights` on a `.keras` file would also
+        # restore its optimizer (step count, moments, learning rate). A
+        # resumed run's backup replaces them all when `fit` starts.
+        source = keras.saving.load_model(
+            run.initial_weights[member_rank], compile=False
+        )
+        model.set_weights(source.get_weights())
     try:
         fit(model, train_batches, run.validation_batches, run_dir, options, callbacks)
     except _COLLECTIVE_ERRORS as error:
@@ -202,8 +211,12 @@ def _run(args, cleanup):
     search = SearchOptions(**given(args, SearchOptions))
     strategy = _configure_devices(args)
     keras.utils.set_random_seed(options.seed)
+    # Checked before the data loads: a mistyped folder fails at once.
+    initial_weights = _initial_weights(
+        getattr(args, "init_from", None), options.ensemble
+    )
     splits = load_splits(args)
-    run = _prepare(args, splits, options, strategy, cleanup)
+    run = _prepare(args, splits, options, strategy, cleanup, initial_weights)
     members = _train_members(run, options)
     if not run.chief:
         print(
@@ -218,7 +231,7 @@ def _run(args, cleanup):
     return _export_and_evaluate(args, run, model, search)
 
 
-def _prepare(args, splits, options, strategy, cleanup):
+def _prepare(args, splits, options, strategy, cleanup, initial_weights):
     """The run folder, its config and vocabulary, and the encoded data."""
     config = SummarizerConfig(**given(args, SummarizerConfig))
     train_split = splits["train"]
@@ -230,15 +243,19 @@ def _prepare(args, splits, options, strategy, cleanup):
     chief = strategy is None or strategy.extended.should_checkpoint
     if not chief:
         run_dir = _worker_run_dir(run_dir, cleanup)
+    init_from = getattr(args, "init_from", None)
     if getattr(args, "distill_from", None):
         train_split = distill.distilled_split(
             train_split, args.distill_from, run_dir, args.distill_targets
         )
-    config, features, resumed = prepare_run(run_dir, train_split, config, options)
+    config, features, resumed = prepare_run(
+        run_dir, train_split, config, options, init_from
+    )
     print(
         f"{'Resuming' if resumed else 'Starting'} run {run_dir}: vocabulary "
         f"{config.vocab_size} words, attention {config.attention}, copy {config.copy}, "
-        f"coverage {config.coverage}",
+        f"coverage {config.coverage}"
+        + (f"; config, vocabulary and weights from {init_from}" if init_from else ""),
         file=sys.stderr,
     )
     if strategy is not None:
@@ -266,7 +283,31 @@ def _prepare(args, splits, options, strategy, cleanup):
         encoded=data.encode_dataset(train_split, features),
         validation_batches=validation_batches,
         sample=sample,
+        initial_weights=initial_weights,
     )
+
+
+def _initial_weights(init_from, members):
+    """The `model.keras` files that `members` members start from, in order."""
+    if not init_from:
+        return []
+    init_from = Path(init_from)
+    files = list(model_files(init_from).values())
+    needed = [init_from / "config.json", init_from / "vocab.txt", files[0]]
+    missing = [p.name for p in needed if not p.is_file()]
+    if missing:
+        raise UserError(
+            "`init_from` must be a trained run folder (runs/<name>, with "
+            f"config.json, vocab.txt and model.keras); {', '.join(missing)} "
+            f"missing. Received: init_from={str(init_from)!r}"
+        )
+    if len(files) < members:
+        raise UserError(
+            f"`init_from` has {len(files)} trained member(s), fewer than the "
+            f"run's ensemble. Received: init_from={str(init_from)!r}, "
+            f"ensemble={members}"
+        )
+    return files[:members]
 
 
 def _train_members(run, options):
@@ -288,7 +329,7 @@ def _train_members(run, options):
             seed=options.seed + k,
             max_train_minutes=options.max_train_minutes and minutes_left,
         )
-        model = _train_member(member_dir, run, member_options)
+        model = _train_member(member_dir, run, member_options, k)
         if run.chief:
             model.save(member_dir / "model.keras")
         members.append(model)

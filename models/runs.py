@@ -38,10 +38,15 @@ def load_vocabulary(path):
 
 def load_run(run_dir):
     """Config and text features of an existing run folder."""
+    config, vocabulary = load_config_and_vocabulary(run_dir)
+    return config, make_features(vocabulary, config)
+
+
+def load_config_and_vocabulary(run_dir):
+    """`(config, vocabulary)` of an existing run folder."""
     run_dir = Path(run_dir)
     config = SummarizerConfig.load(run_dir / "config.json")
-    vocabulary = load_vocabulary(run_dir / "vocab.txt")
-    return config, make_features(vocabulary, config)
+    return config, load_vocabulary(run_dir / "vocab.txt")
 
 
 # An ensemble's member K >= 1 lives in `<run>/member-K/`; member 0 is the run.

@@ -24,24 +24,37 @@ from models.callbacks import (
     ValidationRouge,
     uses_ema,
 )
-from models.runs import load_run, make_features, save_vocabulary
+from models.runs import (
+    load_config_and_vocabulary,
+    load_run,
+    make_features,
+    save_vocabulary,
+)
 from models.summarizer import HeadlineSummarizer
 
 
-def prepare_run(run_dir, train_split, config, options):
-    """Config and text features of a run: loaded when resuming, else built."""
+def prepare_run(run_dir, train_split, config, options, init_from=None):
+    """Config and text features of a run: loaded when resuming, else built.
+
+    `init_from`: a trained run folder; a new run takes its config and
+    vocabulary (its weights must fit them) instead of `config` and a
+    vocabulary built from `train_split`.
+    """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     config_path, vocab_path = run_dir / "config.json", run_dir / "vocab.txt"
     if config_path.exists() and vocab_path.exists():
         return (*load_run(run_dir), True)
-    vocabulary = data.split_vocabulary(
-        train_split,
-        config.vocab_size,
-        min_count=options.min_count,
-        normalization=config.normalization,
-    )
-    config.vocab_size = len(vocabulary)
+    if init_from is not None:
+        config, vocabulary = load_config_and_vocabulary(init_from)
+    else:
+        vocabulary = data.split_vocabulary(
+            train_split,
+            config.vocab_size,
+            min_count=options.min_count,
+            normalization=config.normalization,
+        )
+        config.vocab_size = len(vocabulary)
     features = make_features(vocabulary, config)
     save_vocabulary(vocabulary, vocab_path)
     config.save(config_path)

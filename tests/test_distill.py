@@ -221,3 +221,53 @@ def test_train_py_distills_a_student_and_exports_it(tmp_path):
     )
     metrics = json.loads((tmp_path / "export" / "1" / "metrics.json").read_text())
     assert {"beam", "greedy"} <= set(metrics["systems"])
+
+
+def test_init_from_refuses_a_folder_that_is_not_a_trained_run(tmp_path):
+    from models.pipeline import run as run_pipeline
+    from train import parse_args
+
+    (tmp_path / "config.json").write_text("{}")
+    args = parse_args(
+        ["--run-dir", str(tmp_path / "new"), "--init-from", str(tmp_path)]
+    )
+    with pytest.raises(UserError, match=r"vocab.txt, model.keras missing"):
+        run_pipeline(args)
+
+
+@pytest.mark.slow
+def test_init_from_starts_each_member_from_the_runs_weights(trained, tmp_path):
+    """At learning rate 0 a run started from the shared run's weights ends
+    with exactly them, whatever model flags are given: the config and the
+    vocabulary are the shared run's too."""
+    import numpy as np
+
+    from models.runs import load_trained_model
+
+    write_org_data(tmp_path / "data")
+    source = trained[0] / "run"
+    command = train_command(
+        tmp_path,
+        "--epochs",
+        "1",
+        "--steps-per-epoch",
+        "2",
+        "--learning-rate",
+        "0",
+        "--validation-rouge-examples",
+        "0",
+        "--skip-eval",
+        "--hidden-size",
+        "32",  # the source run's config wins
+        "--init-from",
+        str(source),
+    )
+    result = run(command)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"weights from {source}" in result.stderr
+    for name in ("config.json", "vocab.txt"):
+        assert (tmp_path / "run" / name).read_text() == (source / name).read_text()
+    started, trained_from = (load_trained_model(d) for d in (source, tmp_path / "run"))
+    assert len(started.weights) == len(trained_from.weights)
+    for a, b in zip(started.weights, trained_from.weights, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=a.path)
