@@ -183,46 +183,6 @@ def test_distill_from_a_folder_that_is_no_export(tmp_path):
 
 
 @pytest.mark.slow
-def test_train_py_distills_a_student_and_exports_it(tmp_path):
-    write_org_data(tmp_path / "data")
-    teacher = _last_two_words_teacher(tmp_path / "teacher" / "1")
-    command = train_command(
-        tmp_path,
-        "--epochs",
-        "1",
-        "--steps-per-epoch",
-        "6",
-        "--max-eval-examples",
-        "8",
-        "--normalization",
-        "gigaword",
-        # The validation loss chooses the best epoch: no ROUGE search to trace.
-        "--validation-rouge-examples",
-        "0",
-        "--distill-from",
-        str(teacher),
-    )
-    result = run(command)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "Distilling from" in result.stderr
-    documents = (tmp_path / "data" / "org_data" / "train.src.txt").read_text()
-    expected = [" ".join(d.split()[-2:]) for d in documents.splitlines()]
-    cached = (tmp_path / "run" / "teacher" / "chunk-00000.txt").read_text()
-    # TFDS keeps its own order of the split.
-    assert sorted(cached.splitlines()) == sorted(expected)
-    manifest = json.loads((tmp_path / "run" / "teacher" / "manifest.json").read_text())
-    assert manifest["teacher"] == distill.teacher_digest(teacher)
-
-    import tensorflow as tf
-
-    export = tf.saved_model.load(str(tmp_path / "export" / "1"))
-    assert {"serving_default", "greedy", "attention", "length_control"} <= set(
-        export.signatures
-    )
-    metrics = json.loads((tmp_path / "export" / "1" / "metrics.json").read_text())
-    assert {"beam", "greedy"} <= set(metrics["systems"])
-
-
 def test_init_from_refuses_a_folder_that_is_not_a_trained_run(tmp_path):
     from models.pipeline import run as run_pipeline
     from train import parse_args
@@ -236,15 +196,21 @@ def test_init_from_refuses_a_folder_that_is_not_a_trained_run(tmp_path):
 
 
 @pytest.mark.slow
-def test_init_from_starts_each_member_from_the_runs_weights(trained, tmp_path):
-    """At learning rate 0 a run started from the shared run's weights ends
-    with exactly them, whatever model flags are given: the config and the
-    vocabulary are the shared run's too."""
+def test_train_py_distills_a_student_from_a_runs_weights_and_exports_it(
+    trained, tmp_path
+):
+    """A student of a teacher that writes each document's last two words,
+    started from the shared run's weights (`--init-from`) at learning rate 0:
+    it ends with exactly those weights, whatever model flags are given (the
+    config and the vocabulary are the shared run's), and its export has
+    every signature and its scores."""
     import numpy as np
+    import tensorflow as tf
 
     from models.runs import load_trained_model
 
     write_org_data(tmp_path / "data")
+    teacher = _last_two_words_teacher(tmp_path / "teacher" / "1")
     source = trained[0] / "run"
     command = train_command(
         tmp_path,
@@ -254,9 +220,13 @@ def test_init_from_starts_each_member_from_the_runs_weights(trained, tmp_path):
         "2",
         "--learning-rate",
         "0",
+        "--max-eval-examples",
+        "8",
+        # The validation loss chooses the best epoch: no ROUGE search to trace.
         "--validation-rouge-examples",
         "0",
-        "--skip-eval",
+        "--distill-from",
+        str(teacher),
         "--hidden-size",
         "32",  # the source run's config wins
         "--init-from",
@@ -264,10 +234,26 @@ def test_init_from_starts_each_member_from_the_runs_weights(trained, tmp_path):
     )
     result = run(command)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "Distilling from" in result.stderr
     assert f"weights from {source}" in result.stderr
+    documents = (tmp_path / "data" / "org_data" / "train.src.txt").read_text()
+    expected = [" ".join(d.split()[-2:]) for d in documents.splitlines()]
+    cached = (tmp_path / "run" / "teacher" / "chunk-00000.txt").read_text()
+    # TFDS keeps its own order of the split.
+    assert sorted(cached.splitlines()) == sorted(expected)
+    manifest = json.loads((tmp_path / "run" / "teacher" / "manifest.json").read_text())
+    assert manifest["teacher"] == distill.teacher_digest(teacher)
+
     for name in ("config.json", "vocab.txt"):
         assert (tmp_path / "run" / name).read_text() == (source / name).read_text()
-    started, trained_from = (load_trained_model(d) for d in (source, tmp_path / "run"))
-    assert len(started.weights) == len(trained_from.weights)
-    for a, b in zip(started.weights, trained_from.weights, strict=True):
+    started, student = (load_trained_model(d) for d in (source, tmp_path / "run"))
+    assert len(started.weights) == len(student.weights)
+    for a, b in zip(started.weights, student.weights, strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=a.path)
+
+    export = tf.saved_model.load(str(tmp_path / "export" / "1"))
+    assert {"serving_default", "greedy", "attention", "length_control"} <= set(
+        export.signatures
+    )
+    metrics = json.loads((tmp_path / "export" / "1" / "metrics.json").read_text())
+    assert {"beam", "greedy"} <= set(metrics["systems"])
