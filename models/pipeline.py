@@ -255,7 +255,11 @@ def _prepare(args, splits, options, strategy, cleanup, initial_weights):
         f"{'Resuming' if resumed else 'Starting'} run {run_dir}: vocabulary "
         f"{config.vocab_size} words, attention {config.attention}, copy {config.copy}, "
         f"coverage {config.coverage}"
-        + (f"; config, vocabulary and weights from {init_from}" if init_from else ""),
+        + (
+            f"; config, vocabulary and weights from {init_from}"
+            if init_from and not resumed
+            else ""
+        ),
         file=sys.stderr,
     )
     if strategy is not None:
