@@ -267,6 +267,12 @@ def main(argv=None):
         default="halving",
         help="bAbI: halving or cyclic (paper_units.babi_learning_rate)",
     )
+    parser.add_argument(
+        "--pad-to",
+        type=int,
+        default=None,
+        help="Ptr-Nets: pad batches to multiples of this (one shape on a GPU: 50)",
+    )
     parser.add_argument("--slice-epochs", type=int, default=None)
     parser.add_argument("--minutes", type=float, default=None, help="wall budget")
     parser.add_argument("--checkpoints", type=Path, default=CHECKPOINTS)
@@ -308,7 +314,9 @@ def main(argv=None):
         except ValueError as error:
             parser.error(str(error))
     else:
-        units = paper_units.pointer_units(args.configs, seeds, args.max_epochs)
+        units = paper_units.pointer_units(
+            args.configs, seeds, args.max_epochs, args.pad_to
+        )
 
     def train_unit(unit, slice_epochs, clock):
         return paper_units.train(unit, slice_epochs, clock, context)

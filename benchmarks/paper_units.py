@@ -180,7 +180,14 @@ def babi_compile(model, clip):
     )
 
 
-def pointer_units(configs, seeds, max_epochs=None):
+def pointer_units(configs, seeds, max_epochs=None, pad_to=None):
+    """The Ptr-Net units of `configs` x `seeds`.
+
+    `pad_to` overrides the batches' width step (`POINTER_DEFAULTS`). The
+    padding is masked, so it changes which examples share a batch, not the
+    loss of an example: a GPU run pads every batch to the largest `n` (one
+    shape, one compilation), a CPU run pads less and computes less.
+    """
     configs = configs or list(POINTER_CONFIGS)
     units = []
     for seed in seeds:
@@ -191,6 +198,8 @@ def pointer_units(configs, seeds, max_epochs=None):
                     f"Received: config={name!r}"
                 )
             settings = {**POINTER_DEFAULTS, **POINTER_CONFIGS[name]}
+            if pad_to is not None:
+                settings["pad_to"] = pad_to
             epochs = settings["examples"] // settings["chunk"]
             units.append(
                 {
@@ -462,7 +471,8 @@ def _pointer_epochs(unit, checkpoint, slice_epochs, clock, cache_dir):
         recipe=(
             f"LSTM {unit['units']}, batch {unit['batch_size']}, adam "
             f"{unit['learning_rate']:g}, clip 2, {unit['chunk']} fresh examples/epoch, "
-            f"beam {unit['beam']}, full batches per width"
+            f"beam {unit['beam']}, full batches padded to multiples of "
+            f"{unit['pad_to']}"
         ),
     )
     return line
