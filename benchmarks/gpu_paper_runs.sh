@@ -19,7 +19,8 @@
 #       "hull-5-50:0 tsp-5-20:0"
 #
 # PAD_TO=50 pads every Ptr-Net batch to n = 50: one shape to compile on the
-# GPU, where the padded steps cost next to nothing.
+# GPU, where the padded steps cost next to nothing. MAX_EPOCHS=N runs the
+# Ptr-Net units past the recipe's 1M examples (N chunks of 20,000).
 set -uo pipefail
 BABI_UNITS=${1-"16:1 19:1"}
 POINTER_UNITS=${2-""}
@@ -52,6 +53,7 @@ for unit in $POINTER_UNITS; do
     python3 -m benchmarks.paper_runs pointer --configs "$config" --seeds "$seed" \
         --minutes "$(python3 -c "print(max($MINUTES - 1.5, 1))")" \
         --checkpoints "$CK" --results "$OUT/pointer.jsonl" ${PAD_TO:+--pad-to "$PAD_TO"} \
+        ${MAX_EPOCHS:+--max-epochs "$MAX_EPOCHS"} \
         >"/tmp/logs/pointer-$config-$seed.log" 2>&1 &
     pids+=($!)
 done
