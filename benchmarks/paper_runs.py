@@ -273,6 +273,12 @@ def main(argv=None):
         default=None,
         help="Ptr-Nets: pad batches to multiples of this (one shape on a GPU: 50)",
     )
+    parser.add_argument(
+        "--lr-drop-epoch",
+        type=int,
+        default=None,
+        help="Ptr-Nets: a tenth of the learning rate from this epoch (from 0) on",
+    )
     parser.add_argument("--slice-epochs", type=int, default=None)
     parser.add_argument("--minutes", type=float, default=None, help="wall budget")
     parser.add_argument("--checkpoints", type=Path, default=CHECKPOINTS)
@@ -315,7 +321,7 @@ def main(argv=None):
             parser.error(str(error))
     else:
         units = paper_units.pointer_units(
-            args.configs, seeds, args.max_epochs, args.pad_to
+            args.configs, seeds, args.max_epochs, args.pad_to, args.lr_drop_epoch
         )
 
     def train_unit(unit, slice_epochs, clock):

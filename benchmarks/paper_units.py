@@ -39,9 +39,10 @@ BABI_SCHEDULES = ("halving", "cyclic")
 
 # The paper's settings where the budget allows; `chunk` examples an epoch.
 POINTER_CONFIGS = {
-    "hull-5-50": {"task": "hull", "train_n": "5-50", "test_n": [5, 10, 50]},
-    "hull-50": {"task": "hull", "train_n": "50", "test_n": [50]},
-    # TSP decodes with a beam of 5 over valid tours only, as the docs' table did.
+    # Every configuration decodes with a beam of 5 over valid outputs only
+    # (`pointer_networks.evaluate`), as the paper's TSP rows did.
+    "hull-5-50": {"task": "hull", "train_n": "5-50", "test_n": [5, 10, 50], "beam": 5},
+    "hull-50": {"task": "hull", "train_n": "50", "test_n": [50], "beam": 5},
     "tsp-5-20": {"task": "tsp", "train_n": "5-20", "test_n": [5, 10, 20], "beam": 5},
 }
 POINTER_DEFAULTS = {
@@ -180,13 +181,17 @@ def babi_compile(model, clip):
     )
 
 
-def pointer_units(configs, seeds, max_epochs=None, pad_to=None):
+def pointer_units(configs, seeds, max_epochs=None, pad_to=None, lr_drop_epoch=None):
     """The Ptr-Net units of `configs` x `seeds`.
 
     `pad_to` overrides the batches' width step (`POINTER_DEFAULTS`). The
     padding is masked, so it changes which examples share a batch, not the
     loss of an example: a GPU run pads every batch to the largest `n` (one
     shape, one compilation), a CPU run pads less and computes less.
+
+    `lr_drop_epoch`: from this epoch (from 0) on, Adam's learning rate is a
+    tenth of the recipe's. The rate is a function of the epoch alone, so a
+    resumed run trains as an uninterrupted one would.
     """
     configs = configs or list(POINTER_CONFIGS)
     units = []
@@ -200,6 +205,7 @@ def pointer_units(configs, seeds, max_epochs=None, pad_to=None):
             settings = {**POINTER_DEFAULTS, **POINTER_CONFIGS[name]}
             if pad_to is not None:
                 settings["pad_to"] = pad_to
+            settings["lr_drop_epoch"] = lr_drop_epoch
             epochs = settings["examples"] // settings["chunk"]
             units.append(
                 {
@@ -415,6 +421,15 @@ def _pointer_test_groups(unit, cache_dir):
     return groups
 
 
+def pointer_learning_rate(unit, epoch):
+    """Adam's learning rate in `epoch` (from 0): the recipe's, a tenth of it
+    from `lr_drop_epoch` on."""
+    drop = unit.get("lr_drop_epoch")
+    if drop is not None and epoch >= drop:
+        return unit["learning_rate"] / 10
+    return unit["learning_rate"]
+
+
 def _pointer_epochs(unit, checkpoint, slice_epochs, clock, cache_dir):
     task, seed = unit["task"], unit["seed"]
     sizes = ptrnet.parse_sizes(unit["train_n"])
@@ -426,6 +441,7 @@ def _pointer_epochs(unit, checkpoint, slice_epochs, clock, cache_dir):
     val_batches = ptrnet.Batches(val, unit["batch_size"], unit["pad_to"], seed)
 
     def epoch_fn(epoch, state):
+        model.optimizer.learning_rate.assign(pointer_learning_rate(unit, epoch))
         chunk = ptrnet.make_split(
             task, sizes, unit["chunk"], seed=seed * 10_000 + epoch
         )
@@ -473,6 +489,11 @@ def _pointer_epochs(unit, checkpoint, slice_epochs, clock, cache_dir):
             f"{unit['learning_rate']:g}, clip 2, {unit['chunk']} fresh examples/epoch, "
             f"beam {unit['beam']}, full batches padded to multiples of "
             f"{unit['pad_to']}"
+            + (
+                f", learning rate / 10 from epoch {unit['lr_drop_epoch'] + 1}"
+                if unit.get("lr_drop_epoch") is not None
+                else ""
+            )
         ),
     )
     return line

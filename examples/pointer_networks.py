@@ -437,12 +437,14 @@ def build_model(units, mask_chosen, optimizer="adam", learning_rate=None):
     return model, layer
 
 
-def decode(layer, points, beam_size, permutation, batch_size=250):
+def decode(layer, points, beam_size, permutation, batch_size=250, processors=()):
     """0-based index sequences decoded for `points` `(B, n, 2)`."""
     out = []
     for start in range(0, len(points), batch_size):
         chunk = points[start : start + batch_size]
-        result = layer.decode(chunk, beam_size=beam_size, permutation=permutation)
+        result = layer.decode(
+            chunk, beam_size=beam_size, permutation=permutation, processors=processors
+        )
         ids = ops.convert_to_numpy(result.ids)
         lengths = ops.convert_to_numpy(result.lengths)
         out += [
@@ -452,11 +454,19 @@ def decode(layer, points, beam_size, permutation, batch_size=250):
 
 
 def evaluate(task, layer, test_groups, beam_size):
-    """Metrics per test size."""
+    """Metrics per test size.
+
+    The search keeps to valid outputs, as the paper's did for TSP: tours
+    are permutations, and a hull names no point twice (`NoRepeatNgram(1)`).
+    """
     results = {}
+    # A hull never visits a vertex twice; it may leave points out.
+    no_repeat = (ka.NoRepeatNgram(1),) if task == "hull" else ()
     for g in test_groups:
         start = time.perf_counter()
-        preds = decode(layer, g["points"], beam_size, permutation=task == "tsp")
+        preds = decode(
+            layer, g["points"], beam_size, task == "tsp", processors=no_repeat
+        )
         if task == "hull":
             metrics = hull_metrics(g["points"], preds, g["targets"])
         else:
