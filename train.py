@@ -95,10 +95,11 @@ def _add_distillation_flags(g):
     )
     g.add_argument(
         "--distill-targets",
-        choices=("teacher", "mixed"),
+        choices=("teacher", "mixed", "inter"),
         default="teacher",
-        help="the student's summaries: the teacher's headlines, or both "
-        "them and the references",
+        help="the student's summaries: the teacher's headlines; both them "
+        "and the references; or, of the teacher's n best (a teacher exported "
+        "with --n-best), the one closest to the reference (Seq-Inter)",
     )
     g.add_argument(
         "--init-from",

@@ -148,6 +148,7 @@ def beam_search(
     banned_ids=(),
     no_repeat_ngram_size=0,
     processors=(),
+    num_hypotheses=1,
 ):
     """Beam search, batched; returns the best hypothesis of each example.
 
@@ -176,20 +177,33 @@ def beam_search(
             longer ones.
         min_length, banned_ids, no_repeat_ngram_size, processors: As in
             `greedy_search`.
+        num_hypotheses: Python int in `[1, beam_size]`: the n best hypotheses
+            of each example (an n-best list, as sequence-level distillation's
+            interpolation picks from). A beam with fewer live hypotheses
+            fills the list with ones at `-inf`.
 
     Returns:
         A `DecodingResult` for the best beam of each example; `scores` is the
-        normalised score, `log_probs` the raw sum.
+        normalised score, `log_probs` the raw sum. With `num_hypotheses=n`
+        every field has `B * n` rows, batch-major and best first: row
+        `b * n + i` is the `i`-th best hypothesis of example `b`.
     """
     if not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(
             f"`beam_size` must be a Python int >= 1. Received: beam_size={beam_size!r}"
         )
+    if not isinstance(num_hypotheses, int) or not 1 <= num_hypotheses <= beam_size:
+        raise ValueError(
+            "`num_hypotheses` must be a Python int in [1, beam_size="
+            f"{beam_size}]. Received: num_hypotheses={num_hypotheses!r}"
+        )
     processors = _constraints_only(
         "beam_search",
         constraints(end_id, min_length, banned_ids, no_repeat_ngram_size, processors),
     )
-    search = SearchLoop(step, end_id, max_length, processors, beam_size, length_penalty)
+    search = SearchLoop(
+        step, end_id, max_length, processors, beam_size, length_penalty, num_hypotheses
+    )
     return search.run(initial_state, start_ids, top_k_chooser(beam_size))
 
 

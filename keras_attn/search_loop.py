@@ -102,7 +102,14 @@ class SearchLoop:
     the scores' `argmax`)."""
 
     def __init__(
-        self, step, end_id, max_length, processors, beam_size=1, length_penalty=0.0
+        self,
+        step,
+        end_id,
+        max_length,
+        processors,
+        beam_size=1,
+        length_penalty=0.0,
+        num_hypotheses=1,
     ):
         if not isinstance(max_length, int) or max_length < 1:
             raise ValueError(
@@ -118,6 +125,7 @@ class SearchLoop:
             isinstance(length_penalty, (int, float)) and length_penalty == 0
         )
         self.length_penalty = length_penalty
+        self.num_hypotheses = num_hypotheses
 
     def run(self, initial_state, start_ids, choose=None):
         loop, batch, first = self._start(initial_state, start_ids)
@@ -352,9 +360,15 @@ class SearchLoop:
         return new
 
     def _finalize(self, loop, batch):
-        k, length = self.beam_size, self.max_length
-        best = ops.cast(ops.argmax(ops.reshape(loop["score"], (batch, k)), 1), "int32")
-        chosen = ops.arange(batch, dtype="int32") * k + best
+        k, length, n = self.beam_size, self.max_length, self.num_hypotheses
+        scores = ops.reshape(loop["score"], (batch, k))
+        if n == 1:
+            best = ops.cast(ops.argmax(scores, 1), "int32")
+            chosen = ops.arange(batch, dtype="int32") * k + best
+        else:  # The n best of each example, best first: rows `b * n + i`.
+            _, best = ops.top_k(scores, n)
+            rows = ops.arange(batch, dtype="int32")[:, None] * k
+            chosen = ops.reshape(rows + ops.cast(best, "int32"), (-1,))
         lengths = ops.take(loop["lengths"], chosen, axis=0)
         valid = ops.arange(length)[None] < lengths[:, None]
         ids = ops.where(valid, ops.take(loop["history"], chosen, axis=0), self.end_id)

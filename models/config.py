@@ -286,6 +286,9 @@ class SearchOptions:
             which TensorFlow runs at the same time. Same headlines; it gains
             where one search leaves a core idle (under XLA, and for beam
             search).
+        n_best: Opt-in: if > 0, the export has an `n_best` signature, the
+            `n_best` best beams of each document (at most `beam_size`;
+            without XLA), which `train.py --distill-targets inter` reads.
     """
 
     beam_size: int = 5
@@ -297,10 +300,16 @@ class SearchOptions:
     shortlist: int = 0
     xla: bool = False
     shards: int = 1
+    n_best: int = 0
 
     def __post_init__(self):
         if self.shards < 1:
             raise UserError(f"`shards` must be >= 1. Received: shards={self.shards}")
+        if not 0 <= self.n_best <= self.beam_size:
+            raise UserError(
+                f"`n_best` must be in [0, beam_size={self.beam_size}]. "
+                f"Received: n_best={self.n_best}"
+            )
 
     @classmethod
     def tuned(cls, run_dir):

@@ -10,8 +10,11 @@ of one small model's greedy search.
 training split's summaries are replaced (`targets="teacher"`) or joined
 (`targets="mixed"`: each document twice, once with its reference, once with
 the teacher's headline) by the teacher's `serving_default` headlines in the
-data's normalized form, which is the form the references have. Everything
-else (vocabulary, validation on the references, tuning, export,
+data's normalized form, which is the form the references have. With
+`targets="inter"` (Kim & Rush's Seq-Inter), each document's summary is,
+among the teacher's n best beams (its `n_best` signature: export the teacher
+with `--n-best`), the one closest to the reference (`closest_hypotheses`).
+Everything else (vocabulary, validation on the references, tuning, export,
 evaluation) is a run like any other.
 
 The teacher's headlines are kept in the run folder (`teacher/`), one file
@@ -30,8 +33,12 @@ from tqdm.auto import tqdm
 
 from models.errors import UserError
 
-TARGETS = ("teacher", "mixed")
+TARGETS = ("teacher", "mixed", "inter")
 CACHE_DIR = "teacher"
+N_BEST_SIGNATURE = "n_best"
+# How a cache line holds a document's n-best list (decoded headlines have no
+# tab: the text's tokenizer splits on it).
+_HYPOTHESES_SEPARATOR = "\t"
 _MANIFEST = "manifest.json"
 
 
@@ -82,13 +89,16 @@ def _check_manifest(cache_dir, manifest):
         _write_whole(path, json.dumps(manifest, indent=2) + "\n")
         return
     cached = json.loads(path.read_text(encoding="utf-8"))
-    changed = sorted(k for k in manifest if cached.get(k) != manifest[k])
+    # Both ways: an n-best cache has a `signature` a headline cache lacks.
+    changed = sorted(
+        k for k in {*manifest, *cached} if cached.get(k) != manifest.get(k)
+    )
     if changed:
         raise UserError(
             f"the teacher's headlines cached in {cache_dir} were decoded with "
             f"another {' and '.join(changed)}; use another --run-dir (or remove "
             f"{cache_dir}). Received: "
-            + ", ".join(f"{k}={manifest[k]!r}" for k in changed)
+            + ", ".join(f"{k}={manifest.get(k)!r}" for k in changed)
         )
 
 
@@ -130,7 +140,7 @@ def cached_headlines(
                 batch = chunk[i : i + batch_size]
                 headlines.extend(decode(batch))
                 bar.update(len(batch))
-            lines = [" ".join(h.split()) for h in headlines]
+            lines = [_one_line(h) for h in headlines]
             _write_whole(_chunk_path(cache_dir, k), "\n".join(lines) + "\n")
     headlines = []
     for k in range(len(starts)):
@@ -145,6 +155,42 @@ def cached_headlines(
     return headlines
 
 
+def _one_line(headline):
+    """A headline, or an n-best list (a list of them), as one cache line."""
+    if isinstance(headline, str):
+        return " ".join(headline.split())
+    return _HYPOTHESES_SEPARATOR.join(" ".join(h.split()) for h in headline)
+
+
+def closest_hypotheses(n_best, references):
+    """Of each n-best list, the hypothesis closest to its reference.
+
+    Kim & Rush's Seq-Inter: the student learns, among what the teacher finds
+    likely, what scores best; "closest" is the mean of ROUGE-1, ROUGE-2 and
+    ROUGE-L F1 (`models.metrics`), ties to the better-ranked hypothesis.
+
+    Args:
+        n_best: One cache line per document: its hypotheses, best first,
+            tab-separated.
+        references: The documents' references.
+
+    Returns:
+        One hypothesis per document (`""` for an empty list).
+    """
+    from models.metrics import rouge_scores
+
+    lists = [line.split(_HYPOTHESES_SEPARATOR) for line in n_best]
+    pairs = [(h, r) for hs, r in zip(lists, references, strict=True) for h in hs]
+    hypotheses, their_references = [h for h, _ in pairs], [r for _, r in pairs]
+    types = ("rouge1", "rouge2", "rougeL")
+    scores = iter(rouge_scores(hypotheses, their_references, types).mean(1))
+    chosen = []
+    for hypotheses in lists:
+        mine = [next(scores) for _ in hypotheses]
+        chosen.append(hypotheses[mine.index(max(mine))])
+    return chosen
+
+
 def distillation_pairs(documents, references, headlines, targets="teacher"):
     """The student's training pairs.
 
@@ -153,8 +199,9 @@ def distillation_pairs(documents, references, headlines, targets="teacher"):
         headlines: The teacher's headline of each document.
         targets: `"teacher"`: the teacher's headlines only (sequence-level
             KD); `"mixed"`: the references and the teacher's headlines, each
-            document twice. A document whose teacher headline is empty keeps
-            only its reference.
+            document twice; `"inter"`: `headlines` are n-best lists, and the
+            hypothesis closest to the reference is the summary. A document
+            whose teacher headline is empty keeps only its reference.
 
     Returns:
         `(documents, summaries)`, two lists of `str`.
@@ -164,15 +211,16 @@ def distillation_pairs(documents, references, headlines, targets="teacher"):
             f"`distill_targets` must be one of {', '.join(TARGETS)}. "
             f"Received: distill_targets={targets!r}"
         )
+    references = [_text(r) for r in references]
+    if targets == "inter":
+        headlines = closest_hypotheses(headlines, references)
     pairs = [
         (_text(d), h)
         for d, h, r in zip(documents, headlines, references, strict=True)
         if h.strip()
     ]
     if targets == "mixed" or not pairs:
-        pairs += [
-            (_text(d), _text(r)) for d, r in zip(documents, references, strict=True)
-        ]
+        pairs += [(_text(d), r) for d, r in zip(documents, references, strict=True)]
     return [d for d, _ in pairs], [s for _, s in pairs]
 
 
@@ -182,7 +230,8 @@ def distilled_split(train_split, teacher_dir, run_dir, targets="teacher"):
     Args:
         train_split: `tf.data.Dataset` of `(document, summary)` string pairs.
         teacher_dir: The teacher's SavedModel version folder; its
-            `serving_default` signature decodes (its tuned beam settings).
+            `serving_default` signature decodes (its tuned beam settings),
+            or with `targets="inter"` its `n_best` signature.
         run_dir: The student's run folder; the headlines are cached in its
             `teacher/` folder.
         targets: One of `TARGETS` (`distillation_pairs`).
@@ -199,6 +248,9 @@ def distilled_split(train_split, teacher_dir, run_dir, targets="teacher"):
     pairs = list(train_split.as_numpy_iterator())
     documents = [d for d, _ in pairs]
     manifest = {"teacher": digest, "documents": documents_digest(documents)}
+    signature = "serving_default"
+    if targets == "inter":  # Another cache: the n-best lists.
+        manifest["signature"] = signature = N_BEST_SIGNATURE
     print(
         f"Distilling from {teacher_dir}: its headlines for {len(documents)} "
         f"training documents (cached in {Path(run_dir) / CACHE_DIR})",
@@ -209,7 +261,14 @@ def distilled_split(train_split, teacher_dir, run_dir, targets="teacher"):
     def decode(batch):
         if not loaded:
             loaded.append(tf.saved_model.load(str(teacher_dir)))
-        return decode_documents(loaded[0], batch, progress=False)
+            if signature not in loaded[0].signatures:
+                raise UserError(
+                    f"`distill_targets='inter'` needs the teacher's {signature} "
+                    "signature: export it with `python -m models.export "
+                    "--n-best 5`. Received: a teacher with the signatures "
+                    f"{sorted(loaded[0].signatures)}"
+                )
+        return decode_documents(loaded[0], batch, signature=signature, progress=False)
 
     headlines = cached_headlines(documents, decode, Path(run_dir) / CACHE_DIR, manifest)
     docs, summaries = distillation_pairs(

@@ -196,6 +196,42 @@ def test_shards_decode_the_same_headlines_as_one_search(xla):
                 np.testing.assert_allclose(got[key], expected[key], atol=1e-5)
 
 
+@pytest.mark.parametrize("shards", [1, 2])
+def test_n_best_lists_each_documents_beams_best_first(shards):
+    """The `n_best` signature's search: the first of each list is the beam
+    search's headline and score; the lists, split in shards or not, agree."""
+    (model,) = _members(1)
+
+    def module(shards, n_best):
+        options = SearchOptions(
+            beam_size=3, max_length=5, min_length=2, shards=shards, n_best=n_best
+        )
+        return HeadlineModule(model, TextFeatures(WORDS, 7, 5), options)
+
+    best = module(1, 0).search(DOCUMENTS, 3)
+    lists = module(shards, 3).n_best_search(DOCUMENTS, 3)
+    for key in ("headlines", "normalized_headlines", "scores"):
+        assert lists[key].shape == (3, 3)
+    for key in ("headlines", "normalized_headlines"):
+        assert lists[key][:, 0].numpy().tolist() == best[key].numpy().tolist()
+    scores = lists["scores"].numpy()
+    np.testing.assert_allclose(scores[:, 0], best["scores"], atol=1e-5)
+    assert np.all(np.diff(scores, axis=1) <= 1e-6), scores
+    assert np.all(np.isfinite(scores))
+    # Three beams, three different token sequences: a document's list holds
+    # no hypothesis twice.
+    tokens = lists["normalized_headlines"].numpy().tolist()
+    assert all(len(set(row)) == 3 for row in tokens), tokens
+    # An export asks for the signature; without `n_best` it has none.
+    assert "n_best" in module(shards, 3).signatures()
+    assert "n_best" not in module(shards, 0).signatures()
+
+
+def test_n_best_must_fit_the_beam():
+    with pytest.raises(UserError, match=r"beam_size=3.*Received: n_best=4"):
+        SearchOptions(beam_size=3, n_best=4)
+
+
 def test_shards_must_be_positive():
     with pytest.raises(UserError, match="Received: shards=0"):
         SearchOptions(shards=0)

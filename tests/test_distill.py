@@ -134,24 +134,73 @@ def test_distillation_pairs():
         distill.distillation_pairs(docs, refs, heads, "word")
 
 
-def _last_two_words_teacher(path):
-    """A SavedModel whose `serving_default` writes a document's last two words."""
+def test_closest_hypotheses_pick_by_rouge_and_break_ties_by_rank():
+    n_best = [
+        "man arrested\tpolice arrest man\tpolice",  # the second is the reference
+        "b a\ta b",  # same words; only "a b" shares the reference's bigram
+        "x y\ty x",  # nothing in common: the teacher's best
+        "only one",
+    ]
+    references = ["police arrest man", "a b c", "z", "only one here"]
+    assert distill.closest_hypotheses(n_best, references) == [
+        "police arrest man",
+        "a b",
+        "x y",
+        "only one",
+    ]
+    docs = ["d1", "d2", "d3", "d4"]
+    assert distill.distillation_pairs(docs, references, n_best, "inter") == (
+        docs,
+        ["police arrest man", "a b", "x y", "only one"],
+    )
+
+
+def _last_two_words_teacher(path, n_best=False):
+    """A SavedModel whose `serving_default` writes a document's last two
+    words; with `n_best`, an `n_best` signature lists them, then its first
+    two words."""
     import tensorflow as tf
+
+    def joined(words):
+        return tf.strings.reduce_join(words.to_tensor(""), 1, separator=" ")
 
     class Teacher(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
         def serve(self, documents):
             words = tf.strings.split(documents)
-            last = words[:, -2:].to_tensor("")
-            return {
-                "normalized_headlines": tf.strings.reduce_join(last, 1, separator=" ")
-            }
+            return {"normalized_headlines": joined(words[:, -2:])}
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        def n_best(self, documents):
+            words = tf.strings.split(documents)
+            lists = tf.stack([joined(words[:, -2:]), joined(words[:, :2])], axis=1)
+            return {"normalized_headlines": lists}
 
     teacher = Teacher()
-    tf.saved_model.save(
-        teacher, str(path), signatures={"serving_default": teacher.serve}
-    )
+    signatures = {"serving_default": teacher.serve}
+    if n_best:
+        signatures["n_best"] = teacher.n_best
+    tf.saved_model.save(teacher, str(path), signatures=signatures)
     return path
+
+
+def test_inter_targets_read_the_teachers_n_best_lists(tmp_path):
+    import tensorflow as tf
+
+    docs = ["a b c d", "e f g", "h i j k l"]
+    split = tf.data.Dataset.from_tensor_slices((docs, ["c d", "e f", "x"]))
+    plain = _last_two_words_teacher(tmp_path / "plain" / "1")
+    with pytest.raises(UserError, match=r"--n-best 5.*\['serving_default'\]"):
+        distill.distilled_split(split, plain, tmp_path / "run1", "inter")
+    teacher = _last_two_words_teacher(tmp_path / "teacher" / "1", n_best=True)
+    pairs = distill.distilled_split(split, teacher, tmp_path / "run2", "inter")
+    # The closest of (last two, first two) words; no overlap: the first.
+    assert [s.decode() for _, s in pairs.as_numpy_iterator()] == ["c d", "e f", "k l"]
+    cached = (tmp_path / "run2" / "teacher" / "chunk-00000.txt").read_text()
+    assert cached == "c d\ta b\nf g\te f\nk l\th i\n"
+    # The n-best lists are a cache of their own: not read as headlines.
+    with pytest.raises(UserError, match=r"another signature"):
+        distill.distilled_split(split, teacher, tmp_path / "run2", "teacher")
 
 
 def test_distilled_split_uses_the_teachers_headlines_and_its_cache(tmp_path):

@@ -165,14 +165,15 @@ def test_kill_9_at_random_moments_leaves_whole_versions(trained, tmp_path):
 
 
 def test_decoding_flags_end_to_end(trained, tmp_path):
-    """`--xla --shards 2 --shortlist 20`: written with those options, loaded
-    and served by a fresh server process; its default signature answers
-    what `length_control` answers with the export's settings."""
+    """`--xla --shards 2 --shortlist 20 --n-best 2`: written with those
+    options, loaded and served by a fresh server process; its default
+    signature answers what `length_control` answers with the export's
+    settings, and its `n_best` lists begin with the default's headline."""
     import json
 
     run_dir = trained[0] / "run"
     export_dir = tmp_path / "headlines"
-    flags = ["--xla", "--shards", "2", "--shortlist", "20"]
+    flags = ["--xla", "--shards", "2", "--shortlist", "20", "--n-best", "2"]
     result = subprocess.run(
         _export_command(run_dir, export_dir, *flags),
         cwd=ROOT,
@@ -185,6 +186,7 @@ def test_decoding_flags_end_to_end(trained, tmp_path):
     assert f"Exported {export_dir / '1'}" in result.stdout
     options = json.loads((export_dir / "1" / "search_options.json").read_text())
     assert (options["xla"], options["shards"], options["shortlist"]) == (True, 2, 20)
+    assert options["n_best"] == 2
 
     # The server calls every signature once before it answers (XLA compiles).
     # Each new shape compiles on its first call: no request timeout.
@@ -205,13 +207,22 @@ def test_decoding_flags_end_to_end(trained, tmp_path):
                 json={"instances": docs, **lengths},
                 timeout=300,
             )
-            for lengths in ({}, {"max_length": options["max_length"]})
+            for lengths in (
+                {},
+                {"max_length": options["max_length"]},
+                {"signature_name": "n_best"},
+            )
         ]
     finally:
         server.stop()
-    assert [a.status_code for a in answers] == [200, 200], answers[0].text
-    default, controlled = (
+    assert [a.status_code for a in answers] == [200, 200, 200], answers[0].text
+    default, controlled, n_best = (
         [p["headlines"] for p in a.json()["predictions"]] for a in answers
     )
     assert len(default) == 3
     assert default == controlled
+    # The n-best search runs without XLA: the same model, the same beams.
+    assert [len(hypotheses) for hypotheses in n_best] == [2, 2, 2]
+    assert [hypotheses[0] for hypotheses in n_best] == default
+    scores = [p["scores"] for p in answers[2].json()["predictions"]]
+    assert all(first >= second for first, second in scores), scores

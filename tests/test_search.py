@@ -76,8 +76,18 @@ def has_repeated_ngram(tokens, n):
 
 def brute_force(tables, start, max_length, min_length=0, banned=(), ngram=0, alpha=0.0):
     """Best `(tokens, log_prob, score)` over every admissible sequence."""
+    ranked = ranked_sequences(
+        tables, start, max_length, min_length, banned, ngram, alpha
+    )
+    return ranked[0]
+
+
+def ranked_sequences(
+    tables, start, max_length, min_length=0, banned=(), ngram=0, alpha=0.0
+):
+    """Every admissible `(tokens, log_prob, score)`, the best first."""
     bigram, by_prefix = tables
-    best = None
+    every = []
     for length in range(1, max_length + 1):
         for seq in itertools.product(range(bigram.shape[-1]), repeat=length):
             ended = seq[-1] == END
@@ -93,9 +103,8 @@ def brute_force(tables, start, max_length, min_length=0, banned=(), ngram=0, alp
                 total += log_probs[token]
                 prev2, prev1 = prev1, token
             score = total / ((5.0 + length) / 6.0) ** alpha
-            if best is None or score > best[2]:
-                best = (list(seq), total, score)
-    return best
+            every.append((list(seq), total, score))
+    return sorted(every, key=lambda x: -x[2])
 
 
 def np_result(result):
@@ -173,6 +182,42 @@ def test_exhaustive_beam_equals_brute_force(options):
         np.testing.assert_allclose(result.log_probs[b], log_prob, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(result.scores[b], score, rtol=1e-5, atol=1e-5)
     check_extras(result, STARTS)
+
+
+def test_exhaustive_beam_returns_the_n_best_in_order():
+    """`num_hypotheses=3`: the three best sequences of the brute force, best
+    first, each with its extras (rows `b * 3 + i`)."""
+    tables = make_tables(seed=3)
+    result = np_result(
+        ka.beam_search(
+            make_step(*tables),
+            initial_state(STARTS),
+            STARTS,
+            END,
+            MAX_LEN,
+            EXHAUSTIVE_BEAM,
+            length_penalty=1.0,
+            num_hypotheses=3,
+        )
+    )
+    assert result.ids.shape == (3 * len(STARTS), MAX_LEN)
+    for b, start in enumerate(STARTS):
+        ranked = ranked_sequences(tables, start, MAX_LEN, alpha=1.0)
+        assert ranked[2][2] > ranked[3][2] + 1e-4  # no tie at the cut
+        for i, (tokens, log_prob, score) in enumerate(ranked[:3]):
+            row = b * 3 + i
+            assert unpad(result, row) == tokens
+            np.testing.assert_allclose(result.log_probs[row], log_prob, rtol=1e-5)
+            np.testing.assert_allclose(result.scores[row], score, rtol=1e-5)
+    check_extras(result, [s for s in STARTS for _ in range(3)])
+
+
+def test_num_hypotheses_must_fit_the_beam():
+    with pytest.raises(ValueError, match=r"num_hypotheses=4"):
+        ka.beam_search(
+            make_step(*make_tables(seed=3)), None, STARTS, END, MAX_LEN, 3,
+            num_hypotheses=4,
+        )  # fmt: skip
 
 
 def greedy_path(tables, start, max_length):

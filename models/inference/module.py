@@ -23,6 +23,9 @@ Signatures (all take `documents`, tf.string `[batch]`):
   `max_length` int32 scalar (most tokens; clipped to `[1, the export's
   max_length]`), `length_penalty` float32 scalar (GNMT's alpha). With the
   values of `search_options.json` it gives `serving_default`'s headlines.
+* `n_best` (only in an export with `n_best` > 0 in its options): beam
+  search without XLA; `headlines`, `normalized_headlines` and `scores`,
+  each `[batch, n_best]`, each document's best beams, best first.
 """
 
 import tensorflow as tf
@@ -141,7 +144,47 @@ class HeadlineModule(tf.Module):
             "attention": attention,
         }
 
-    def _decode(self, ids, ext_ids, beam_size, length_penalty, min_length, max_length):
+    def n_best_search(self, documents, num_hypotheses):
+        """The `num_hypotheses` best beams of each document (eager or in a
+        `tf.function`): `headlines`, `normalized_headlines` and `scores`,
+        each `[batch, num_hypotheses]`, best first.
+
+        The search runs without XLA, whose padded batch would hide which
+        rows belong to which document.
+        """
+        options, n = self.options, num_hypotheses
+
+        def search_slices(slices):
+            outputs = []
+            for part in slices:
+                source = self.features.encode_source(part)
+                result = self._decode(
+                    source["ids"],
+                    source["ext_ids"],
+                    options.beam_size,
+                    options.length_penalty,
+                    options.min_length,
+                    None,
+                    num_hypotheses=n,
+                )
+                # Row `b * n + i` is document b's i-th best: its source too.
+                tiled = {k: tf.repeat(v, n, axis=0) for k, v in source.items()}
+                out = _headline_outputs(self._outputs(tiled, result))
+                outputs.append({k: tf.reshape(v, [-1, n]) for k, v in out.items()})
+            return {k: tf.concat([o[k] for o in outputs], 0) for k in outputs[0]}
+
+        return in_shards(search_slices, options.shards)(documents)
+
+    def _decode(
+        self,
+        ids,
+        ext_ids,
+        beam_size,
+        length_penalty,
+        min_length,
+        max_length,
+        num_hypotheses=1,
+    ):
         """Source ids to a `keras_attn.DecodingResult`: encoder and search."""
         options = self.options
         processors = []
@@ -178,6 +221,7 @@ class HeadlineModule(tf.Module):
                 start_ids,
                 beam_size=beam_size,
                 length_penalty=length_penalty,
+                num_hypotheses=num_hypotheses,
                 **common,
             )
 
@@ -231,12 +275,22 @@ class HeadlineModule(tf.Module):
         in its own context, whose trace cache is apart from the caller's, so
         a concrete function traced here would be traced again there.
         """
-        return {
+        functions = {
             "serving_default": self.beam,
             "greedy": self.greedy,
             "attention": self.attention,
             "length_control": self.length_control,
         }
+        if self.options.n_best:
+            # Made here, not a method: the export traces every `tf.function`
+            # attribute that has an input signature, and only an export
+            # that asks for this one should pay for its trace.
+            functions["n_best"] = tf.function(
+                lambda documents: self.n_best_search(documents, self.options.n_best),
+                input_signature=[_DOCUMENTS],
+                autograph=False,
+            )
+        return functions
 
 
 def _headline_outputs(out):
