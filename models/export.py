@@ -169,12 +169,13 @@ def main(argv=None):
             "error: `KERAS_BACKEND` must be tensorflow to export. "
             f"Received: KERAS_BACKEND={keras.backend.backend()}"
         )
-    if args.search_options:
-        options = SearchOptions(**json.loads(Path(args.search_options).read_text()))
-    else:
-        options = SearchOptions.tuned(args.run_dir)
-    options = dataclasses.replace(options, **given(args, SearchOptions))
     try:
+        if args.search_options:
+            saved = json.loads(Path(args.search_options).read_text())
+            options = SearchOptions(**saved)
+        else:
+            options = SearchOptions.tuned(args.run_dir)
+        options = dataclasses.replace(options, **given(args, SearchOptions))
         path = export_run(
             args.run_dir, args.export_dir, options, args.dtype_policy, args.members
         )

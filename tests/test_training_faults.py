@@ -194,6 +194,9 @@ def _assert_ensemble_export(run_dir, version, members, one_dir):
     _assert_same_headlines(out, alone)
     with pytest.raises(SystemExit, match="Received: members=0"):
         export.main(["--run-dir", str(run_dir), "--export-dir", "x", "--members", "0"])
+    # An n-best list longer than the beam: a one-line error.
+    with pytest.raises(SystemExit, match=r"beam_size=\d+\]\. Received: n_best=9"):
+        export.main(["--run-dir", str(run_dir), "--export-dir", "x", "--n-best", "9"])
 
 
 def _assert_same_headlines(out, expected):
