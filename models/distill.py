@@ -181,9 +181,9 @@ def closest_hypotheses(n_best, references):
 
     lists = [line.split(_HYPOTHESES_SEPARATOR) for line in n_best]
     pairs = [(h, r) for hs, r in zip(lists, references, strict=True) for h in hs]
-    hypotheses, their_references = [h for h, _ in pairs], [r for _, r in pairs]
+    every, their_references = [h for h, _ in pairs], [r for _, r in pairs]
     types = ("rouge1", "rouge2", "rougeL")
-    scores = iter(rouge_scores(hypotheses, their_references, types).mean(1))
+    scores = iter(rouge_scores(every, their_references, types).mean(1))
     chosen = []
     for hypotheses in lists:
         mine = [next(scores) for _ in hypotheses]
