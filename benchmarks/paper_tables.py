@@ -195,8 +195,9 @@ def tsp_table(lines):
 def _with_notes(rows, lines):
     notes = [
         "",
-        "Examples end in `*` when the run stopped at the budget (partial), not "
-        "after the recipe's 1M examples.",
+        "Examples end in `*` when the run stopped at the budget (partial), "
+        "before its last epoch: the recipe's 1M examples, or more where a run "
+        "went on past them (`--max-epochs`; its recipe says how).",
     ]
     if len(rows) == 2:
         notes.insert(0, "No run yet.")
