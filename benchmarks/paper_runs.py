@@ -242,8 +242,8 @@ def provenance(argv):
     }
 
 
-def main(argv=None):
-    argv = list(sys.argv[1:] if argv is None else argv)
+def argument_parser():
+    """The command line of `main`."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("what", choices=["babi", "pointer", "render", "show"])
     parser.add_argument("--tasks", nargs="+", default=["1-20"], help="bAbI tasks")
@@ -286,6 +286,12 @@ def main(argv=None):
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--commit", action="store_true", help="git commit results")
     parser.add_argument("--render", action="store_true", help="render after")
+    return parser
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argument_parser()
     args = parser.parse_args(argv)
 
     from benchmarks import paper_tables

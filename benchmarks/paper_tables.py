@@ -197,7 +197,7 @@ def _with_notes(rows, lines):
         "",
         "Examples end in `*` when the run stopped at the budget (partial), "
         "before its last epoch: the recipe's 1M examples, or more where a run "
-        "went on past them (`--max-epochs`; its recipe says how).",
+        "went on past them (`--max-epochs`; its command says how).",
     ]
     if len(rows) == 2:
         notes.insert(0, "No run yet.")

@@ -192,7 +192,11 @@ def beam_search(
         raise ValueError(
             f"`beam_size` must be a Python int >= 1. Received: beam_size={beam_size!r}"
         )
-    if not isinstance(num_hypotheses, int) or not 1 <= num_hypotheses <= beam_size:
+    if (
+        isinstance(num_hypotheses, bool)
+        or not isinstance(num_hypotheses, int)
+        or not 1 <= num_hypotheses <= beam_size
+    ):
         raise ValueError(
             "`num_hypotheses` must be a Python int in [1, beam_size="
             f"{beam_size}]. Received: num_hypotheses={num_hypotheses!r}"

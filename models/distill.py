@@ -67,6 +67,20 @@ def teacher_digest(teacher_dir):
     return h.hexdigest()
 
 
+def teacher_signatures(teacher_dir):
+    """The names of an exported teacher's signatures, read from its graph's
+    file (no loading)."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    proto = saved_model_pb2.SavedModel()
+    proto.ParseFromString((Path(teacher_dir) / "saved_model.pb").read_bytes())
+    return sorted(
+        name
+        for name in proto.meta_graphs[0].signature_def
+        if not name.startswith("__")  # the init op, not a signature
+    )
+
+
 def _text(document):
     return document.decode("utf-8") if isinstance(document, bytes) else document
 
@@ -201,7 +215,9 @@ def distillation_pairs(documents, references, headlines, targets="teacher"):
             KD); `"mixed"`: the references and the teacher's headlines, each
             document twice; `"inter"`: `headlines` are n-best lists, and the
             hypothesis closest to the reference is the summary. A document
-            whose teacher headline is empty keeps only its reference.
+            whose teacher headline is empty is left out, except that
+            `"mixed"` keeps its reference (and if every headline is empty,
+            the references are the summaries).
 
     Returns:
         `(documents, summaries)`, two lists of `str`.
@@ -251,6 +267,21 @@ def distilled_split(train_split, teacher_dir, run_dir, targets="teacher"):
     signature = "serving_default"
     if targets == "inter":  # Another cache: the n-best lists.
         manifest["signature"] = signature = N_BEST_SIGNATURE
+    # Before the cache's manifest is written, so that a rerun with a new
+    # export of the teacher is not refused as another teacher.
+    signatures = teacher_signatures(teacher_dir)
+    if signature not in signatures:
+        raise UserError(
+            f"`distill_targets={targets!r}` needs a teacher with the "
+            f"`{signature}` signature"
+            + (
+                " (`python -m models.export ... --n-best 5`)"
+                if targets == "inter"
+                else ""
+            )
+            + f". Received: distill_from={str(teacher_dir)!r} with the "
+            f"signatures {signatures}"
+        )
     print(
         f"Distilling from {teacher_dir}: its headlines for {len(documents)} "
         f"training documents (cached in {Path(run_dir) / CACHE_DIR})",
@@ -261,13 +292,6 @@ def distilled_split(train_split, teacher_dir, run_dir, targets="teacher"):
     def decode(batch):
         if not loaded:
             loaded.append(tf.saved_model.load(str(teacher_dir)))
-            if signature not in loaded[0].signatures:
-                raise UserError(
-                    f"`distill_targets='inter'` needs the teacher's {signature} "
-                    "signature: export it with `python -m models.export "
-                    "--n-best 5`. Received: a teacher with the signatures "
-                    f"{sorted(loaded[0].signatures)}"
-                )
         return decode_documents(loaded[0], batch, signature=signature, progress=False)
 
     headlines = cached_headlines(documents, decode, Path(run_dir) / CACHE_DIR, manifest)

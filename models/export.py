@@ -159,6 +159,19 @@ def _parser():
     return p
 
 
+def _search_options(path, run_dir):
+    """The options of a `search_options.json`, else the run's tuned ones."""
+    if not path:
+        return SearchOptions.tuned(run_dir)
+    try:
+        return SearchOptions(**json.loads(Path(path).read_text()))
+    except (OSError, ValueError, TypeError) as error:
+        raise UserError(
+            "`search_options` must be a readable JSON file of SearchOptions "
+            f"fields ({error}). Received: search_options={str(path)!r}"
+        ) from None
+
+
 def main(argv=None):
     args = _parser().parse_args(argv)
     import_tensorflow(args.verbose)
@@ -170,11 +183,7 @@ def main(argv=None):
             f"Received: KERAS_BACKEND={keras.backend.backend()}"
         )
     try:
-        if args.search_options:
-            saved = json.loads(Path(args.search_options).read_text())
-            options = SearchOptions(**saved)
-        else:
-            options = SearchOptions.tuned(args.run_dir)
+        options = _search_options(args.search_options, args.run_dir)
         options = dataclasses.replace(options, **given(args, SearchOptions))
         path = export_run(
             args.run_dir, args.export_dir, options, args.dtype_policy, args.members

@@ -190,8 +190,12 @@ def test_inter_targets_read_the_teachers_n_best_lists(tmp_path):
     docs = ["a b c d", "e f g", "h i j k l"]
     split = tf.data.Dataset.from_tensor_slices((docs, ["c d", "e f", "x"]))
     plain = _last_two_words_teacher(tmp_path / "plain" / "1")
-    with pytest.raises(UserError, match=r"--n-best 5.*\['serving_default'\]"):
+    with pytest.raises(
+        UserError, match=r"--n-best 5.*Received: distill_from=.*\['serving_default'\]"
+    ):
         distill.distilled_split(split, plain, tmp_path / "run1", "inter")
+    # Refused before anything is written: the same folder takes a new export.
+    assert not (tmp_path / "run1").exists()
     teacher = _last_two_words_teacher(tmp_path / "teacher" / "1", n_best=True)
     pairs = distill.distilled_split(split, teacher, tmp_path / "run2", "inter")
     # The closest of (last two, first two) words; no overlap: the first.

@@ -197,6 +197,13 @@ def _assert_ensemble_export(run_dir, version, members, one_dir):
     # An n-best list longer than the beam: a one-line error.
     with pytest.raises(SystemExit, match=r"beam_size=\d+\]\. Received: n_best=9"):
         export.main(["--run-dir", str(run_dir), "--export-dir", "x", "--n-best", "9"])
+    (one_dir.parent / "bad.json").write_text('{"beam": 3}')
+    for bad in (one_dir.parent / "bad.json", one_dir.parent / "missing.json"):
+        with pytest.raises(SystemExit, match=r"Received: search_options='.*json'"):
+            export.main(
+                ["--run-dir", str(run_dir), "--export-dir", "x"]
+                + ["--search-options", str(bad)]
+            )
 
 
 def _assert_same_headlines(out, expected):
