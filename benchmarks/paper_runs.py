@@ -276,8 +276,10 @@ def argument_parser():
     parser.add_argument(
         "--lr-drop-epoch",
         type=int,
-        default=None,
-        help="Ptr-Nets: a tenth of the learning rate from this epoch (from 0) on",
+        nargs="+",
+        default=(),
+        help="Ptr-Nets: a tenth of the learning rate from each of these epochs "
+        "(from 0) on",
     )
     parser.add_argument("--slice-epochs", type=int, default=None)
     parser.add_argument("--minutes", type=float, default=None, help="wall budget")

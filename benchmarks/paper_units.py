@@ -181,7 +181,7 @@ def babi_compile(model, clip):
     )
 
 
-def pointer_units(configs, seeds, max_epochs=None, pad_to=None, lr_drop_epoch=None):
+def pointer_units(configs, seeds, max_epochs=None, pad_to=None, lr_drop_epochs=()):
     """The Ptr-Net units of `configs` x `seeds`.
 
     `pad_to` overrides the batches' width step (`POINTER_DEFAULTS`). The
@@ -189,9 +189,10 @@ def pointer_units(configs, seeds, max_epochs=None, pad_to=None, lr_drop_epoch=No
     loss of an example: a GPU run pads every batch to the largest `n` (one
     shape, one compilation), a CPU run pads less and computes less.
 
-    `lr_drop_epoch`: from this epoch (from 0) on, Adam's learning rate is a
-    tenth of the recipe's. The rate is a function of the epoch alone, so a
-    resumed run trains as an uninterrupted one would.
+    `lr_drop_epochs`: from each of these epochs (from 0) on, Adam's learning
+    rate is a tenth of what it was (two drops: a hundredth of the recipe's).
+    The rate is a function of the epoch alone, so a resumed run trains as an
+    uninterrupted one would.
     """
     configs = configs or list(POINTER_CONFIGS)
     units = []
@@ -205,7 +206,7 @@ def pointer_units(configs, seeds, max_epochs=None, pad_to=None, lr_drop_epoch=No
             settings = {**POINTER_DEFAULTS, **POINTER_CONFIGS[name]}
             if pad_to is not None:
                 settings["pad_to"] = pad_to
-            settings["lr_drop_epoch"] = lr_drop_epoch
+            settings["lr_drop_epochs"] = sorted(lr_drop_epochs or ())
             epochs = settings["examples"] // settings["chunk"]
             units.append(
                 {
@@ -423,11 +424,9 @@ def _pointer_test_groups(unit, cache_dir):
 
 def pointer_learning_rate(unit, epoch):
     """Adam's learning rate in `epoch` (from 0): the recipe's, a tenth of it
-    from `lr_drop_epoch` on."""
-    drop = unit.get("lr_drop_epoch")
-    if drop is not None and epoch >= drop:
-        return unit["learning_rate"] / 10
-    return unit["learning_rate"]
+    from each of `lr_drop_epochs` on."""
+    drops = sum(epoch >= drop for drop in unit.get("lr_drop_epochs", ()))
+    return unit["learning_rate"] / 10**drops
 
 
 def _pointer_epochs(unit, checkpoint, slice_epochs, clock, cache_dir):
@@ -489,10 +488,9 @@ def _pointer_epochs(unit, checkpoint, slice_epochs, clock, cache_dir):
             f"{unit['learning_rate']:g}, clip 2, {unit['chunk']} fresh examples/epoch, "
             f"beam {unit['beam']}, full batches padded to multiples of "
             f"{unit['pad_to']}"
-            + (
-                f", learning rate / 10 from epoch {unit['lr_drop_epoch'] + 1}"
-                if unit.get("lr_drop_epoch") is not None
-                else ""
+            + "".join(
+                f", learning rate / {10 ** (k + 1)} from epoch {drop + 1}"
+                for k, drop in enumerate(unit.get("lr_drop_epochs", ()))
             )
         ),
     )

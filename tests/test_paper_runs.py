@@ -343,17 +343,24 @@ def test_babi_learning_rate_schedules():
 
 
 def test_pointer_units_pad_and_drop_the_learning_rate_as_asked():
-    """`--lr-drop-epoch 136`: epochs 0-135 (from 0) at the recipe's rate,
-    the 137th on at a tenth; `--pad-to` and `--max-epochs` reach the unit,
-    whose name (its checkpoint) stays the same."""
+    """`--lr-drop-epoch 136 161`: epochs 0-135 (from 0) at the recipe's
+    rate, the 137th to the 161st at a tenth, the 162nd on at a hundredth;
+    `--pad-to` and `--max-epochs` reach the unit, whose name (its
+    checkpoint) stays the same."""
     (plain,) = paper_units.pointer_units(["hull-5-50"], [0])
-    (unit,) = paper_units.pointer_units(["hull-5-50"], [0], 180, 50, 136)
+    (unit,) = paper_units.pointer_units(["hull-5-50"], [0], 180, 50, [161, 136])
     assert unit["unit"] == plain["unit"] == "pointer/hull-5-50/seed0"
     assert (plain["pad_to"], plain["max_epochs"]) == (5, 50)
     assert (unit["pad_to"], unit["max_epochs"], unit["beam"]) == (50, 180, 5)
     rate = paper_units.pointer_learning_rate
     assert [rate(plain, e) for e in (0, 136, 179)] == [1e-3, 1e-3, 1e-3]
-    assert [rate(unit, e) for e in (0, 135, 136, 179)] == [1e-3, 1e-3, 1e-4, 1e-4]
+    np.testing.assert_allclose(
+        [rate(unit, e) for e in (0, 135, 136, 160, 161, 179)],
+        [1e-3, 1e-3, 1e-4, 1e-4, 1e-5, 1e-5],
+        rtol=1e-12,
+    )
     args = ["pointer", "--configs", "hull-5-50", "--pad-to", "50"]
-    parsed = paper_runs.argument_parser().parse_args(args + ["--lr-drop-epoch", "136"])
-    assert (parsed.pad_to, parsed.lr_drop_epoch) == (50, 136)
+    parsed = paper_runs.argument_parser().parse_args(
+        args + ["--lr-drop-epoch", "136", "161"]
+    )
+    assert (parsed.pad_to, parsed.lr_drop_epoch) == (50, [136, 161])
