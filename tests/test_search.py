@@ -1,139 +1,31 @@
 """keras_attn.search and keras_attn.processors, on every backend.
 
-The toy model's log-probs depend on the last two tokens and a hash of the
-whole prefix, so a search that fails to reorder its state decodes wrong; its
-extras `[prev2, prev1, hash % 13, step]` identify the hypothesis and step.
-Beam search is checked against a brute-force enumeration of every sequence.
+Beam search is checked against a brute-force enumeration of every sequence
+of the toy model (tests/toy_search.py); greedy search against its argmax
+path; sampling against greedy where it keeps one token.
 """
 
-import importlib.util
-import itertools
-import os
-import subprocess
-import sys
-
-import keras
 import numpy as np
 import pytest
 from keras import ops
+from toy_search import (
+    BACKEND,
+    DROP_MODES,
+    END,
+    V,
+    brute_force,
+    check_extras,
+    has_repeated_ngram,
+    initial_state,
+    make_step,
+    make_tables,
+    np_result,
+    np_step,
+    ranked_sequences,
+    unpad,
+)
 
 import keras_attn as ka
-
-BACKEND = keras.backend.backend()
-V, END = 5, 1
-HASH_MOD, HASH_ROWS = 9973, 13
-# The dropping modes each backend runs: JAX's loops keep fixed shapes.
-_DROPS = {"tensorflow": [True, "halves"], "torch": [True, "halves"], "jax": ["halves"]}
-
-
-def make_tables(seed=0, vocab=V):
-    rng = np.random.default_rng(seed)
-    bigram = rng.normal(0.0, 2.0, (vocab, vocab, vocab)).astype("float32")
-    by_prefix = rng.normal(0.0, 1.0, (HASH_ROWS, vocab)).astype("float32")
-    return bigram, by_prefix
-
-
-def make_step(bigram, by_prefix, extras=True):
-    """`step(ids, state)` of the toy model (see the module docstring)."""
-
-    def step(ids, state):
-        vocab = ops.shape(bigram)[-1]
-        prev2, prefix_hash, t = state["prev2"], state["hash"], state["t"]
-        new_hash = (prefix_hash * 7 + ids + 1) % HASH_MOD
-        flat = ops.reshape(bigram, (-1, vocab))
-        logits = ops.take(flat, prev2 * vocab + ids, axis=0) + ops.take(
-            by_prefix, new_hash % HASH_ROWS, axis=0
-        )
-        new_state = {"prev2": ids, "hash": new_hash, "t": t + 1}
-        log_probs = ops.log_softmax(logits, axis=-1)
-        if not extras:
-            return log_probs, new_state
-        record = ops.cast(
-            ops.stack([prev2, ids, new_hash % HASH_ROWS, t], -1), "float32"
-        )
-        return log_probs, new_state, record
-
-    return step
-
-
-def initial_state(start_ids):
-    start_ids = ops.convert_to_tensor(start_ids, "int32")
-    zeros = ops.zeros_like(start_ids)
-    return {"prev2": start_ids, "hash": zeros, "t": zeros}
-
-
-def np_step(bigram, by_prefix, prev2, prev1, prefix_hash):
-    new_hash = (prefix_hash * 7 + prev1 + 1) % HASH_MOD
-    logits = (bigram[prev2, prev1] + by_prefix[new_hash % HASH_ROWS]).astype("float64")
-    logits = logits - logits.max()
-    return logits - np.log(np.exp(logits).sum()), new_hash
-
-
-def has_repeated_ngram(tokens, n):
-    grams = [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
-    return len(grams) != len(set(grams))
-
-
-def brute_force(tables, start, max_length, min_length=0, banned=(), ngram=0, alpha=0.0):
-    """Best `(tokens, log_prob, score)` over every admissible sequence."""
-    ranked = ranked_sequences(
-        tables, start, max_length, min_length, banned, ngram, alpha
-    )
-    return ranked[0]
-
-
-def ranked_sequences(
-    tables, start, max_length, min_length=0, banned=(), ngram=0, alpha=0.0
-):
-    """Every admissible `(tokens, log_prob, score)`, the best first."""
-    bigram, by_prefix = tables
-    every = []
-    for length in range(1, max_length + 1):
-        for seq in itertools.product(range(bigram.shape[-1]), repeat=length):
-            ended = seq[-1] == END
-            if END in seq[:-1] or (length < max_length and not ended):
-                continue
-            if any(t in banned for t in seq) or (ended and length - 1 < min_length):
-                continue
-            if ngram and has_repeated_ngram(seq, ngram):
-                continue
-            prev2, prev1, h, total = start, start, 0, 0.0
-            for token in seq:
-                log_probs, h = np_step(bigram, by_prefix, prev2, prev1, h)
-                total += log_probs[token]
-                prev2, prev1 = prev1, token
-            score = total / ((5.0 + length) / 6.0) ** alpha
-            every.append((list(seq), total, score))
-    return sorted(every, key=lambda x: -x[2])
-
-
-def np_result(result):
-    return ka.DecodingResult(
-        *(None if x is None else ops.convert_to_numpy(x) for x in result)
-    )
-
-
-def unpad(result, b):
-    """Tokens of example `b` up to and including the end token."""
-    length = int(result.lengths[b])
-    ids = result.ids[b]
-    return list(ids[: length + 1]) if length < ids.shape[0] else list(ids)
-
-
-def check_extras(result, starts):
-    """The extras rows describe the chosen hypothesis, then zeros."""
-    for b, start in enumerate(starts):
-        seq = [start, start] + list(result.ids[b])
-        h = 0
-        for t in range(result.ids.shape[1]):
-            h = (h * 7 + seq[t + 1] + 1) % HASH_MOD
-            expected = [seq[t], seq[t + 1], h % HASH_ROWS, t]
-            if t >= result.lengths[b]:
-                expected = [0, 0, 0, 0]
-            np.testing.assert_allclose(
-                result.extras[b, t], expected, err_msg=f"{b},{t}"
-            )
-
 
 STARTS = [0, 2, 3, 4]
 MAX_LEN = 4
@@ -249,7 +141,7 @@ def test_greedy_equals_argmax_path():
     check_extras(result, STARTS)
 
 
-@pytest.mark.parametrize("drop_finished", [False, *_DROPS[BACKEND]])
+@pytest.mark.parametrize("drop_finished", [False, *DROP_MODES[BACKEND]])
 def test_greedy_takes_the_first_of_tied_tokens(drop_finished):
     # Row 0: tokens 2 and 3 tie, then the end; row 1: everything ties, so
     # token 0; row 2: every token banned (-inf), token 0 again (at -inf,
@@ -511,239 +403,3 @@ def test_sampling_is_reproducible_and_varies_with_the_seed():
     others = [sample(tables, seed=s, temperature=1.5).ids for s in range(12, 16)]
     assert any(not np.array_equal(first.ids, o) for o in others)
     check_extras(first, STARTS)
-
-
-def compiled(search, *args, **kwargs):
-    """`search(*args, **kwargs)`, under `jax.jit` on JAX: one compilation of
-    all the halving stages' loops, where eagerly each stage's loop compiles
-    on its own."""
-    if BACKEND != "jax":
-        return search(*args, **kwargs)
-    import jax
-
-    return jax.jit(lambda: search(*args, **kwargs))()
-
-
-def counting_step(step, seen):
-    """`step` that appends the number of rows of each call to `seen`."""
-
-    def counted(ids, state):
-        seen.append(int(ops.shape(ids)[0]))
-        return step(ids, state)
-
-    return counted
-
-
-@pytest.mark.parametrize(
-    "options", [{}, dict(min_length=2, no_repeat_ngram_size=2, banned_ids=[3])]
-)
-def test_dropping_finished_rows_decodes_the_same(options):
-    tables = make_tables(seed=8)
-    starts = np.array([0, 2, 3, 4, 0, 2, 4, 3, 1], "int32")
-    args = (initial_state(starts), starts, END, 7)
-    if BACKEND == "jax":
-        with pytest.raises(ValueError, match="drop_finished=True.*backend='jax'"):
-            ka.greedy_search(make_step(*tables), *args, drop_finished=True, **options)
-    full = ka.greedy_search(make_step(*tables), *args, **options)
-    lengths = ops.convert_to_numpy(full.lengths)
-    for drop in _DROPS[BACKEND]:
-        seen = []
-        step = counting_step(make_step(*tables), seen)
-        dropped = compiled(ka.greedy_search, step, *args, drop_finished=drop, **options)
-        _assert_same(full._asdict(), dropped._asdict())
-        # The rows still open before each step were computed: no more with
-        # `True`, a batch of 9 halved to 4, 2, 1 (more than half open).
-        open_rows = [int((lengths >= t).sum()) for t in range(len(seen))]
-        assert seen[0] == len(starts) and min(seen) < len(starts)
-        if BACKEND == "jax":  # JAX traces each stage's loop once
-            assert sorted(set(seen)) == [1, 2, 4, 9], seen
-        elif drop is True:
-            assert seen == open_rows
-        else:
-            assert all(s in (9, 4, 2, 1) for s in seen), seen
-            assert all(o <= s < 2 * o for s, o in zip(seen, open_rows, strict=True)), (
-                seen,
-                open_rows,
-            )
-
-
-def test_halving_a_batch_larger_than_its_stages_with_rows_cut_at_max_length():
-    # 2 ** 6 = 64 < 70 rows: the last stage keeps 2 rows and runs to the end.
-    starts = np.random.default_rng(0).integers(0, V, 70).astype("int32")
-    args = (initial_state(starts), starts, END, 3)
-    tables = make_tables(seed=8)
-    full = ka.greedy_search(make_step(*tables), *args)
-    assert (ops.convert_to_numpy(full.lengths) == 3).any(), "rows must be cut"
-    for drop in _DROPS[BACKEND]:
-        dropped = compiled(
-            ka.greedy_search, make_step(*tables), *args, drop_finished=drop
-        )
-        _assert_same(full._asdict(), dropped._asdict())
-
-
-def test_drop_finished_takes_true_false_or_halves():
-    with pytest.raises(ValueError, match="Received: drop_finished='half'"):
-        ka.greedy_search(
-            make_step(*make_tables(seed=3)),
-            None,
-            np.zeros(2, "int32"),
-            END,
-            3,
-            drop_finished="half",
-        )
-
-
-# ------------------------------------------------------------------ compiled
-
-
-def _searches(starts, bigram, by_prefix):
-    step = make_step(bigram, by_prefix)
-    common = dict(min_length=1, no_repeat_ngram_size=2)
-    args = (initial_state(starts), starts, END, 6)
-    beam = ka.beam_search(step, *args, 3, length_penalty=0.6, banned_ids=[4], **common)
-    greedy = ka.greedy_search(step, *args, **common)
-    sampled = ka.sampling_search(step, *args, seed=5, top_k=3, **common)
-    return beam._asdict(), greedy._asdict(), sampled._asdict()
-
-
-def _assert_same(a, b):
-    for key in a:
-        np.testing.assert_allclose(
-            ops.convert_to_numpy(a[key]),
-            ops.convert_to_numpy(b[key]),
-            rtol=1e-5,
-            atol=1e-6,
-            err_msg=key,
-        )
-
-
-@pytest.mark.jax_only
-def test_jax_jit_equals_eager():
-    import jax
-
-    jitted = jax.jit(_searches)
-    # One shape: each compiles the three searches anew (~10 s).
-    for vocab, starts in [(7, [6, 0, 3])]:
-        tables = make_tables(seed=vocab, vocab=vocab)
-        starts = np.array(starts, "int32")
-        for e, j in zip(
-            _searches(starts, *tables), jitted(starts, *tables), strict=True
-        ):
-            _assert_same(e, j)
-
-
-_SIGNATURE = [(None,), (None, None, None), (None, None)]
-
-
-@pytest.mark.tf_only
-def test_tf_function_with_dynamic_batch_and_vocab_equals_eager():
-    import tensorflow as tf
-
-    signature = [
-        tf.TensorSpec(s, d) for s, d in zip(_SIGNATURE, TF_DTYPES, strict=True)
-    ]
-    graph_search = tf.function(_searches, input_signature=signature)
-    for vocab, starts in [(V, [0, 2, 3]), (7, [6, 0]), (6, [])]:
-        tables = make_tables(seed=vocab, vocab=vocab)
-        starts = tf.constant(starts, tf.int32)
-        for e, g in zip(
-            _searches(starts, *tables), graph_search(starts, *tables), strict=True
-        ):
-            _assert_same(e, g)
-    assert len(graph_search._list_all_concrete_functions()) == 1
-
-
-TF_DTYPES = ["int32", "float32", "float32"]
-
-
-@pytest.mark.tf_only
-def test_dropping_finished_rows_in_a_tf_function():
-    import tensorflow as tf
-
-    def greedy(starts, bigram, by_prefix, drop):
-        step = make_step(bigram, by_prefix)
-        args = (initial_state(starts), starts, END, 6)
-        return ka.greedy_search(step, *args, drop_finished=drop)._asdict()
-
-    signature = [
-        tf.TensorSpec(s, d) for s, d in zip(_SIGNATURE, TF_DTYPES, strict=True)
-    ]
-    programs = []
-    for drop in (True, "halves"):
-        programs.append(
-            tf.function(lambda *a, d=drop: greedy(*a, d), input_signature=signature)
-        )
-    programs.append(tf.function(lambda *a: greedy(*a, True)))
-    # Fixed shapes in each stage: XLA compiles it (once: one shape), also
-    # traced for any batch, as in a SavedModel.
-    xla = [
-        tf.function(lambda *a: greedy(*a, "halves"), jit_compile=True, **kwargs)
-        for kwargs in ({}, {"input_signature": signature})
-    ]
-    for vocab, starts in [(V, [0, 2, 3, 4, 1, 0, 2, 3]), (7, [6, 0]), (6, [])]:
-        tables = make_tables(seed=vocab, vocab=vocab)
-        starts = tf.constant(starts, tf.int32)
-        expected = greedy(starts, *tables, False)
-        for program in programs + (xla if vocab == V else []):
-            _assert_same(expected, program(starts, *tables))
-
-
-@pytest.mark.tf_only
-def test_saved_model_round_trip(tmp_path):
-    import tensorflow as tf
-
-    class Searcher(tf.Module):
-        def __init__(self, tables):
-            super().__init__()
-            self.bigram = tf.Variable(tables[0])
-            self.by_prefix = tf.Variable(tables[1])
-
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.int32)])
-        def __call__(self, starts):
-            beam, greedy, sampled = _searches(starts, self.bigram, self.by_prefix)
-            return {
-                **{f"beam_{k}": v for k, v in beam.items()},
-                "greedy_ids": greedy["ids"],
-                "sampled_ids": sampled["ids"],
-            }
-
-    module = Searcher(make_tables(seed=11))
-    starts = tf.constant([0, 2, 3])
-    expected = module(starts)
-    tf.saved_model.save(module, str(tmp_path))
-    loaded = tf.saved_model.load(str(tmp_path))
-    _assert_same(expected, loaded(starts))
-    _assert_same(module(tf.constant([4])), loaded(tf.constant([4])))
-    # Only stock ops: nothing a serving binary would lack.
-    graph = loaded.signatures["serving_default"].graph.as_graph_def()
-    ops_used = {n.op for n in graph.node}
-    for f in graph.library.function:
-        ops_used |= {n.op for n in f.node_def}
-    assert not {"PyFunc", "EagerPyFunc", "PyFuncStateless"} & ops_used
-
-
-def _a_backend_without_tensorflow():
-    """This run's backend unless it is TensorFlow; else an installed other one."""
-    if BACKEND != "tensorflow":
-        return BACKEND
-    for name in ("torch", "jax"):
-        if importlib.util.find_spec(name) is not None:
-            return name
-    pytest.skip("neither torch nor JAX is installed beside TensorFlow")
-
-
-def test_import_and_search_do_not_import_tensorflow():
-    code = (
-        "import sys, numpy as np, keras_attn as ka\n"
-        "from keras import ops\n"
-        "step = lambda ids, s: (ops.log_softmax(ops.ones((ops.shape(ids)[0], 4))), s)\n"
-        "r = ka.beam_search(step, None, np.zeros(2, 'int32'), 1, 3, 2)\n"
-        "r = ka.sampling_search(step, None, np.zeros(2, 'int32'), 1, 3, seed=1)\n"
-        "assert 'tensorflow' not in sys.modules, 'tensorflow imported'\n"
-    )
-    env = dict(os.environ, KERAS_BACKEND=_a_backend_without_tensorflow())
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
