@@ -117,9 +117,9 @@ def _add_decoding_flags(g):
         "--tune-decoding",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="choose --length-penalty and --no-repeat-ngram-size by ROUGE-1 "
-        "on validation examples after training (--no-tune-decoding keeps the "
-        "values given)",
+        help="choose --length-penalty, --no-repeat-ngram-size and "
+        "--greedy-end-penalty by ROUGE-1 on validation examples after training "
+        "(--no-tune-decoding keeps the values given)",
     )
     g.add_argument(
         "--tune-examples",
@@ -140,6 +140,13 @@ def _add_decoding_flags(g):
         nargs="+",
         default=[1, 2, 3],
         help="n-gram blocking sizes tried",
+    )
+    g.add_argument(
+        "--tune-end-penalties",
+        type=float,
+        nargs="*",
+        default=[0.0, 0.5, 1.0, 1.5, 2.0, 3.0],
+        help="greedy search's end penalties tried (none: keep --greedy-end-penalty)",
     )
 
 

@@ -26,6 +26,7 @@ from keras_attn.pointer_network import (
 from keras_attn.pointer_parts import PointerScores
 from keras_attn.processors import (
     BannedIds,
+    EndPenalty,
     IdBan,
     LogitsProcessor,
     MaxLength,
@@ -68,6 +69,7 @@ __all__ = [
     "DecodingResult",
     "DenseScores",
     "DotAttention",
+    "EndPenalty",
     "EntityMemoryCell",
     "EntityOutput",
     "GeneralAttention",

@@ -186,6 +186,32 @@ class MaxLength(TokenBan):
         return ops.logical_and(ids != self.end_id, step >= self.max_length)
 
 
+class EndPenalty(LogitsProcessor):
+    """Subtracts `penalty` from `end_id`'s score at every step.
+
+    A hypothesis then ends only where the end token leads every other token
+    by more than `penalty`, so outputs run longer (a negative `penalty`
+    ends them sooner). Greedy search has no length normalisation to tune;
+    this is its length lever: Murray & Chiang's word reward (2018), taken
+    from the end token's side. Choose `penalty` on validation data. The
+    search's scores include it: an ended hypothesis's score is `penalty`
+    lower than its log-probability.
+
+    Args:
+        penalty: float scalar (Python number or tensor).
+        end_id: int scalar, the end token.
+    """
+
+    def __init__(self, penalty, end_id):
+        self.penalty = penalty
+        self.end_id = end_id
+
+    def __call__(self, log_probs, history, step):
+        is_end = ops.arange(ops.shape(log_probs)[1], dtype="int32") == self.end_id
+        penalty = ops.cast(self.penalty, log_probs.dtype)
+        return log_probs - ops.where(is_end, penalty, ops.zeros_like(penalty))
+
+
 class BannedIds(IdBan):
     """Bans a fixed set of ids at every step (padding, start, unknown...).
 

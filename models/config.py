@@ -289,6 +289,11 @@ class SearchOptions:
         n_best: Opt-in: if > 0, the export has an `n_best` signature, the
             `n_best` best beams of each document (at most `beam_size`;
             without XLA), which `train.py --distill-targets inter` reads.
+        greedy_end_penalty: Greedy search only: subtracted from the end
+            token's log-probability at every step, so that its headlines
+            run longer (`keras_attn.EndPenalty`; 0: off). Greedy search
+            has no length penalty; this is its length lever, chosen on
+            validation with the beam's settings.
     """
 
     beam_size: int = 5
@@ -301,6 +306,7 @@ class SearchOptions:
     xla: bool = False
     shards: int = 1
     n_best: int = 0
+    greedy_end_penalty: float = 0.0
 
     def __post_init__(self):
         if self.shards < 1:

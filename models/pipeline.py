@@ -87,7 +87,8 @@ def default_normalization(args, train_split, sample=1000):
 
 
 def _tune_decoding(args, model, features, validation, search, run_dir):
-    """`search` with the validation-best length penalty and n-gram blocking."""
+    """`search` with the validation-best length penalty and n-gram blocking,
+    and greedy search's end penalty."""
     pairs = list(validation.take(args.tune_examples).as_numpy_iterator())
     if not pairs:
         return search
@@ -96,19 +97,21 @@ def _tune_decoding(args, model, features, validation, search, run_dir):
         "validation examples",
         file=sys.stderr,
     )
+    sample = (model, features, [d for d, _ in pairs], [s.decode() for _, s in pairs])
     chosen, rows = tuning.tune_search_options(
-        model,
-        features,
-        [d for d, _ in pairs],
-        [s.decode("utf-8") for _, s in pairs],
-        search,
-        args.tune_length_penalties,
-        args.tune_ngram_sizes,
+        *sample, search, args.tune_length_penalties, args.tune_ngram_sizes
     )
     print(tuning.format_rows(rows, chosen), file=sys.stderr)
+    record = {"grid": rows}
+    if args.tune_end_penalties:
+        print("Tuning greedy search's end penalty", file=sys.stderr)
+        chosen, greedy_rows = tuning.tune_greedy_end_penalty(
+            *sample, chosen, args.tune_end_penalties
+        )
+        print(tuning.format_greedy_rows(greedy_rows, chosen), file=sys.stderr)
+        record["greedy_grid"] = greedy_rows
     (run_dir / SEARCH_TUNING_FILE).write_text(
-        json.dumps({"chosen": dataclasses.asdict(chosen), "grid": rows}, indent=2)
-        + "\n"
+        json.dumps({"chosen": dataclasses.asdict(chosen), **record}, indent=2) + "\n"
     )
     return chosen
 

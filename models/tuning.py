@@ -3,8 +3,9 @@
 Beam search's length penalty and n-gram blocking change ROUGE by a point or
 more, and their best values depend on the trained model and on the data's
 headline style. `tune_search_options` decodes a validation sample under each
-setting of a small grid and keeps the best by mean ROUGE-1 F1. The test split
-is never looked at.
+setting of a small grid and keeps the best by mean ROUGE-1 F1;
+`tune_greedy_end_penalty` does the same for greedy search's one length
+lever, the end token's penalty. The test split is never looked at.
 """
 
 import dataclasses
@@ -67,6 +68,60 @@ def tune_search_options(
         no_repeat_ngram_size=best["no_repeat_ngram_size"],
     )
     return chosen, rows
+
+
+def tune_greedy_end_penalty(model, features, documents, references, base, penalties):
+    """The best `greedy_end_penalty` on `documents`, and every result.
+
+    Greedy search keeps `base`'s other settings (its n-gram blocking and
+    minimum length: tune those first).
+
+    Args:
+        model, features, documents, references: as `tune_search_options`.
+        base: `SearchOptions` whose other fields are kept.
+        penalties: values of `greedy_end_penalty` to try.
+
+    Returns:
+        `(best, rows)`: the chosen `SearchOptions`; one dict per value with
+        `greedy_end_penalty`, `rouge1` and `mean_length`.
+    """
+    if not documents:
+        raise ValueError("`documents` must not be empty. Received: documents=[]")
+    rows = []
+    for penalty in penalties:
+        options = dataclasses.replace(base, greedy_end_penalty=float(penalty))
+        module = HeadlineModule(model, features, options)
+        search = tf.function(
+            lambda d, m=module: m.search(d, 1)["normalized_headlines"],
+            autograph=False,
+        )
+        headlines = headlines_in_batches(search, documents)
+        rows.append(
+            {
+                "greedy_end_penalty": float(penalty),
+                "rouge1": mean_rouge(headlines, references, ["rouge1"])["rouge1"],
+                "mean_length": float(np.mean([len(h.split()) for h in headlines])),
+            }
+        )
+    best = max(rows, key=lambda r: r["rouge1"])
+    chosen = dataclasses.replace(base, greedy_end_penalty=best["greedy_end_penalty"])
+    return chosen, rows
+
+
+def format_greedy_rows(rows, chosen):
+    """A text table of the greedy grid, the chosen row marked."""
+    lines = ["greedy_end_penalty  ROUGE-1  mean length"]
+    for r in rows:
+        mark = (
+            "  <- chosen"
+            if r["greedy_end_penalty"] == chosen.greedy_end_penalty
+            else ""
+        )
+        lines.append(
+            f"{r['greedy_end_penalty']:>18.2f}  {r['rouge1']:7.2f}  "
+            f"{r['mean_length']:11.2f}{mark}"
+        )
+    return "\n".join(lines)
 
 
 def format_rows(rows, chosen):

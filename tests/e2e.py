@@ -120,6 +120,9 @@ def train_tiny_run(tmp_path):
             "--tune-ngram-sizes",
             "0",
             "2",
+            "--tune-end-penalties",
+            "0",
+            "2",
             # The data has digits (`w12`), which would choose `general`.
             "--normalization",
             "gigaword",

@@ -148,6 +148,7 @@ def test_coverage_no_copy_gru_time_budget_export(tmp_path, monkeypatch, capsys):
         "1.0",
         "--tune-ngram-sizes",
         "0",
+        "--tune-end-penalties",  # none: greedy keeps --greedy-end-penalty
         "--skip-eval",
     )[2:]
     code = training_main(argv)

@@ -10,6 +10,7 @@ import pytest
 
 pytestmark = pytest.mark.tf_only
 
+import dataclasses  # noqa: E402
 import json  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -17,6 +18,8 @@ import scripted  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from models.export import export as export_model  # noqa: E402
+from models.inference import HeadlineModule  # noqa: E402
+from models.tuning import tune_greedy_end_penalty  # noqa: E402
 
 DOCUMENTS = [
     "alpha bravo charlie",
@@ -163,3 +166,44 @@ def test_defaults_give_the_serving_default_headlines(export):
     np.testing.assert_allclose(
         controlled["scores"].numpy(), beam["scores"].numpy(), rtol=1e-6
     )
+
+
+# Greedy search with `greedy_end_penalty`: past the source the end token
+# (0.6) leads the filler (0.3) by log 2 = 0.69; at a source word the word
+# leads the end token by more (log 3.5, and log 1.25 at `maybe`, where the
+# end token is 0.4 against the word's 0.5).
+PADDED = [
+    "alpha bravo charlie filler filler",
+    "delta echo foxtrot golf hotel",
+    "alpha maybe bravo charlie filler",
+    "golf hotel filler filler filler",
+]
+GREEDY = ["alpha bravo charlie", DEFAULTS[1], "alpha maybe bravo charlie", "golf hotel"]
+
+
+@pytest.mark.parametrize(
+    "penalty, headlines", [(0.0, GREEDY), (0.5, GREEDY), (1.0, PADDED)]
+)
+def test_greedy_end_penalty_gives_the_headlines_worked_out_by_hand(penalty, headlines):
+    options = dataclasses.replace(scripted.OPTIONS, greedy_end_penalty=penalty)
+    module = HeadlineModule(scripted.ScriptedModel(), scripted.features(), options)
+    docs = tf.constant(DOCUMENTS)
+    assert _strings(module.greedy(docs)["normalized_headlines"]) == headlines
+    # Greedy search's lever: the beam's headlines stay the defaults.
+    assert _strings(module.beam(docs)["normalized_headlines"]) == DEFAULTS
+
+
+def test_the_greedy_end_penalty_is_chosen_by_rouge_on_validation():
+    chosen, rows = tune_greedy_end_penalty(
+        scripted.ScriptedModel(),
+        scripted.features(),
+        DOCUMENTS,
+        PADDED,  # the references: the long headlines
+        scripted.OPTIONS,
+        [0.0, 1.0],
+    )
+    assert chosen == dataclasses.replace(scripted.OPTIONS, greedy_end_penalty=1.0)
+    assert [r["greedy_end_penalty"] for r in rows] == [0.0, 1.0]
+    assert [r["mean_length"] for r in rows] == [3.5, 5.0]
+    assert rows[1]["rouge1"] == pytest.approx(100.0)
+    assert rows[0]["rouge1"] < rows[1]["rouge1"]

@@ -91,6 +91,12 @@ def test_decoding_settings_are_tuned_on_validation(trained):
         best["length_penalty"],
         best["no_repeat_ngram_size"],
     )
+    # Then greedy search's end penalty, with the beam's chosen settings.
+    greedy = tuning["greedy_grid"]
+    assert [r["greedy_end_penalty"] for r in greedy] == [0.0, 2.0]
+    best_greedy = max(greedy, key=lambda r: r["rouge1"])
+    assert exported["greedy_end_penalty"] == best_greedy["greedy_end_penalty"]
+    assert "greedy_end_penalty  ROUGE-1" in result.stderr
     assert "<- chosen" in result.stderr
 
 

@@ -351,6 +351,44 @@ def test_custom_processor():
     assert np.all(result.ids % 2 == 1)
 
 
+# Scores by step, not by token: END (1) leads at step 0 by 0.2 and at step 1
+# by 0.9 over token 3, at step 2 by 2.8.
+_BY_STEP = np.array(
+    [
+        [-9.0, -0.3, -0.5, -2.0],
+        [-9.0, -0.1, -3.0, -1.0],
+        [-9.0, -0.2, -3.0, -3.0],
+    ],
+    "float32",
+)
+
+
+@pytest.mark.parametrize(
+    "penalty, ids, length, log_prob",
+    [
+        (0.0, [END, END, END], 0, -0.3),
+        # Step 0: END -0.8 < token 2's -0.5; step 1: END -0.6 > token 3's -1.0.
+        (0.5, [2, END, END], 1, -0.5 - 0.6),
+        # Step 1: END -1.1 < -1.0; step 2: END -1.2, the rest -3.0.
+        (1.0, [2, 3, END], 2, -0.5 - 1.0 - 1.2),
+    ],
+)
+def test_end_penalty_lengthens_greedy_as_worked_out_by_hand(
+    penalty, ids, length, log_prob
+):
+    def step(tokens, t):
+        return ops.take(ops.convert_to_tensor(_BY_STEP), t, axis=0), t + 1
+
+    t0 = np.zeros(2, "int32")
+    result = np_result(
+        ka.greedy_search(step, t0, t0, END, 3, processors=[ka.EndPenalty(penalty, END)])
+    )
+    np.testing.assert_array_equal(result.ids, [ids, ids])
+    np.testing.assert_array_equal(result.lengths, [length, length])
+    # The scores include the penalty, paid once, by the end token.
+    np.testing.assert_allclose(result.log_probs, [log_prob, log_prob], rtol=1e-6)
+
+
 def test_tile_batch():
     tiled = ka.tile_batch({"a": np.array([[1, 2], [3, 4]])}, 3)
     np.testing.assert_array_equal(

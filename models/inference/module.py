@@ -11,7 +11,8 @@ Signatures (all take `documents`, tf.string `[batch]`):
   `normalized_headlines` tf.string `[batch]` (the model's tokens in the
   data's normalized form, which ROUGE scores against the references),
   `scores` float32 `[batch]` (length-normalised log-probability).
-* `greedy`: the same outputs, greedy search.
+* `greedy`: the same outputs, greedy search (its end token penalised by
+  the options' `greedy_end_penalty`).
 * `attention`: beam search, plus `source_tokens` `[batch, S]` and
   `headline_tokens` `[batch, T]` (normalized tokens, "" padded),
   `source_words` and `headline_words` (the same positions as the reader
@@ -190,6 +191,8 @@ class HeadlineModule(tf.Module):
         processors = []
         if max_length is not None:
             processors.append(keras_attn.MaxLength(max_length, END_ID))
+        if beam_size == 1 and options.greedy_end_penalty:
+            processors.append(keras_attn.EndPenalty(options.greedy_end_penalty, END_ID))
         # Under XLA the encoder skips the rows past their length, less work
         # in fixed shapes; on TensorFlow's executor Keras' layer, whose two
         # directions run on two cores at once, is the better one.
