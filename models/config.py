@@ -289,11 +289,12 @@ class SearchOptions:
         n_best: Opt-in: if > 0, the export has an `n_best` signature, the
             `n_best` best beams of each document (at most `beam_size`;
             without XLA), which `train.py --distill-targets inter` reads.
-        greedy_end_penalty: Greedy search only: subtracted from the end
+        greedy_end_penalty: Greedy search only (the `greedy` signature;
+            every signature when `beam_size` is 1): subtracted from the end
             token's log-probability at every step, so that its headlines
-            run longer (`keras_attn.EndPenalty`; 0: off). Greedy search
-            has no length penalty; this is its length lever, chosen on
-            validation with the beam's settings.
+            run longer (`keras_attn.EndPenalty`; 0: off), and from their
+            scores. Greedy search has no length penalty; this is its length
+            lever, chosen on validation after the beam's settings.
     """
 
     beam_size: int = 5

@@ -87,6 +87,10 @@ def tune_greedy_end_penalty(model, features, documents, references, base, penalt
     """
     if not documents:
         raise ValueError("`documents` must not be empty. Received: documents=[]")
+    if not penalties:
+        raise ValueError(
+            f"`penalties` must not be empty. Received: penalties={penalties!r}"
+        )
     rows = []
     for penalty in penalties:
         options = dataclasses.replace(base, greedy_end_penalty=float(penalty))

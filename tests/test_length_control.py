@@ -169,9 +169,10 @@ def test_defaults_give_the_serving_default_headlines(export):
 
 
 # Greedy search with `greedy_end_penalty`: past the source the end token
-# (0.6) leads the filler (0.3) by log 2 = 0.69; at a source word the word
-# leads the end token by more (log 3.5, and log 1.25 at `maybe`, where the
-# end token is 0.4 against the word's 0.5).
+# (0.6) leads the filler (0.3) by log 2 = 0.69, so a penalty above that
+# writes the filler; at a source word the word already leads the end token
+# (0.7 against 0.2; 0.5 against 0.4 at `maybe`), and a penalty only widens
+# its lead.
 PADDED = [
     "alpha bravo charlie filler filler",
     "delta echo foxtrot golf hotel",

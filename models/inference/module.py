@@ -10,7 +10,8 @@ Signatures (all take `documents`, tf.string `[batch]`):
   text: the source's casing and numbers, punctuation joined),
   `normalized_headlines` tf.string `[batch]` (the model's tokens in the
   data's normalized form, which ROUGE scores against the references),
-  `scores` float32 `[batch]` (length-normalised log-probability).
+  `scores` float32 `[batch]` (length-normalised log-probability; greedy
+  search's includes `greedy_end_penalty`, once, at the end token).
 * `greedy`: the same outputs, greedy search (its end token penalised by
   the options' `greedy_end_penalty`).
 * `attention`: beam search, plus `source_tokens` `[batch, S]` and
