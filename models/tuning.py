@@ -54,12 +54,12 @@ def tune_search_options(
                 functools.partial(search, alpha=tf.constant(float(alpha))), documents
             )
             rows.append(
-                {
-                    "length_penalty": float(alpha),
-                    "no_repeat_ngram_size": int(ngram_size),
-                    "rouge1": mean_rouge(headlines, references, ["rouge1"])["rouge1"],
-                    "mean_length": float(np.mean([len(h.split()) for h in headlines])),
-                }
+                _scored(
+                    headlines,
+                    references,
+                    length_penalty=float(alpha),
+                    no_repeat_ngram_size=int(ngram_size),
+                )
             )
     best = max(rows, key=lambda r: r["rouge1"])
     chosen = dataclasses.replace(
@@ -100,46 +100,43 @@ def tune_greedy_end_penalty(model, features, documents, references, base, penalt
             autograph=False,
         )
         headlines = headlines_in_batches(search, documents)
-        rows.append(
-            {
-                "greedy_end_penalty": float(penalty),
-                "rouge1": mean_rouge(headlines, references, ["rouge1"])["rouge1"],
-                "mean_length": float(np.mean([len(h.split()) for h in headlines])),
-            }
-        )
+        rows.append(_scored(headlines, references, greedy_end_penalty=float(penalty)))
     best = max(rows, key=lambda r: r["rouge1"])
     chosen = dataclasses.replace(base, greedy_end_penalty=best["greedy_end_penalty"])
     return chosen, rows
 
 
+def _scored(headlines, references, **settings):
+    """One grid row: the settings, then the headlines' ROUGE-1 and length."""
+    return {
+        **settings,
+        "rouge1": mean_rouge(headlines, references, ["rouge1"])["rouge1"],
+        "mean_length": float(np.mean([len(h.split()) for h in headlines])),
+    }
+
+
 def format_greedy_rows(rows, chosen):
     """A text table of the greedy grid, the chosen row marked."""
-    lines = ["greedy_end_penalty  ROUGE-1  mean length"]
-    for r in rows:
-        mark = (
-            "  <- chosen"
-            if r["greedy_end_penalty"] == chosen.greedy_end_penalty
-            else ""
-        )
-        lines.append(
-            f"{r['greedy_end_penalty']:>18.2f}  {r['rouge1']:7.2f}  "
-            f"{r['mean_length']:11.2f}{mark}"
-        )
-    return "\n".join(lines)
+    return _table(rows, chosen, ["greedy_end_penalty"])
 
 
 def format_rows(rows, chosen):
     """A text table of the grid, the chosen row marked."""
-    lines = ["length_penalty  no_repeat_ngram_size  ROUGE-1  mean length"]
+    return _table(rows, chosen, ["length_penalty", "no_repeat_ngram_size"])
+
+
+def _table(rows, chosen, keys):
+    """`rows` under a header of `keys` (each column as wide as its name),
+    ROUGE-1 and mean length; the row of `chosen`'s values marked."""
+    lines = ["  ".join(keys) + "  ROUGE-1  mean length"]
     for r in rows:
-        mark = (
-            "  <- chosen"
-            if (r["length_penalty"], r["no_repeat_ngram_size"])
-            == (chosen.length_penalty, chosen.no_repeat_ngram_size)
-            else ""
-        )
+        chosen_row = all(r[k] == getattr(chosen, k) for k in keys)
+        cells = [
+            f"{r[k]:>{len(k)}{'d' if isinstance(r[k], int) else '.2f'}}" for k in keys
+        ]
         lines.append(
-            f"{r['length_penalty']:>14.2f}  {r['no_repeat_ngram_size']:>20d}  "
-            f"{r['rouge1']:7.2f}  {r['mean_length']:11.2f}{mark}"
+            "  ".join(cells)
+            + f"  {r['rouge1']:7.2f}  {r['mean_length']:11.2f}"
+            + ("  <- chosen" if chosen_row else "")
         )
     return "\n".join(lines)
