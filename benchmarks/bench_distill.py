@@ -93,8 +93,10 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def served_requests_per_s(system, documents_file, duration, concurrency):
-    """`load_test.py`'s requests/s against `models.serve` of this export."""
+def served_requests_per_s(system, documents_file, duration, concurrency, warmup):
+    """`load_test.py`'s requests/s against `models.serve` of this export,
+    after `warmup` seconds of the same load (not counted): an XLA export
+    compiles each new batch and source shape on its first call."""
     port = _free_port()
     with tempfile.TemporaryDirectory() as scratch:
         # The server serves a folder of versions: this one alone.
@@ -109,15 +111,16 @@ def served_requests_per_s(system, documents_file, duration, concurrency):
         try:
             _wait_until_ready(port, server)
             report = Path(scratch) / "report.json"
-            subprocess.run(
-                [sys.executable, str(ROOT / "benchmarks" / "load_test.py")]
-                + ["--url", f"http://127.0.0.1:{port}", "--concurrency"]
-                + [str(concurrency), "--duration", str(duration), "--signature"]
-                + [system["signature"], "--documents-file", str(documents_file)]
-                + ["--json-out", str(report)],
-                check=True,
-                stdout=subprocess.DEVNULL,
-            )
+            for seconds in ([warmup] if warmup > 0 else []) + [duration]:
+                subprocess.run(
+                    [sys.executable, str(ROOT / "benchmarks" / "load_test.py")]
+                    + ["--url", f"http://127.0.0.1:{port}", "--concurrency"]
+                    + [str(concurrency), "--duration", str(seconds), "--signature"]
+                    + [system["signature"], "--documents-file", str(documents_file)]
+                    + ["--json-out", str(report)],
+                    check=True,
+                    stdout=subprocess.DEVNULL,
+                )
             return json.loads(report.read_text())["throughput_rps"]
         finally:
             server.terminate()
@@ -153,6 +156,9 @@ def decoding_speed(systems, loaded, documents, batches, rounds, latency_document
         programs[s["name"]] = lambda fn=fn: [fn(documents=b) for b in batch]
     times = interleaved(programs, repeats=rounds, number=1, warmup=1)
     ones = [tf.constant([d]) for d in documents[:latency_documents]]
+    for one in ones:  # each new shape compiles here under XLA, not timed
+        for s in systems:
+            loaded[s["name"]].signatures[s["signature"]](documents=one)
     latencies = {s["name"]: [] for s in systems}
     for one in ones:
         for s in systems:
@@ -207,6 +213,12 @@ def parse_args(argv=None):
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--latency-documents", type=int, default=200)
     p.add_argument("--serve-seconds", type=float, default=30.0)
+    p.add_argument(
+        "--serve-warmup-seconds",
+        type=float,
+        default=15.0,
+        help="load before the timed seconds, not counted (XLA compiles then)",
+    )
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--no-serve", action="store_true", help="skip the served req/s")
     p.add_argument("--json-out", help="append the results (one JSON line)")
@@ -252,7 +264,11 @@ def main(argv=None):
         del loaded  # the servers need the memory and the cores
         for r, s in zip(results, systems, strict=True):
             r["served_rps"] = served_requests_per_s(
-                s, source, args.serve_seconds, args.concurrency
+                s,
+                source,
+                args.serve_seconds,
+                args.concurrency,
+                args.serve_warmup_seconds,
             )
             print(f"{s['name']}: {r['served_rps']} req/s", file=sys.stderr)
     print(_table(results))

@@ -20,7 +20,7 @@ sampling search write the scores out (`log_probs()`).
 
 from keras import ops
 
-from keras_attn.processors import TokenBan, apply_processors
+from keras_attn.processors import IdShift, TokenBan, apply_processors, shift_amounts
 from keras_attn.token_scores import TokenScores, argmax_first
 
 _NEG_INF = float("-inf")
@@ -65,9 +65,10 @@ class PointerScores(TokenScores):
 
     def argmax(self, processors, history, step, running):
         """`TokenScores.argmax` from the parts, when every processor is a
-        `TokenBan` (it bans logits and source words alike); else from the
+        `TokenBan` (it bans logits and source words alike) or an `IdShift`
+        (it lowers a few ids, which are then scored apart); else from the
         scores written out."""
-        if not all(isinstance(p, TokenBan) for p in processors):
+        if not all(isinstance(p, (TokenBan, IdShift)) for p in processors):
             return super().argmax(processors, history, step, running)
         ids, log_probs = self._best(processors, history, step)
         return ids, running + log_probs
@@ -76,14 +77,26 @@ class PointerScores(TokenScores):
         """`(ids, log_probs)`: int32 `(N,)`, the first (smallest id) of each
         row's most probable allowed tokens, and their float32 `(N,)` scores."""
         ids = self.source_ids
-        logits = apply_processors(processors, self.logits, history, step)
+        bans = [p for p in processors if isinstance(p, TokenBan)]
+        logits = apply_processors(bans, self.logits, history, step)
         source_scores = self.source_scores
-        for processor in processors:
+        for processor in bans:
             source_scores = ops.where(
                 processor.banned(ids, history, step), _NEG_INF, source_scores
             )
-        best_logit, word = argmax_first(logits)
-        word_score = (best_logit + self.offset)[:, 0]
+        rows = ops.shape(logits)[0]
+        shifts = [
+            p.shifts(history, step, rows) for p in processors if isinstance(p, IdShift)
+        ]
+        if shifts:
+            word, word_score = self._best_generated(logits, shifts)
+            for shifted_ids, amounts in shifts:
+                source_scores = source_scores - shift_amounts(
+                    ids, shifted_ids, amounts, source_scores.dtype
+                )
+        else:
+            best_logit, word = argmax_first(logits)
+            word_score = (best_logit + self.offset)[:, 0]
         best_source, source_word = argmax_first(source_scores, ids)
         best_source = best_source[:, 0]
         # The best vocabulary word may be a source word, whose own (larger)
@@ -99,6 +112,32 @@ class PointerScores(TokenScores):
         )
         chosen = ops.where(take_source, source_word, word)
         return chosen, ops.where(take_source, best_source, word_score)
+
+    def _best_generated(self, logits, shifts):
+        """The best generated word (`(N,)` id and score) under the `IdShift`s'
+        `shifts`: the shifted ids are scored apart, as the dense scores are
+        (`logits + offset`, then each shift in turn), the rest by their
+        largest logit."""
+        vocab = ops.shape(logits)[1]
+        shifted = ops.concatenate([ops.cast(i, "int32") for i, _ in shifts], axis=1)
+        in_vocab = shifted < vocab
+        at = ops.minimum(ops.maximum(shifted, 0), vocab - 1)
+        generated = ops.take_along_axis(logits, at, axis=1) + self.offset
+        # An OOV slot's generated score is -inf, as `log_probs()` pads it.
+        generated = ops.where(in_vocab, generated, _NEG_INF)
+        for shifted_ids, amounts in shifts:
+            generated = generated - shift_amounts(
+                shifted, shifted_ids, amounts, generated.dtype
+            )
+        columns = ops.arange(vocab, dtype="int32")[None]
+        is_shifted = ops.any(
+            ops.expand_dims(columns, -1) == ops.expand_dims(shifted, 1), axis=-1
+        )
+        best_logit, word = argmax_first(ops.where(is_shifted, _NEG_INF, logits))
+        scores = ops.concatenate([best_logit + self.offset, generated], axis=1)
+        candidates = ops.concatenate([word[:, None], shifted], axis=1)
+        best, word = argmax_first(scores, candidates)
+        return word, best[:, 0]
 
 
 def write_rows(scores, ids, values):

@@ -22,6 +22,9 @@ processor states what it does once, by the base class it extends:
   bans the ids of neighbouring `IdBan`s in a single scatter: one op over the
   scores rather than one `(N, V)` pass each, which on TensorFlow's executor
   is an op of its own.
+* `IdShift`: lowers the scores of a few ids per row by given amounts, said
+  by `shifts(history, step, rows)`; `__call__` is derived. Like a
+  `TokenBan`, greedy search can apply it to scores in parts.
 
 The warpers that shape sampling (temperature, top-k, top-p) are processors
 too (`keras_attn.warpers`). `keras_attn.search`'s strategies apply their list
@@ -186,7 +189,49 @@ class MaxLength(TokenBan):
         return ops.logical_and(ids != self.end_id, step >= self.max_length)
 
 
-class EndPenalty(LogitsProcessor):
+class IdShift(LogitsProcessor):
+    """A processor that lowers the scores of a few ids in each row.
+
+    Subclasses implement `shifts`; `__call__` follows. Bans and shifts
+    commute (a banned score stays `-inf`), so greedy search can apply both to
+    a pointer-generator's scores in parts (`keras_attn.PointerScores`).
+    """
+
+    def __call__(self, log_probs, history, step):
+        rows, width = ops.shape(log_probs)[0], ops.shape(log_probs)[1]
+        ids, amounts = self.shifts(history, step, rows)
+        columns = ops.arange(width, dtype="int32")[None]
+        return log_probs - shift_amounts(columns, ids, amounts, log_probs.dtype)
+
+    def shifts(self, history, step, rows):
+        """The ids this step lowers in each of `rows` rows, and by how much.
+
+        Returns:
+            `(ids, amounts)`: int32 and float `(rows, K)`; a row's ids are
+            distinct.
+        """
+        raise NotImplementedError(f"{self.__class__.__name__} must implement `shifts`.")
+
+
+def shift_amounts(ids, shifted_ids, amounts, dtype):
+    """What `IdShift.shifts`' `(shifted_ids, amounts)` take from each of `ids`.
+
+    Args:
+        ids: int32 `(N, W)` or `(1, W)`.
+        shifted_ids, amounts: `(N, K)`, as `IdShift.shifts` returns them.
+        dtype: the scores' dtype.
+
+    Returns:
+        `(N, W)` in `dtype`: an id's amount, 0 for an id not listed.
+    """
+    same = ops.expand_dims(ids, -1) == ops.expand_dims(
+        ops.cast(shifted_ids, "int32"), 1
+    )
+    amounts = ops.expand_dims(ops.cast(amounts, dtype), 1)
+    return ops.sum(ops.where(same, amounts, ops.zeros_like(amounts)), axis=-1)
+
+
+class EndPenalty(IdShift):
     """Subtracts `penalty` from `end_id`'s score at every step.
 
     A hypothesis then ends only where the end token leads every other token
@@ -206,10 +251,10 @@ class EndPenalty(LogitsProcessor):
         self.penalty = penalty
         self.end_id = end_id
 
-    def __call__(self, log_probs, history, step):
-        is_end = ops.arange(ops.shape(log_probs)[1], dtype="int32") == self.end_id
-        penalty = ops.cast(self.penalty, log_probs.dtype)
-        return log_probs - ops.where(is_end, penalty, ops.zeros_like(penalty))
+    def shifts(self, history, step, rows):
+        ids = _full(rows, [self.end_id])
+        penalty = ops.cast(self.penalty, "float32")
+        return ids, ops.zeros((rows, 1), "float32") + penalty
 
 
 class BannedIds(IdBan):

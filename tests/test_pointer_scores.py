@@ -113,6 +113,66 @@ def test_greedy_from_parts_equals_greedy_written_out(constraints):
     assert (parts["ids"] >= V).any()
 
 
+class Shifts(ka.IdShift):
+    """Raises a source word, an OOV slot and a vocabulary word (negative
+    amounts), so that shifted ids are chosen; the dense path is counted."""
+
+    def __init__(self, source_ids, calls):
+        self.source_ids, self.calls = source_ids, calls
+
+    def shifts(self, history, step, rows):
+        word = ops.convert_to_tensor(self.source_ids[:, :1])
+        fixed = ops.zeros((rows, 2), "int32") + np.array([[V + 3, 5]], "int32")
+        amounts = np.array([[-2.5, -3.0, -1.5]], "float32")
+        return ops.concatenate([word, fixed], axis=1), ops.zeros((rows, 3)) + amounts
+
+    def __call__(self, log_probs, history, step):
+        self.calls.append(log_probs.shape[1])
+        return super().__call__(log_probs, history, step)
+
+
+class CountedEndPenalty(ka.EndPenalty):
+    def __init__(self, penalty, calls):
+        super().__init__(penalty, END)
+        self.calls = calls
+
+    def __call__(self, log_probs, history, step):
+        self.calls.append(log_probs.shape[1])
+        return super().__call__(log_probs, history, step)
+
+
+def greedy_from_parts(source_ids, processors):
+    batch = source_ids.shape[0]
+    state = {"rows": ops.arange(batch, dtype="int32")}
+    start = ops.zeros((batch,), "int32")
+    step = make_step(source_ids, parts=True)
+    return ka.greedy_search(step, state, start, END, 7, processors=processors)
+
+
+def test_shifts_are_chosen_from_parts_as_written_out():
+    source = make_source(np.random.default_rng(6), 24)
+    plain, _ = search_both(ka.greedy_search, source, processors=[ka.MaxLength(6, END)])
+    calls = []
+    processors = [ka.MaxLength(6, END), CountedEndPenalty(2.0, calls)]
+    greedy_from_parts(source, processors)
+    assert calls == []  # from the parts, nothing is written out
+    parts, dense = search_both(ka.greedy_search, source, processors=processors)
+    assert_same(parts, dense)
+    assert set(calls) == {V + OOV}
+    # The penalty lengthens headlines: it changed what was chosen.
+    assert parts["lengths"].sum() > plain["lengths"].sum()
+    calls.clear()
+    processors = [Shifts(source, calls), ka.EndPenalty(1.0, END)]
+    greedy_from_parts(source, processors)
+    assert calls == []
+    parts, dense = search_both(ka.greedy_search, source, processors=processors)
+    assert_same(parts, dense)
+    # The raised ids are chosen: the source word, the OOV slot V + 3 where a
+    # source holds it, and word 5.
+    chosen = set(parts["ids"].ravel().tolist())
+    assert {5, V + 3} <= chosen and (source[:, 0] == parts["ids"][:, 0]).any()
+
+
 @pytest.mark.parametrize("drop_finished", _DROPS[BACKEND])
 def test_dropping_rows_from_parts(drop_finished):
     source = make_source(np.random.default_rng(5), 8)
