@@ -209,8 +209,8 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--system", action="append", required=True, type=parse_system)
     p.add_argument("--data-dir", required=True, help="the org_data folder's parent")
-    p.add_argument("--batches", type=int, default=4, help="test batches of 64")
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--batches", type=int, default=8, help="test batches of 64")
+    p.add_argument("--rounds", type=int, default=9)
     p.add_argument("--latency-documents", type=int, default=200)
     p.add_argument("--serve-seconds", type=float, default=30.0)
     p.add_argument(

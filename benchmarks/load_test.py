@@ -144,22 +144,108 @@ def _server_batching(stats_before: dict, stats_after: dict) -> dict:
     }
 
 
+class _Connection:
+    """One client's keep-alive HTTP/1.1 connection, on asyncio's streams.
+
+    The load loop does not use httpx: its per-request work, on the same
+    cores as the server, was what limited the measured requests/s (the
+    history of the served benchmarks in docs/history.md). A request here is a
+    few bytes written and a response read by its Content-Length.
+    """
+
+    def __init__(self, host: str, port: int):
+        self.host, self.port = host, port
+        self._streams = None
+
+    async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        """POSTs `body` as JSON; returns the status and the response body."""
+        if self._streams is None:
+            self._streams = await asyncio.open_connection(self.host, self.port)
+        reader, writer = self._streams
+        writer.write(
+            f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            "Content-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n".encode("ascii")
+            + body
+        )
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+        status_line, *header_lines = head.split("\r\n")
+        headers = {}
+        for line in header_lines:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        if "content-length" in headers:
+            data = await reader.readexactly(int(headers["content-length"]))
+        elif headers.get("transfer-encoding", "").lower() == "chunked":
+            data = await _read_chunked(reader)
+        else:
+            raise ConnectionError("a response with neither length nor chunks")
+        if headers.get("connection", "").lower() == "close":
+            self.close()
+        return int(status_line.split()[1]), data
+
+    def close(self) -> None:
+        if self._streams is not None:
+            self._streams[1].close()
+            self._streams = None
+
+
+async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+    chunks = []
+    while True:
+        size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+        chunk = await reader.readexactly(size + 2)  # the data and its CRLF
+        if size == 0:
+            return b"".join(chunks)
+        chunks.append(chunk[:-2])
+
+
+async def _closed_loop(args, documents, path, end, record, index) -> None:
+    """Client `index`: a request, its answer, the next, until `end`."""
+    url = urlparse(args.url)
+    connection = _Connection(url.hostname, url.port or 80)
+    rng = random.Random(f"{args.seed}-{index}")
+    try:
+        while time.perf_counter() < end:
+            body = {"instances": [rng.choice(documents) for _ in range(args.instances)]}
+            if args.signature:
+                body["signature_name"] = args.signature
+            t0 = time.perf_counter()
+            try:
+                status, _ = await asyncio.wait_for(
+                    connection.post(path, json.dumps(body).encode("utf-8")),
+                    args.timeout,
+                )
+            except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as exc:
+                connection.close()  # a fresh connection for the next request
+                record(None, type(exc).__name__)
+                continue
+            record(status, time.perf_counter() - t0)
+    finally:
+        connection.close()
+
+
 async def run(args: argparse.Namespace) -> dict:
     """Runs the closed-loop load test of `args` and returns its report."""
     documents = _documents(args)
-    url = f"/v1/models/{args.model_name}:predict"
-    rng = random.Random(args.seed)
+    path = f"/v1/models/{args.model_name}:predict"
     latencies: list[float] = []
     errors: Counter = Counter()
     statuses: Counter = Counter()
-    limits = httpx.Limits(
-        max_connections=args.concurrency, max_keepalive_connections=args.concurrency
-    )
-    async with httpx.AsyncClient(
-        base_url=args.url, timeout=args.timeout, limits=limits
-    ) as http:
+
+    def record(status, outcome):
+        if status is None:
+            errors[outcome] += 1
+            return
+        statuses[status] += 1
+        if status == 200:
+            latencies.append(outcome)
+        else:
+            errors[f"HTTP {status}"] += 1
+
+    async with httpx.AsyncClient(base_url=args.url, timeout=args.timeout) as http:
         # One request first so a missing server or model fails fast and clearly.
-        probe = await http.post(url, json={"instances": documents[:1]})
+        probe = await http.post(path, json={"instances": documents[:1]})
         if probe.status_code != 200:
             raise SystemExit(
                 f"error: probe request got HTTP {probe.status_code}: {probe.text[:300]}"
@@ -167,28 +253,11 @@ async def run(args: argparse.Namespace) -> dict:
         stats_before = await _stats(http)
         rss_start = _rss_kib(args.server_pid)
         start = time.perf_counter()
-        end = start + args.duration
-
-        async def client() -> None:
-            while time.perf_counter() < end:
-                batch = [rng.choice(documents) for _ in range(args.instances)]
-                body = {"instances": batch}
-                if args.signature:
-                    body["signature_name"] = args.signature
-                t0 = time.perf_counter()
-                try:
-                    resp = await http.post(url, json=body)
-                except httpx.HTTPError as exc:
-                    errors[type(exc).__name__] += 1
-                    continue
-                elapsed = time.perf_counter() - t0
-                statuses[resp.status_code] += 1
-                if resp.status_code == 200:
-                    latencies.append(elapsed)
-                else:
-                    errors[f"HTTP {resp.status_code}"] += 1
-
-        await asyncio.gather(*(client() for _ in range(args.concurrency)))
+        clients = [
+            _closed_loop(args, documents, path, start + args.duration, record, i)
+            for i in range(args.concurrency)
+        ]
+        await asyncio.gather(*clients)
         wall = time.perf_counter() - start
         rss_end = _rss_kib(args.server_pid)
         stats_after = await _stats(http)
@@ -207,6 +276,8 @@ async def run(args: argparse.Namespace) -> dict:
         "throughput_instances_per_s": round(ok * args.instances / wall, 2),
         "latency_ms": _latency_ms(latencies),
         "server_rss_kib": {"start": rss_start, "end": rss_end},
+        # The load generator's own CPU time: it shares the machine.
+        "client_cpu_s": round(time.process_time(), 2),
     }
     if stats_before and stats_after:
         report["server_batching"] = _server_batching(stats_before, stats_after)
@@ -229,6 +300,7 @@ def _print(report: dict) -> None:
         f"max {lat['max']}  mean {lat['mean']}"
     )
     print(f"errors: {report['errors'] or 'none'}")
+    print(f"load generator CPU time: {report['client_cpu_s']} s")
     rss = report["server_rss_kib"]
     if rss["start"] and rss["end"]:
         print(

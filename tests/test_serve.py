@@ -623,6 +623,15 @@ def test_load_test_tool_smoke(model_dir):
         )
         report = asyncio.run(load_test.run(args))
         answered = app.state.server.requests
+        # A signature the export lacks: every answer is an error, counted.
+        args.signature, args.duration = "no_such_signature", 0.3
+        refused = asyncio.run(load_test.run(args))
+        answered_refused = app.state.server.requests - answered
+    assert refused["requests_ok"] == 0 and refused["latency_ms"]["p50"] is None
+    errors = refused["status_codes"]["400"]
+    assert errors > 0 and refused["errors"] == {"HTTP 400": errors}
+    assert refused["status_codes"] == {"400": errors}
+    assert answered_refused == 1  # the probe alone reached the model
     # Every request the server answered counted as ok, but the tool's probe.
     assert report["requests_ok"] == answered - 1 > 0 and not report["errors"]
     assert report["latency_ms"]["p50"] <= report["latency_ms"]["p99"]
