@@ -1,10 +1,6 @@
-"""Tests of `models.serve` against a fake SavedModel with the export's signatures.
-
-The signatures are those `models/inference/module.py` defines (see its docstring; a
-real export is served in test_serve_export.py). The fake `headlines` model
-writes the first three words of a document (upper-cased in version 1,
-lower-cased in version 2) and attends from headline word `t` to source word
-`t`, so every answer can be checked exactly.
+"""Tests of `models.serve` against a fake SavedModel with the export's
+signatures (`fake_servable.py`): every answer can be checked exactly. The web
+page and the load generator are tried in test_serve_page.py.
 """
 
 import pytest
@@ -12,17 +8,13 @@ import pytest
 pytestmark = pytest.mark.tf_only
 
 import asyncio  # noqa: E402
-import contextlib  # noqa: E402
-import importlib.util  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
-import socket  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
-import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -30,105 +22,18 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # Plain imports: a missing dependency fails the run, never skips it.
 import httpx  # noqa: E402
 import starlette  # noqa: E402, F401
-import tensorflow as tf  # noqa: E402
-import uvicorn  # noqa: E402
-
-with warnings.catch_warnings():  # Starlette nags about httpx vs httpx2.
-    warnings.simplefilter("ignore")
-    from starlette.testclient import TestClient  # noqa: E402
+from fake_servable import (  # noqa: E402
+    DOC,
+    TestClient,
+    headlines_folder,
+    save_fake,
+    serve_in_thread,
+    server_config,
+)
 
 from models import serve  # noqa: E402
 
-# Debian's `chromium`, Ubuntu's `chromium-browser`, or any in $CHROMIUM.
-CHROMIUM = (
-    os.environ.get("CHROMIUM")
-    or shutil.which("chromium")
-    or shutil.which("chromium-browser")
-)
-DOC = "Alpha Beta Gamma delta epsilon"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-
-
-# ----------------------------------------------------------------- fake SavedModel
-
-
-_DOCS_SPEC = tf.TensorSpec([None], tf.string, name="documents")
-# The fake's `search_options.json`: `length_control` with these values
-# answers what `serving_default` answers.
-FAKE_OPTIONS = {"min_length": 0, "max_length": 3, "length_penalty": 1.0}
-
-
-class _FakeHeadlines(tf.Module):
-    def __init__(self, upper: bool):
-        super().__init__()
-        self._upper = upper
-
-    def _outputs(self, documents, words=3, length_penalty=1.0):
-        """The first `words` words; scores `-length_penalty * source words`."""
-        words_of = tf.strings.split(documents)
-        change = tf.strings.upper if self._upper else tf.strings.lower
-        first = tf.ragged.map_flat_values(change, words_of[:, :words])
-        source = words_of.to_tensor("")
-        headline = first.to_tensor("")
-        eye = tf.eye(tf.shape(headline)[1], tf.shape(source)[1])
-        valid = tf.cast(headline != "", tf.float32)[:, :, None]
-        return {
-            "headlines": tf.strings.reduce_join(first, axis=1, separator=" "),
-            "scores": -length_penalty * tf.cast(words_of.row_lengths(), tf.float32),
-            "source_tokens": source,
-            "headline_tokens": headline,
-            # Stand-ins for the words as the reader sees them.
-            "source_words": tf.strings.upper(source),
-            "headline_words": tf.strings.lower(headline),
-            "attention": eye[None] * valid,
-        }
-
-    @tf.function(input_signature=[_DOCS_SPEC])
-    def serve(self, documents):
-        out = self._outputs(documents)
-        return {k: out[k] for k in ("headlines", "scores")}
-
-    @tf.function(input_signature=[_DOCS_SPEC])
-    def attention(self, documents):
-        return self._outputs(documents)
-
-    @tf.function(
-        input_signature=[
-            _DOCS_SPEC,
-            tf.TensorSpec([], tf.int32, name="min_length"),
-            tf.TensorSpec([], tf.int32, name="max_length"),
-            tf.TensorSpec([], tf.float32, name="length_penalty"),
-        ]
-    )
-    def length_control(self, documents, min_length, max_length, length_penalty):
-        # Three words, or as many as the lengths demand.
-        words = tf.minimum(tf.maximum(3, min_length), max_length)
-        return self._outputs(documents, words, length_penalty)
-
-
-def _save_fake(path: Path, upper: bool) -> None:
-    module = _FakeHeadlines(upper)
-    tmp = path.parent / f".tmp-{path.name}"
-    tf.saved_model.save(
-        module,
-        str(tmp),
-        signatures={
-            "serving_default": module.serve.get_concrete_function(),
-            "greedy": module.serve.get_concrete_function(),
-            "attention": module.attention.get_concrete_function(),
-            "length_control": module.length_control.get_concrete_function(),
-        },
-    )
-    (tmp / "search_options.json").write_text(json.dumps(FAKE_OPTIONS))
-    os.rename(tmp, path)  # Atomic, as the real exporter does.
+# ----------------------------------------------------------------- fixtures
 
 
 @pytest.fixture(scope="module")
@@ -136,66 +41,29 @@ def fake_models(tmp_path_factory):
     """`(version 1 folder, version 2 folder)` saved once for the whole module."""
     root = tmp_path_factory.mktemp("fake")
     v1, v2 = root / "v1", root / "v2"
-    _save_fake(v1, upper=True)
-    _save_fake(v2, upper=False)
+    save_fake(v1, upper=True)
+    save_fake(v2, upper=False)
     return v1, v2
 
 
 @pytest.fixture
 def model_dir(tmp_path, fake_models):
-    target = tmp_path / "headlines"
-    target.mkdir()
-    shutil.copytree(fake_models[0], target / "1")
-    return target
-
-
-def _config(model_dir, **overrides):
-    settings = dict(model_dir=str(model_dir), poll_seconds=0, batch_timeout_ms=2)
-    settings.update(overrides)
-    return serve.ServerConfig(**settings)
+    return headlines_folder(tmp_path, fake_models[0])
 
 
 @pytest.fixture(scope="module")
 def strict_client(tmp_path_factory, fake_models):
     """One server with small limits shared by the bad-input cases."""
-    target = tmp_path_factory.mktemp("strict") / "headlines"
-    target.mkdir()
-    shutil.copytree(fake_models[0], target / "1")
-    app = serve.create_app(_config(target, max_instances=4, max_body_bytes=1000))
+    target = headlines_folder(tmp_path_factory.mktemp("strict"), fake_models[0])
+    app = serve.create_app(server_config(target, max_instances=4, max_body_bytes=1000))
     with TestClient(app) as c:
         yield c
 
 
 @pytest.fixture
 def client(model_dir):
-    with TestClient(serve.create_app(_config(model_dir))) as c:
+    with TestClient(serve.create_app(server_config(model_dir))) as c:
         yield c
-
-
-@contextlib.contextmanager
-def _uvicorn(app):
-    """Serves `app` on a free loopback port in a thread; yields its base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
-    )
-    thread = threading.Thread(
-        target=server.run, kwargs={"sockets": [sock]}, daemon=True
-    )
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
-        sock.close()
 
 
 # ------------------------------------------------------------------- isolation
@@ -435,7 +303,7 @@ def test_get_errors(client):
 
 def test_full_queue_is_503_and_slow_request_is_504(model_dir):
     # Without the lifespan the batch worker never starts, so jobs stay queued.
-    app = serve.create_app(_config(model_dir, max_queue=1, request_timeout_s=0.2))
+    app = serve.create_app(server_config(model_dir, max_queue=1, request_timeout_s=0.2))
     client = TestClient(app)
     url = "/v1/models/headlines:predict"
     timed_out = client.post(url, json={"instances": [DOC]})
@@ -449,7 +317,7 @@ def test_full_queue_is_503_and_slow_request_is_504(model_dir):
 
 def test_missing_model_dir_fails_fast(tmp_path):
     with pytest.raises(FileNotFoundError, match="No version folder"):
-        serve.create_app(_config(tmp_path / "nothing"))
+        serve.create_app(server_config(tmp_path / "nothing"))
     with pytest.raises(SystemExit, match="No version folder"):
         serve.main(["--model-dir", str(tmp_path / "nothing")])
 
@@ -458,7 +326,7 @@ def test_missing_model_dir_fails_fast(tmp_path):
 
 
 def test_concurrent_requests_are_batched(model_dir):
-    app = serve.create_app(_config(model_dir, batch_timeout_ms=50))
+    app = serve.create_app(server_config(model_dir, batch_timeout_ms=50))
 
     async def fire(base):
         async with httpx.AsyncClient(base_url=base, timeout=20) as http:
@@ -476,7 +344,7 @@ def test_concurrent_requests_are_batched(model_dir):
             stats = (await http.get("/monitoring/stats")).json()
             return results, stats
 
-    with _uvicorn(app) as base:
+    with serve_in_thread(app) as base:
         results, stats = asyncio.run(fire(base))
     for _, words, sig, resp in results:
         assert resp.status_code == 200, resp.text
@@ -493,7 +361,7 @@ def test_concurrent_requests_are_batched(model_dir):
 
 
 def test_new_version_is_picked_up_without_dropping_requests(model_dir, fake_models):
-    app = serve.create_app(_config(model_dir, poll_seconds=0.2))
+    app = serve.create_app(server_config(model_dir, poll_seconds=0.2))
     seen, failures, stop = [], [], threading.Event()
 
     def hammer(base):
@@ -507,7 +375,7 @@ def test_new_version_is_picked_up_without_dropping_requests(model_dir, fake_mode
                 else:
                     seen.append(resp.json()["predictions"][0]["headlines"])
 
-    with _uvicorn(app) as base:
+    with serve_in_thread(app) as base:
         workers = [threading.Thread(target=hammer, args=(base,)) for _ in range(3)]
         for w in workers:
             w.start()
@@ -531,70 +399,6 @@ def test_new_version_is_picked_up_without_dropping_requests(model_dir, fake_mode
     assert status["model_version_status"][0]["version"] == "2"
 
 
-# ------------------------------------------------------------------------ web page
-
-
-def test_web_page_in_headless_chromium(model_dir, tmp_path):
-    # .ci/run installs Debian's chromium; without it this test must fail.
-    assert CHROMIUM and os.path.exists(CHROMIUM), (
-        f"chromium not found ({CHROMIUM!r}): apt-get install chromium, or set "
-        "CHROMIUM to its path"
-    )
-    from playwright import sync_api
-
-    app = serve.create_app(_config(model_dir))
-    article = (
-        "Australia 's current account deficit shrunk by a record #.## billion "
-        "dollars in the June quarter due to soaring commodity prices ."
-    )
-    with _uvicorn(app) as base, sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1100, "height": 800})
-            errors = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(base + "/")
-            page.get_by_label("Article").fill(article)
-            page.get_by_role("button", name="Generate headline").click()
-            page.wait_for_selector("#heatmap td.cell", timeout=15_000)
-            assert page.text_content("#headline") == "AUSTRALIA 'S CURRENT"
-            cells = page.locator("#heatmap td.cell")
-            assert cells.count() == 3 * len(article.split())
-            # Headline word 2 ("'S") attends to source word 2 only.
-            assert cells.nth(len(article.split()) + 1).get_attribute("data-weight") == (
-                "1.0000"
-            )
-            assert page.locator("#heatmap th.src").count() == len(article.split())
-            # Labelled with the words as the reader sees them (the fake's:
-            # the source upper-cased, the headline lower-cased).
-            assert page.locator("#heatmap th.src").first.text_content() == "AUSTRALIA"
-            assert page.locator("#heatmap th.hyp").nth(1).text_content() == "'s"
-            # The slider starts at the model's default and sends nothing; set
-            # to two words, it sends max_length=2.
-            assert page.text_content("#max-words-value") == "model default"
-            page.get_by_label("Longest headline").fill("2")
-            assert page.text_content("#max-words-value") == "2 words"
-            page.get_by_role("button", name="Generate headline").click()
-            # `expect` polls without `eval`, which the page's CSP forbids.
-            sync_api.expect(page.locator("#headline")).to_have_text(
-                "AUSTRALIA 'S", timeout=15_000
-            )
-            assert page.locator("#heatmap tbody tr").count() == 2
-            page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
-            shot = os.environ.get("SERVE_SCREENSHOT")
-            if shot:
-                shutil.copy(tmp_path / "page.png", shot)
-
-            # An error is shown in the page, and the page keeps working.
-            page.get_by_label("Article").fill("   ")
-            page.get_by_role("button", name="Generate headline").click()
-            assert "Paste an article" in page.text_content("#status")
-            assert not errors
-        finally:
-            browser.close()
-    assert (tmp_path / "page.png").stat().st_size > 0
-
-
 def test_monitoring_stats_shape(client):
     client.post("/v1/models/headlines:predict", json={"instances": [DOC, DOC]})
     stats = client.get("/monitoring/stats").json()
@@ -602,49 +406,3 @@ def test_monitoring_stats_shape(client):
     assert stats["instances"] == 2 and stats["batches"] == 1
     # Plain JSON numbers (no NaN, which `json` would write as a bare token).
     json.loads(json.dumps(stats, allow_nan=False))
-
-
-def test_load_test_tool_smoke(model_dir):
-    spec = importlib.util.spec_from_file_location(
-        "load_test", Path(__file__).parents[1] / "benchmarks" / "load_test.py"
-    )
-    load_test = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(load_test)
-    assert load_test._percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.0
-    assert load_test._percentile([1.0, 2.0, 3.0, 4.0], 99) == 4.0
-    with pytest.raises(SystemExit, match="loopback"):
-        load_test.parse_args(["--url", "http://example.com:8501"])
-
-    app = serve.create_app(_config(model_dir))
-    with _uvicorn(app) as base:
-        args = load_test.parse_args(
-            ["--url", base, "--concurrency", "4", "--duration", "0.5"]
-            + ["--server-pid", str(os.getpid())]
-        )
-        report = asyncio.run(load_test.run(args))
-        answered = app.state.server.requests
-        # A signature the export lacks: every answer is an error, counted.
-        args.signature, args.duration = "no_such_signature", 0.3
-        refused = asyncio.run(load_test.run(args))
-        answered_refused = app.state.server.requests - answered
-    assert refused["requests_ok"] == 0 and refused["latency_ms"]["p50"] is None
-    errors = refused["status_codes"]["400"]
-    assert errors > 0 and refused["errors"] == {"HTTP 400": errors}
-    assert refused["status_codes"] == {"400": errors}
-    assert answered_refused == 1  # the probe alone reached the model
-    # Every request the server answered counted as ok, but the tool's probe.
-    assert report["requests_ok"] == answered - 1 > 0 and not report["errors"]
-    assert report["latency_ms"]["p50"] <= report["latency_ms"]["p99"]
-    # The memory read from this process (the server), as /proc reads it now.
-    rss = report["server_rss_kib"]
-    now = {
-        key: int(rest.split()[0])
-        for key, _, rest in (
-            line.partition(":") for line in Path("/proc/self/status").open()
-        )
-        if key in ("VmRSS", "VmHWM")
-    }
-    assert rss["start"]["VmRSS"] <= rss["start"]["VmHWM"] <= rss["end"]["VmHWM"]
-    for key in ("VmRSS", "VmHWM"):
-        assert 0.5 < rss["end"][key] / now[key] < 2, (rss, now)
-    assert report["server_batching"]["batches"] > 0

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.tf_only
 import shutil  # noqa: E402
 
 import numpy as np  # noqa: E402
-from test_serve import DOC, TestClient, _config, _save_fake  # noqa: E402
+from fake_servable import DOC, TestClient, save_fake, server_config  # noqa: E402
 
 from models import serve  # noqa: E402
 from models.serve.batcher import Batcher, Job  # noqa: E402
@@ -23,11 +23,11 @@ URL = "/v1/models/headlines:predict"
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
     root = tmp_path_factory.mktemp("lengths")
-    _save_fake(root / "v1", upper=True)
+    save_fake(root / "v1", upper=True)
     target = root / "headlines"
     target.mkdir()
     shutil.copytree(root / "v1", target / "1")
-    with TestClient(serve.create_app(_config(target))) as c:
+    with TestClient(serve.create_app(server_config(target))) as c:
         yield c
 
 
