@@ -7,6 +7,22 @@ Runs on any Keras backend (`KERAS_BACKEND=tensorflow|jax|torch`). Fixtures
 import keras
 import numpy as np
 import pytest
+from coverage_pointer_inputs import (
+    DQ,
+    DV,
+    NUM_OOV,
+    TQ,
+    TV,
+    UNITS,
+    VOCAB,
+    B,
+    coverage_inputs,
+    make_coverage_layer,
+    np_,
+    pointer_inputs,
+    sigmoid,
+    softmax,
+)
 from keras import ops
 
 from keras_attn.coverage import CoverageAttention, coverage_loss
@@ -20,22 +36,6 @@ from keras_attn.pointer import (
     pointer_nll,
     target_probabilities,
 )
-
-B, TQ, TV, DQ, DV, UNITS = 2, 4, 5, 3, 6, 7
-VOCAB, NUM_OOV = 9, 3
-
-
-def np_(x):
-    return ops.convert_to_numpy(x)
-
-
-def softmax(x, axis=-1):
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-
-
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
 
 
 def finite_difference(fn, x, eps=1e-2):
@@ -55,16 +55,6 @@ def finite_difference(fn, x, eps=1e-2):
 # ------------------------------------------------------------------ coverage
 
 
-def make_coverage_layer(rng, **kwargs):
-    layer = CoverageAttention(UNITS, **kwargs)
-    layer.build([(None, TQ, DQ), (None, TV, DV)])
-    # A large w_c, so the coverage visibly changes the weights.
-    layer.coverage_kernel.assign(rng.normal(size=(UNITS,)) * 2)
-    if layer.bias is not None:
-        layer.bias.assign(rng.normal(size=(UNITS,)) * 0.1)
-    return layer
-
-
 def reference_coverage(layer, query, value, value_mask, query_mask, cov0):
     wk, wq = np_(layer.key_kernel), np_(layer.query_kernel)
     v, b, wc = np_(layer.score_vector), np_(layer.bias), np_(layer.coverage_kernel)
@@ -80,17 +70,6 @@ def reference_coverage(layer, query, value, value_mask, query_mask, cov0):
         cov = cov + a * query_mask[:, t : t + 1]
     weights = np.stack(weights, 1) * query_mask[..., None]
     return weights @ value, weights, np.stack(coverages, 1)
-
-
-def coverage_inputs(rng):
-    query = rng.normal(size=(B, TQ, DQ)).astype("float32")
-    value = rng.normal(size=(B, TV, DV)).astype("float32")
-    value_mask = np.ones((B, TV), bool)
-    value_mask[1, 3:] = False
-    query_mask = np.ones((B, TQ), bool)
-    query_mask[0, 2] = False  # a hole, not only trailing padding
-    query_mask[1, 3:] = False
-    return query, value, value_mask, query_mask
 
 
 def test_coverage_call_matches_reference(rng):
@@ -261,23 +240,6 @@ def test_pointer_generator_reference(rng):
         layer([c, s])
     with pytest.raises(ValueError, match="Received shapes"):
         PointerGenerator()([c, s[:, 0], x])
-
-
-def pointer_inputs(rng, steps=True):
-    lead = (B, TQ) if steps else (B,)
-    p_gen = rng.uniform(0.1, 0.9, size=(*lead, 1)).astype("float32")
-    vocab = softmax(rng.normal(size=(*lead, VOCAB))).astype("float32")
-    # Duplicates (3 three times, OOV slot 0 twice) and padding (id 0, a=0).
-    source_ids = np.array(
-        [[3, 5, 3, VOCAB, 3], [VOCAB + 1, 2, VOCAB + 1, 0, 0]], "int32"
-    )
-    source_mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], bool)
-    logits = rng.normal(size=(*lead, TV))
-    if steps:
-        attention = softmax(np.where(source_mask[:, None], logits, -1e9))
-    else:
-        attention = softmax(np.where(source_mask, logits, -1e9))
-    return p_gen, vocab, attention.astype("float32"), source_ids
 
 
 def reference_distribution(p_gen, vocab, attention, source_ids, num_oov):
@@ -475,175 +437,3 @@ def test_pointer_nll_gradient_finite_difference(rng, gradient):
     np.testing.assert_allclose(
         gradient(fn, x)[0], finite_difference(fn, x), rtol=2e-2, atol=2e-3
     )
-
-
-# ------------------------------------------------------------------ models
-
-
-def build_model():
-    q_in = keras.Input((None, DQ))
-    v_in = keras.Input((None, DV))
-    context, weights, coverage = CoverageAttention(UNITS, name="coverage")(
-        [q_in, v_in], return_attention_scores=True, return_coverage=True
-    )
-    p_gen = PointerGenerator(name="p_gen")([context, q_in, q_in])
-    return keras.Model([q_in, v_in], [context, weights, coverage, p_gen])
-
-
-def test_serialization_round_trip(rng, tmp_path):
-    model = build_model()
-    query, value, _, _ = coverage_inputs(rng)
-    expected = [np_(y) for y in model([query, value])]
-    path = str(tmp_path / "model.keras")
-    model.save(path)
-    restored = keras.saving.load_model(path)
-    got = [np_(y) for y in restored([query, value])]
-    for e, g in zip(expected, got, strict=True):
-        np.testing.assert_allclose(g, e, atol=1e-6)
-    # predict compiles (tf.function / jax.jit) with Tq unknown.
-    predicted = restored.predict([query, value], verbose=0)
-    np.testing.assert_allclose(predicted[2], expected[2], atol=1e-5)
-    config = restored.get_layer("coverage").get_config()
-    assert config["units"] == UNITS
-
-
-def test_fit_through_the_coverage_loop(rng):
-    model = build_model()
-    query, value, _, _ = coverage_inputs(rng)
-    context_only = keras.Model(model.inputs, model.outputs[0])
-    context_only.compile(optimizer="sgd", loss="mse")
-    before = np_(model.get_layer("coverage").coverage_kernel).copy()
-    history = context_only.fit(
-        [query, value], np.zeros((B, TQ, DV), "float32"), epochs=1, verbose=0
-    )
-    assert np.isfinite(history.history["loss"][0])
-    after = np_(model.get_layer("coverage").coverage_kernel)
-    assert np.abs(after - before).max() > 0
-
-
-@pytest.mark.tf_only
-def test_tensorflow_xla_gradient_with_unknown_lengths(rng):
-    import tensorflow as tf
-
-    layer = make_coverage_layer(rng)
-    spec = [
-        tf.TensorSpec((None, None, DQ)),
-        tf.TensorSpec((None, None, DV)),
-        tf.TensorSpec((None, None), tf.bool),
-    ]
-
-    @tf.function(jit_compile=True, input_signature=spec)
-    def loss_and_grads(query, value, query_mask):
-        with tf.GradientTape() as tape:
-            weights, coverage = layer(
-                [query, value],
-                query_mask=query_mask,
-                return_attention_scores=True,
-                return_coverage=True,
-            )[1:]
-            loss = coverage_loss(weights, coverage, mask=query_mask)
-        return loss, tape.gradient(loss, layer.trainable_variables)
-
-    query, value, value_mask, query_mask = coverage_inputs(rng)
-    loss, grads = loss_and_grads(query, value, query_mask)
-    weights, coverage = layer(
-        [query, value],
-        query_mask=query_mask,
-        return_attention_scores=True,
-        return_coverage=True,
-    )[1:]
-    expected = coverage_loss(weights, coverage, mask=query_mask)
-    np.testing.assert_allclose(float(loss), float(np_(expected)), rtol=1e-5)
-    assert all(np.all(np.isfinite(np_(g))) for g in grads)
-
-
-def _coverage_and_copy(rng, value_mask, normalize=False, weights=None):
-    """Every output of coverage + copy under the current policy, as float32.
-
-    `weights`: the float32 run's layer weights, so both runs compute the
-    same function.
-    """
-    layer = CoverageAttention(UNITS, normalize=normalize)
-    p_layer = PointerGenerator()
-    query, value, _, query_mask = coverage_inputs(rng)
-    layer.build([query.shape, value.shape])
-    p_layer.build([(B, TQ, DV), query.shape, query.shape])
-    if weights is not None:
-        layer.set_weights(weights[0])
-        p_layer.set_weights(weights[1])
-    context, attention, coverage = layer(
-        [query, value],
-        value_mask=value_mask,
-        query_mask=query_mask,
-        return_attention_scores=True,
-        return_coverage=True,
-    )
-    p_gen = p_layer([context, query, query])
-    _, vocab, _, source_ids = pointer_inputs(rng)
-    logits = ops.cast(np.log(vocab), layer.compute_dtype)
-    probs = pointer_distribution(
-        p_gen, logits, attention, source_ids, NUM_OOV, from_logits=True
-    )
-    targets = np.array([[3, VOCAB, 7, VOCAB + 2], [VOCAB + 1, 2, 0, 8]])
-    nll = pointer_nll(
-        p_gen, logits, attention, source_ids, targets, mask=query_mask, from_logits=True
-    )
-    outputs = {
-        "context": context,
-        "attention": attention,
-        "coverage": coverage,
-        "p_gen": p_gen,
-        "probs": probs,
-        "nll": nll,
-        "coverage_loss": coverage_loss(attention, coverage, mask=query_mask),
-    }
-    dtypes = {k: keras.backend.standardize_dtype(v.dtype) for k, v in outputs.items()}
-    values = {k: np_(ops.cast(v, "float32")) for k, v in outputs.items()}
-    return values, dtypes, (layer.get_weights(), p_layer.get_weights())
-
-
-# One rounding costs 2^-11 (5e-4) relative in float16 and 2^-8 (4e-3) in
-# bfloat16; outputs of size ~1 after a few roundings are off by a few times
-# that. Largest error seen over all outputs, TF and torch (seed 7, with and
-# without `normalize`): 1.0e-3 (float16) and 9.3e-3 (bfloat16), the context's.
-# The bounds leave 4x and 3x.
-MIXED_ATOL = {"mixed_float16": 4e-3, "mixed_bfloat16": 3e-2}
-
-
-@pytest.mark.parametrize("policy", sorted(MIXED_ATOL))
-@pytest.mark.parametrize("normalize", [False, True], ids=["plain", "normalize"])
-def test_mixed_precision_matches_float32(rng, policy, normalize):
-    value_mask = np.ones((B, TV), bool)
-    value_mask[1, 3:] = False
-    seed = int(rng.integers(1 << 30))
-    want, _, weights = _coverage_and_copy(
-        np.random.default_rng(seed), value_mask, normalize
-    )
-    keras.mixed_precision.set_global_policy(policy)
-    got, dtypes, _ = _coverage_and_copy(
-        np.random.default_rng(seed), value_mask, normalize, weights
-    )
-    compute = keras.mixed_precision.global_policy().compute_dtype
-    assert dtypes["context"] == compute
-    # Weights, coverage and probabilities stay float32 (softmax in float32).
-    for name in ("attention", "coverage", "p_gen", "probs"):
-        assert dtypes[name] == "float32", name
-    for name in want:
-        np.testing.assert_allclose(
-            got[name], want[name], atol=MIXED_ATOL[policy], rtol=0, err_msg=name
-        )
-
-
-@pytest.mark.parametrize("policy", sorted(MIXED_ATOL))
-def test_fully_masked_source_under_mixed_precision(rng, policy):
-    # The usual NaN: a mask constant that overflows, or 0/0 in the softmax.
-    keras.mixed_precision.set_global_policy(policy)
-    value_mask = np.ones((B, TV), bool)
-    value_mask[0] = False
-    out, _, _ = _coverage_and_copy(rng, value_mask)
-    for name, value in out.items():
-        assert np.all(np.isfinite(value)), name
-    assert np.all(out["context"][0] == 0) and np.all(out["attention"][0] == 0)
-    assert np.all(out["coverage"][0] == 0)
-    # Row 1's query steps 0-2 (step 3 is masked) sum to 1.
-    np.testing.assert_allclose(out["attention"][1, :3].sum(-1), 1.0, atol=1e-3)
