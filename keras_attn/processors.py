@@ -201,7 +201,8 @@ class IdShift(LogitsProcessor):
         rows, width = ops.shape(log_probs)[0], ops.shape(log_probs)[1]
         ids, amounts = self.shifts(history, step, rows)
         columns = ops.arange(width, dtype="int32")[None]
-        return log_probs - shift_amounts(columns, ids, amounts, log_probs.dtype)
+        lowered = shift_amounts(columns, ids, amounts, log_probs.dtype)
+        return ops.subtract(log_probs, lowered)
 
     def shifts(self, history, step, rows):
         """The ids this step lowers in each of `rows` rows, and by how much.
@@ -224,11 +225,22 @@ def shift_amounts(ids, shifted_ids, amounts, dtype):
     Returns:
         `(N, W)` in `dtype`: an id's amount, 0 for an id not listed.
     """
-    same = ops.expand_dims(ids, -1) == ops.expand_dims(
-        ops.cast(shifted_ids, "int32"), 1
-    )
-    amounts = ops.expand_dims(ops.cast(amounts, dtype), 1)
-    return ops.sum(ops.where(same, amounts, ops.zeros_like(amounts)), axis=-1)
+    shifted_ids = ops.cast(shifted_ids, "int32")
+    amounts = ops.cast(amounts, dtype)
+    count = shifted_ids.shape[1]
+    if not isinstance(count, int):  # K unknown when traced: one `(N, W, K)` pass
+        same = ops.expand_dims(ids, -1) == ops.expand_dims(shifted_ids, 1)
+        amounts = ops.expand_dims(amounts, 1)
+        return ops.sum(ops.where(same, amounts, ops.zeros_like(amounts)), axis=-1)
+    # A row's ids are distinct: each id gets its amount plus zeros, exactly.
+    total = ops.zeros((), dtype)
+    for k in range(count):
+        total = total + ops.where(
+            ids == shifted_ids[:, k : k + 1],
+            amounts[:, k : k + 1],
+            ops.zeros((), dtype),
+        )
+    return total
 
 
 class EndPenalty(IdShift):

@@ -5,10 +5,11 @@ list their ids, and neighbouring ones are banned in one scatter
 hand."""
 
 import numpy as np
+import pytest
 from keras import ops
 
 import keras_attn as ka
-from keras_attn.processors import apply_processors, ban_listed
+from keras_attn.processors import apply_processors, ban_listed, shift_amounts
 
 NEG = -np.inf
 # Two rows of six scores; row 0 generated [4, 2], row 1 [2] (then -1).
@@ -115,3 +116,41 @@ def test_listed_bans_answer_for_any_ids():
         ops.convert_to_numpy(said), [[False, False, True, False]] * 2
     )
     assert not ops.convert_to_numpy(ka.MinLength(3, 2).banned(ids, HISTORY, 3)).any()
+
+
+def _expected_shifts():
+    return np.array([[0, 0.5, 0, 0, 2.0, 0], [1.0, 0, 0, 0, 0, -3.0]], "float32")
+
+
+def test_shift_amounts_by_hand():
+    ids = np.arange(6, dtype="int32")[None]
+    shifted = np.array([[1, 4], [0, 5]], "int32")
+    amounts = np.array([[0.5, 2.0], [1.0, -3.0]], "float32")
+    got = shift_amounts(ids, shifted, amounts, "float32")
+    np.testing.assert_array_equal(ops.convert_to_numpy(got), _expected_shifts())
+    # The processor's scores: those ids lowered, the rest as they were.
+    scores = np.zeros((2, 6), "float32")
+
+    class Listed(ka.IdShift):
+        def shifts(self, history, step, rows):
+            return shifted, amounts
+
+    lowered = Listed()(scores, None, 0)
+    np.testing.assert_array_equal(ops.convert_to_numpy(lowered), -_expected_shifts())
+
+
+@pytest.mark.tf_only
+def test_shift_amounts_with_a_number_of_ids_unknown_when_traced():
+    import tensorflow as tf
+
+    ids = np.arange(6, dtype="int32")[None]
+    spec = [
+        tf.TensorSpec([None, None], tf.int32),
+        tf.TensorSpec([None, None], tf.float32),
+    ]
+    traced = tf.function(
+        lambda s, a: shift_amounts(ids, s, a, "float32"), input_signature=spec
+    )
+    shifted = np.array([[1, 4], [0, 5]], "int32")
+    amounts = np.array([[0.5, 2.0], [1.0, -3.0]], "float32")
+    np.testing.assert_array_equal(traced(shifted, amounts).numpy(), _expected_shifts())
