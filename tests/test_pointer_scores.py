@@ -44,14 +44,17 @@ def make_step(source_ids, seed=0, parts=True):
     return step
 
 
-def search_both(search, source_ids, **kwargs):
+def search_one(search, source_ids, parts, **kwargs):
+    """`search` over the toy model's scores in parts, or written out."""
     batch = source_ids.shape[0]
     state = {"rows": ops.arange(batch, dtype="int32")}
     start = ops.zeros((batch,), "int32")
-    results = []
-    for parts in (True, False):
-        step = make_step(source_ids, parts=parts)
-        results.append(search(step, state, start, END, 7, **kwargs))
+    step = make_step(source_ids, parts=parts)
+    return search(step, state, start, END, 7, **kwargs)
+
+
+def search_both(search, source_ids, **kwargs):
+    results = [search_one(search, source_ids, p, **kwargs) for p in (True, False)]
     return [
         {k: ops.convert_to_numpy(getattr(r, k)) for k in ("ids", "lengths", "scores")}
         for r in results
@@ -113,9 +116,18 @@ def test_greedy_from_parts_equals_greedy_written_out(constraints):
     assert (parts["ids"] >= V).any()
 
 
-class Shifts(ka.IdShift):
+class CountsWrittenOut:
+    """A processor mixin that records the width of the scores it is called on
+    (only written-out scores call it)."""
+
+    def __call__(self, log_probs, history, step):
+        self.calls.append(log_probs.shape[1])
+        return super().__call__(log_probs, history, step)
+
+
+class Shifts(CountsWrittenOut, ka.IdShift):
     """Raises a source word, an OOV slot and a vocabulary word (negative
-    amounts), so that shifted ids are chosen; the dense path is counted."""
+    amounts), so that shifted ids are chosen."""
 
     def __init__(self, source_ids, calls):
         self.source_ids, self.calls = source_ids, calls
@@ -126,27 +138,15 @@ class Shifts(ka.IdShift):
         amounts = np.array([[-2.5, -3.0, -1.5]], "float32")
         return ops.concatenate([word, fixed], axis=1), ops.zeros((rows, 3)) + amounts
 
-    def __call__(self, log_probs, history, step):
-        self.calls.append(log_probs.shape[1])
-        return super().__call__(log_probs, history, step)
 
-
-class CountedEndPenalty(ka.EndPenalty):
+class CountedEndPenalty(CountsWrittenOut, ka.EndPenalty):
     def __init__(self, penalty, calls):
         super().__init__(penalty, END)
         self.calls = calls
 
-    def __call__(self, log_probs, history, step):
-        self.calls.append(log_probs.shape[1])
-        return super().__call__(log_probs, history, step)
-
 
 def greedy_from_parts(source_ids, processors):
-    batch = source_ids.shape[0]
-    state = {"rows": ops.arange(batch, dtype="int32")}
-    start = ops.zeros((batch,), "int32")
-    step = make_step(source_ids, parts=True)
-    return ka.greedy_search(step, state, start, END, 7, processors=processors)
+    return search_one(ka.greedy_search, source_ids, True, processors=processors)
 
 
 def test_shifts_are_chosen_from_parts_as_written_out():
