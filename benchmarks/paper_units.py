@@ -405,7 +405,7 @@ def tsp_reference(points, cache_dir, name):
     return lengths
 
 
-def _pointer_test_groups(unit, cache_dir):
+def pointer_test_groups(unit, cache_dir):
     groups = []
     for n in unit["test_n"]:
         size = unit["tsp20_test_size"] if unit["task"] == "tsp" and n > 10 else None
@@ -458,7 +458,7 @@ def _pointer_epochs(unit, checkpoint, slice_epochs, clock, cache_dir):
         )
 
         def test():
-            groups = _pointer_test_groups(unit, cache_dir)
+            groups = pointer_test_groups(unit, cache_dir)
             metrics = ptrnet.evaluate(task, layer, groups, beam_size=unit["beam"])
             for m in metrics.values():
                 if task == "tsp":  # every reference here is Held-Karp's optimum

@@ -1,0 +1,117 @@
+"""A trained Ptr-Net unit of `benchmarks.paper_runs`, decoded with several beams.
+
+The paper's table decodes with a beam search over valid outputs; the runner
+uses a beam of 5. This loads a unit's checkpoint (no training) and decodes
+the runner's own test sets with each beam size given, so the table can say
+how much of the gap to the paper a wider beam closes.
+
+```
+KERAS_BACKEND=jax nice -n 15 python -m benchmarks.pointer_beam_sweep \\
+    --config tsp-5-20 --seed 0 --beams 1 5 10 20
+```
+
+Prints one markdown row per beam size and test `n` (for TSP, first the gap
+of the training labels above n = 10, which are 2-opt tours, not optimal
+ones); with `--results`, also
+appends them as JSON lines (with the machine, the command and the commit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from benchmarks import paper_units
+from benchmarks.paper_runs import CHECKPOINTS, git_commit, machine
+from examples import pointer_networks as ptrnet
+
+
+def sweep(config, seed, beams, checkpoints):
+    """`[(beam, n, metrics)]` of the unit's checkpoint decoded with `beams`."""
+    (unit,) = paper_units.pointer_units([config], [seed])
+    model, layer = ptrnet.build_model(
+        unit["units"], unit["task"] == "tsp", "adam", unit["learning_rate"]
+    )
+    checkpoint = paper_units.Checkpoint(Path(checkpoints) / unit["unit"])
+    state = checkpoint.load(model)
+    if state is None:
+        raise SystemExit(
+            f"No checkpoint for {unit['unit']} under {checkpoints}: train it with "
+            "`python -m benchmarks.paper_runs pointer` first. "
+            f"Received: checkpoints={str(checkpoints)!r}"
+        )
+    groups = paper_units.pointer_test_groups(unit, checkpoints)
+    rows = []
+    if unit["task"] == "tsp":
+        rows += _label_rows(groups)
+    for beam in beams:
+        for n, metrics in ptrnet.evaluate(unit["task"], layer, groups, beam).items():
+            rows.append((beam, n, metrics))
+            print(_row(unit["task"], beam, n, metrics), flush=True)
+    return unit, state, rows
+
+
+def _label_rows(groups):
+    """The training labels' own gap where they are 2-opt's (n above
+    `HELD_KARP_MAX_N`): the tours the model learns to imitate there."""
+    rows = []
+    for g in groups:
+        if g["n"] <= ptrnet.HELD_KARP_MAX_N:
+            continue
+        start = time.perf_counter()
+        lengths = ptrnet.tsp_targets(g["points"])[1]
+        metrics = {
+            "tour_length": float(lengths.mean()),
+            "reference_length": float(g["ref"].mean()),
+            "decode_seconds": time.perf_counter() - start,
+        }
+        rows.append(("2-opt labels", g["n"], metrics))
+        print(_row("tsp", "2-opt labels", g["n"], metrics), flush=True)
+    return rows
+
+
+def _row(task, beam, n, m):
+    if task == "tsp":
+        gap = 100 * (m["tour_length"] / m["reference_length"] - 1)
+        quality = f"{m['tour_length']:.4f} | {m['reference_length']:.4f} | {gap:.2f}%"
+    else:
+        quality = f"{100 * m['accuracy']:.1f}% | {100 * m['not_simple']:.1f}%"
+    return f"| {beam} | {n} | {quality} | {m['decode_seconds']:.1f} |"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="tsp-5-20")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--beams", type=int, nargs="+", default=[1, 5, 10, 20])
+    parser.add_argument("--checkpoints", type=Path, default=CHECKPOINTS)
+    parser.add_argument("--results", type=Path, help="a JSON-lines file to append to")
+    args = parser.parse_args(argv)
+    task = paper_units.POINTER_CONFIGS[args.config]["task"]
+    columns = ["beam", "n"]
+    if task == "tsp":
+        columns += ["tour", "optimum", "gap", "seconds"]
+    else:
+        columns += ["accuracy", "not simple", "seconds"]
+    print("| " + " | ".join(columns) + " |\n" + "|---" * len(columns) + "|")
+    unit, state, rows = sweep(args.config, args.seed, args.beams, args.checkpoints)
+    if args.results:
+        context = {
+            "machine": machine(),
+            "command": "python -m benchmarks.pointer_beam_sweep "
+            + shlex.join(sys.argv[1:] if argv is None else argv),
+            "commit": git_commit(),
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        with open(args.results, "a") as out:
+            for beam, n, metrics in rows:
+                line = {"unit": unit["unit"], "epochs": state["epoch"], "beam": beam}
+                out.write(json.dumps({**line, "n": n, **metrics, **context}) + "\n")
+
+
+if __name__ == "__main__":
+    main()
