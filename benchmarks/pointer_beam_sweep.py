@@ -12,21 +12,20 @@ KERAS_BACKEND=jax nice -n 15 python -m benchmarks.pointer_beam_sweep \\
 
 Prints one markdown row per beam size and test `n` (for TSP, first the gap
 of the training labels above n = 10, which are 2-opt tours, not optimal
-ones); with `--results`, also
-appends them as JSON lines (with the machine, the command and the commit).
+ones); with `--results`, also appends them as JSON lines (with the machine,
+the command and the commit).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 import time
 from pathlib import Path
 
 from benchmarks import paper_units
-from benchmarks.paper_runs import CHECKPOINTS, git_commit, machine
+from benchmarks.paper_runs import CHECKPOINTS, append_result, git_commit, machine
 from examples import pointer_networks as ptrnet
 
 
@@ -85,7 +84,9 @@ def _row(task, beam, n, m):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default="tsp-5-20")
+    parser.add_argument(
+        "--config", default="tsp-5-20", choices=sorted(paper_units.POINTER_CONFIGS)
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--beams", type=int, nargs="+", default=[1, 5, 10, 20])
     parser.add_argument("--checkpoints", type=Path, default=CHECKPOINTS)
@@ -107,10 +108,9 @@ def main(argv=None):
             "commit": git_commit(),
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
-        with open(args.results, "a") as out:
-            for beam, n, metrics in rows:
-                line = {"unit": unit["unit"], "epochs": state["epoch"], "beam": beam}
-                out.write(json.dumps({**line, "n": n, **metrics, **context}) + "\n")
+        for beam, n, metrics in rows:
+            line = {"unit": unit["unit"], "epochs": state["epoch"], "beam": beam}
+            append_result(args.results, {**line, "n": n, **metrics, **context})
 
 
 if __name__ == "__main__":
