@@ -10,10 +10,9 @@ KERAS_BACKEND=jax nice -n 15 python -m benchmarks.pointer_beam_sweep \\
     --config tsp-5-20 --seed 0 --beams 1 5 10 20
 ```
 
-Prints one markdown row per beam size and test `n` (for TSP, first the gap
-of the training labels above n = 10, which are 2-opt tours, not optimal
-ones); with `--results`, also appends them as JSON lines (with the machine,
-the command and the commit).
+Prints one markdown row per beam size and test `n`; with `--results`, also
+appends them as JSON lines (with the machine, the command and the commit).
+`benchmarks/tsp_labels.py` scores the training labels themselves.
 """
 
 from __future__ import annotations
@@ -45,32 +44,11 @@ def sweep(config, seed, beams, checkpoints):
         )
     groups = paper_units.pointer_test_groups(unit, checkpoints)
     rows = []
-    if unit["task"] == "tsp":
-        rows += _label_rows(groups)
     for beam in beams:
         for n, metrics in ptrnet.evaluate(unit["task"], layer, groups, beam).items():
             rows.append((beam, n, metrics))
             print(_row(unit["task"], beam, n, metrics), flush=True)
     return unit, state, rows
-
-
-def _label_rows(groups):
-    """The training labels' own gap where they are 2-opt's (n above
-    `HELD_KARP_MAX_N`): the tours the model learns to imitate there."""
-    rows = []
-    for g in groups:
-        if g["n"] <= ptrnet.HELD_KARP_MAX_N:
-            continue
-        start = time.perf_counter()
-        lengths = ptrnet.tsp_targets(g["points"])[1]
-        metrics = {
-            "tour_length": float(lengths.mean()),
-            "reference_length": float(g["ref"].mean()),
-            "decode_seconds": time.perf_counter() - start,
-        }
-        rows.append(("2-opt labels", g["n"], metrics))
-        print(_row("tsp", "2-opt labels", g["n"], metrics), flush=True)
-    return rows
 
 
 def _row(task, beam, n, m):
