@@ -12,10 +12,10 @@ apart from the model:
 Tours start at city 0 and run counter-clockwise (positive signed area), so
 that one tour has one target sequence.
 
-Label quality, measured against Held-Karp and the best of 10 starts
-(`docs/pointer-networks.md`, "Training labels above n = 10"): 2-opt from the
-nearest-neighbour tour, the paper-era heuristic, is 1.7% over the optimum at
-`n = 20`; 2-opt with Or-opt from 5 random starts is within 0.05%.
+Label quality against Held-Karp's optimum at `n = 20`
+(`benchmarks/tsp_labels.py`; `docs/pointer-networks.md`, "Training labels
+above n = 10"): 2-opt from the nearest-neighbour tour, the heuristic of the
+first runs, is 1.7% over it; 2-opt with Or-opt from 5 random starts, 0.02%.
 """
 
 import functools
@@ -208,8 +208,9 @@ def move_table(n, or_opt):
     A move is the tour's new order of positions (position 0 stays first),
     with the edges it removes and adds as pairs of positions, padded to 3
     with the zero-length edge `(0, 0)`. 2-opt reverses a segment; Or-opt
-    moves a segment of 1-3 cities elsewhere, in either direction. Moves that
-    change no edge, and any that give a tour already listed, are left out.
+    moves a segment of 1-3 consecutive cities (city 0's among them)
+    elsewhere, in either direction. Moves that change no edge, and any that
+    give a tour already listed, are left out.
 
     Returns:
         `(orders, removed, added)`: int `(M, n)`, `(M, 3, 2)` and `(M, 3, 2)`.
@@ -225,11 +226,16 @@ def move_table(n, or_opt):
         for i in range(1, n - 1)
         for j in range(i + 1, n)
     ]
-    for size in range(1, 4) if or_opt else ():
-        for i in range(1, n - size + 1):
-            segment, rest = base[i : i + size], base[:i] + base[i + size :]
+    # Or-opt on the cycle: a segment may hold position 0 (it wraps round);
+    # each result is turned so that position 0 comes first again.
+    for size in range(1, 4) if or_opt and n > 4 else ():
+        for i in range(n):
+            segment = tuple((i + k) % n for k in range(size))
+            rest = tuple((i + size + k) % n for k in range(n - size))
             for k, piece in itertools.product(range(len(rest)), (1, -1)):
-                candidates.append(rest[: k + 1] + segment[::piece] + rest[k + 1 :])
+                order = rest[: k + 1] + segment[::piece] + rest[k + 1 :]
+                first = order.index(0)
+                candidates.append(order[first:] + order[:first])
     orders, removed, added, seen = [], [], [], set()
     for order in candidates:
         new_edges = frozenset(edges(order))
@@ -243,7 +249,10 @@ def move_table(n, or_opt):
         ):
             pairs = [tuple(sorted(e)) for e in change]
             out.append(pairs + [(0, 0)] * (3 - len(pairs)))
-    return np.array(orders), np.array(removed), np.array(added)
+    table = np.array(orders), np.array(removed), np.array(added)
+    for array in table:  # shared by every caller through the cache
+        array.flags.writeable = False
+    return table
 
 
 def local_search(points, tours, or_opt=True):
@@ -264,9 +273,9 @@ def local_search(points, tours, or_opt=True):
     d = distances(points)
     active = np.arange(len(tours))
     while active.size:
-        t, rows = tours[active], np.arange(active.size)[:, None, None]
-        gain = d[active][rows, t[:, removed[..., 0]], t[:, removed[..., 1]]].sum(-1)
-        gain -= d[active][rows, t[:, added[..., 0]], t[:, added[..., 1]]].sum(-1)
+        t, rows, near = tours[active], np.arange(active.size)[:, None, None], d[active]
+        gain = near[rows, t[:, removed[..., 0]], t[:, removed[..., 1]]].sum(-1)
+        gain -= near[rows, t[:, added[..., 0]], t[:, added[..., 1]]].sum(-1)
         best = gain.argmax(1)
         improves = gain[np.arange(active.size), best] > 1e-10
         active = active[improves]
@@ -298,29 +307,43 @@ def tsp_targets(points, labels="or-opt", starts=5, seed=0):
     * `"2-opt"`: 2-opt from the nearest-neighbour tour (the heuristic the
       first Ptr-Net runs trained on);
     * `"or-opt"`: 2-opt and Or-opt from `starts` random tours, the shortest
-      kept.
+      kept. The starts come from a generator of their own, seeded with
+      `(seed, 1)`, never the same numbers as points made with `seed`.
     """
     points = np.asarray(points)
     if labels not in TSP_LABELS:
         raise ValueError(
             f"`labels` must be one of {TSP_LABELS}. Received: labels={labels!r}"
         )
+    if starts < 1:
+        raise ValueError(f"`starts` must be at least 1. Received: starts={starts}")
     batch, n = points.shape[:2]
     if n <= HELD_KARP_MAX_N:
         chunks = np.array_split(points, max(1, batch // 2000))
         parts = [held_karp(chunk) for chunk in chunks]
         tours, lengths = zip(*parts, strict=True)
         return np.concatenate(tours), np.concatenate(lengths)
-    if labels == "2-opt":
-        tours = local_search(points, nearest_neighbour_tours(points), or_opt=False)
-    else:
-        rng = np.random.default_rng(seed)
-        tours, best = None, np.full(batch, np.inf)
-        for _ in range(starts):
-            start = 1 + np.argsort(rng.random((batch, n - 1)), axis=1)
-            found = local_search(points, np.pad(start, ((0, 0), (1, 0))), or_opt=True)
-            lengths = tour_lengths(points, found)
-            better = lengths < best
-            tours = found if tours is None else np.where(better[:, None], found, tours)
-            best = np.minimum(best, lengths)
+    rng = np.random.default_rng((seed, 1))
+    # Chunks: the search's gathers are `(instances, moves, 3)`.
+    tours = np.concatenate(
+        [
+            _searched_tours(chunk, labels, starts, rng)
+            for chunk in np.array_split(points, max(1, -(-batch // 500)))
+        ]
+    )
     return counter_clockwise(points, tours), tour_lengths(points, tours)
+
+
+def _searched_tours(points, labels, starts, rng):
+    if labels == "2-opt":
+        return local_search(points, nearest_neighbour_tours(points), or_opt=False)
+    batch, n = points.shape[:2]
+    tours, best = None, np.full(batch, np.inf)
+    for _ in range(starts):
+        start = 1 + np.argsort(rng.random((batch, n - 1)), axis=1)
+        found = local_search(points, np.pad(start, ((0, 0), (1, 0))), or_opt=True)
+        lengths = tour_lengths(points, found)
+        better = lengths < best
+        tours = found if tours is None else np.where(better[:, None], found, tours)
+        best = np.minimum(best, lengths)
+    return tours

@@ -92,14 +92,18 @@ def tune_greedy_end_penalty(model, features, documents, references, base, penalt
             f"`penalties` must not be empty. Received: penalties={penalties!r}"
         )
     rows = []
+    module = HeadlineModule(model, features, base)
+    # The penalty is a tensor: one trace for the whole grid.
+    search = tf.function(
+        lambda d, penalty: module.search(d, 1, end_penalty=penalty)[
+            "normalized_headlines"
+        ],
+        autograph=False,
+    )
     for penalty in penalties:
-        options = dataclasses.replace(base, greedy_end_penalty=float(penalty))
-        module = HeadlineModule(model, features, options)
-        search = tf.function(
-            lambda d, m=module: m.search(d, 1)["normalized_headlines"],
-            autograph=False,
+        headlines = headlines_in_batches(
+            functools.partial(search, penalty=tf.constant(float(penalty))), documents
         )
-        headlines = headlines_in_batches(search, documents)
         rows.append(_scored(headlines, references, greedy_end_penalty=float(penalty)))
     best = max(rows, key=lambda r: r["rouge1"])
     chosen = dataclasses.replace(base, greedy_end_penalty=best["greedy_end_penalty"])

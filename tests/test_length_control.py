@@ -194,6 +194,22 @@ def test_greedy_end_penalty_gives_the_headlines_worked_out_by_hand(penalty, head
     assert _strings(module.beam(docs)["normalized_headlines"]) == DEFAULTS
 
 
+def test_one_greedy_trace_serves_every_end_penalty():
+    """`search(end_penalty=...)` with a tensor: the headlines of each
+    penalty, worked out above, from one traced graph (tuning's grid)."""
+    module = HeadlineModule(
+        scripted.ScriptedModel(), scripted.features(), scripted.OPTIONS
+    )
+    search = tf.function(
+        lambda d, p: module.search(d, 1, end_penalty=p)["normalized_headlines"],
+        autograph=False,
+    )
+    docs = tf.constant(DOCUMENTS)
+    for penalty, headlines in [(0.0, GREEDY), (1.0, PADDED), (0.5, GREEDY)]:
+        assert _strings(search(docs, tf.constant(penalty))) == headlines
+    assert search.experimental_get_tracing_count() == 1
+
+
 def test_the_greedy_end_penalty_is_chosen_by_rouge_on_validation():
     chosen, rows = tune_greedy_end_penalty(
         scripted.ScriptedModel(),

@@ -82,17 +82,18 @@ def test_every_move_changes_the_length_by_its_edges(or_opt):
     assert len(cycles) == len(orders)
 
 
-def test_the_2_opt_moves_are_every_tour_two_edges_away():
-    n = 7
+def test_the_moves_are_the_tours_two_edges_away_and_each_city_moved():
+    # n = 9: city 0 moved to the middle is no block of 3 or fewer moved.
+    n = 9
     base = _edges(tuple(range(n)))
     two_away = {
         frozenset(_edges(t)) for t in _tours_from_0(n) if len(_edges(t) - base) == 2
     }
     orders = pp.move_table(n, or_opt=False)[0]
     assert {frozenset(_edges(tuple(o))) for o in orders} == two_away
-    # With Or-opt: those, and each single city moved elsewhere.
+    # With Or-opt: those, and each single city (city 0 too) moved elsewhere.
     moved_city = set()
-    for city, after in itertools.product(range(1, n), range(n)):
+    for city, after in itertools.product(range(n), range(n)):
         if after == city:
             continue
         rest = [c for c in range(n) if c != city]
@@ -105,11 +106,12 @@ def test_the_2_opt_moves_are_every_tour_two_edges_away():
 @pytest.mark.parametrize("or_opt", [False, True])
 def test_local_search_ends_where_no_neighbour_is_shorter(or_opt):
     """Its tours are local optima: no tour two edges away is shorter, and
-    with Or-opt no tour with one city moved is either (both enumerated here
-    over every tour from city 0)."""
+    with Or-opt no tour with a block of 1-3 consecutive cities moved is
+    either, city 0's blocks included (both enumerated here over every tour
+    from city 0)."""
     n = 7
-    points = pp.make_points(6, n, seed=5)
-    starts = np.tile(np.arange(n), (6, 1))
+    points = pp.make_points(8, n, seed=5)
+    starts = np.tile(np.arange(n), (8, 1))
     tours = pp.local_search(points, starts, or_opt=or_opt)
     everything = _tours_from_0(n)
     for p, tour in zip(points, tours, strict=True):
@@ -117,17 +119,23 @@ def test_local_search_ends_where_no_neighbour_is_shorter(or_opt):
         length, edges = pp.tour_length(p, tour), _edges(tuple(tour))
         for other in everything:
             apart = len(_edges(other) - edges)
-            if apart == 2 or (or_opt and apart == 3 and _one_city_moved(tour, other)):
+            if apart == 2 or (or_opt and apart == 3 and _block_moved(tour, other)):
                 assert pp.tour_length(p, other) >= length - 1e-12
 
 
-def _one_city_moved(tour, other):
-    return any(
-        [c for c in tour if c != city] == [c for c in other if c != city]
-        or [c for c in tour if c != city][1:]
-        == [c for c in other if c != city][1:][::-1]
-        for city in tour[1:]
-    )
+def _block_moved(tour, other):
+    """Whether `other` is `tour` with 1-3 consecutive cities moved."""
+    n = len(tour)
+
+    def blocks(cycle, size):
+        return [frozenset(cycle[(i + k) % n] for k in range(size)) for i in range(n)]
+
+    for size in (1, 2, 3):
+        for block in set(blocks(tour, size)) & set(blocks(other, size)):
+            rest = [_edges([c for c in t if c not in block]) for t in (tour, other)]
+            if rest[0] == rest[1]:
+                return True
+    return False
 
 
 def test_2_opt_uncrosses_the_square():
@@ -168,9 +176,45 @@ def test_labels_up_to_10_cities_are_held_karps():
         )
 
 
-def test_unknown_labels_say_what_was_received():
+def _first_two_opt(points):
+    """The first runs' labels, as their code (commit eb21219) made them:
+    nearest neighbour from city 0, then the best 2-opt move until none
+    improves, one instance at a time."""
+    d = pp.distances(points)
+    n = len(d)
+    tour, left = [0], set(range(1, n))
+    while left:
+        tour.append(min(left, key=lambda c: d[tour[-1], c]))
+        left.remove(tour[-1])
+    tour = np.array(tour)
+    i, j = np.triu_indices(n, k=1)
+    i, j = i[i >= 1], j[i >= 1]
+    while True:
+        a, b, c, e = tour[i - 1], tour[i], tour[j], tour[(j + 1) % n]
+        delta = d[a, c] + d[b, e] - d[a, b] - d[c, e]
+        best = int(np.argmin(delta))
+        if delta[best] > -1e-10:
+            break
+        tour[i[best] : j[best] + 1] = tour[i[best] : j[best] + 1][::-1].copy()
+    return pp.counter_clockwise(points[None], tour[None])[0]
+
+
+@pytest.mark.parametrize("n", [15, 20])
+def test_2_opt_labels_are_the_first_runs_tours(n):
+    """`tsp-5-20` resumes on the data it started with."""
+    points = pp.make_points(30, n, seed=n)
+    tours, lengths = pp.tsp_targets(points, "2-opt")
+    for p, tour in zip(points, tours, strict=True):
+        np.testing.assert_array_equal(tour, _first_two_opt(p))
+    np.testing.assert_allclose(lengths, pp.tour_lengths(points, tours))
+
+
+def test_bad_settings_say_what_was_received():
+    points = pp.make_points(2, 12, seed=0)
     with pytest.raises(ValueError, match="Received: labels='3-opt'"):
-        pp.tsp_targets(pp.make_points(2, 12, seed=0), "3-opt")
+        pp.tsp_targets(points, "3-opt")
+    with pytest.raises(ValueError, match="Received: starts=0"):
+        pp.tsp_targets(points, "or-opt", starts=0)
 
 
 # ------------------------------------------------------------------ hulls

@@ -160,9 +160,9 @@ def test_example_runs(pn, task, tmp_path, monkeypatch):
     groups, decoded = [], []
     real_evaluate, real_decode = pn.evaluate, pn.decode
 
-    def evaluate(task, layer, test_groups, beam_size, labels):
+    def evaluate(task, layer, test_groups, beam_size):
         groups.extend(test_groups)
-        return real_evaluate(task, layer, test_groups, beam_size, labels)
+        return real_evaluate(task, layer, test_groups, beam_size)
 
     def decode(*args, **kwargs):
         decoded.append(real_decode(*args, **kwargs))

@@ -78,15 +78,17 @@ class HeadlineModule(tf.Module):
         length_penalty=None,
         min_length=None,
         max_length=None,
+        end_penalty=None,
     ):
         """Headlines for `documents` (eager or in a `tf.function`).
 
-        `length_penalty`, `min_length` and `max_length` (Python numbers or
-        scalar tensors) override the options' ones: one traced graph then
-        serves every value. The search's buffers stay `options.max_length`
-        steps long, so a given `max_length` is clipped to `[1,
-        options.max_length]` and applied by forcing the end token
-        (`keras_attn.MaxLength`); `min_length` is clipped to `[0, max_length]`.
+        `length_penalty`, `min_length`, `max_length` and greedy search's
+        `end_penalty` (Python numbers or scalar tensors) override the
+        options' ones: one traced graph then serves every value. The
+        search's buffers stay `options.max_length` steps long, so a given
+        `max_length` is clipped to `[1, options.max_length]` and applied by
+        forcing the end token (`keras_attn.MaxLength`); `min_length` is
+        clipped to `[0, max_length]`.
         """
         options = self.options
         if length_penalty is None:
@@ -98,7 +100,7 @@ class HeadlineModule(tf.Module):
         else:
             limit = options.max_length if max_length is None else max_length
             min_length = tf.clip_by_value(min_length, 0, limit)
-        settings = (beam_size, length_penalty, min_length, max_length)
+        settings = (beam_size, length_penalty, min_length, max_length, end_penalty)
 
         def search_slices(slices):
             sources = [self.features.encode_source(d) for d in slices]
@@ -185,6 +187,7 @@ class HeadlineModule(tf.Module):
         length_penalty,
         min_length,
         max_length,
+        end_penalty=None,
         num_hypotheses=1,
     ):
         """Source ids to a `keras_attn.DecodingResult`: encoder and search."""
@@ -192,8 +195,10 @@ class HeadlineModule(tf.Module):
         processors = []
         if max_length is not None:
             processors.append(keras_attn.MaxLength(max_length, END_ID))
-        if beam_size == 1 and options.greedy_end_penalty:
-            processors.append(keras_attn.EndPenalty(options.greedy_end_penalty, END_ID))
+        if end_penalty is None and options.greedy_end_penalty:
+            end_penalty = options.greedy_end_penalty
+        if beam_size == 1 and end_penalty is not None:
+            processors.append(keras_attn.EndPenalty(end_penalty, END_ID))
         # Under XLA the encoder skips the rows past their length, less work
         # in fixed shapes; on TensorFlow's executor Keras' layer, whose two
         # directions run on two cores at once, is the better one.
