@@ -36,6 +36,7 @@ from keras import ops
 
 from benchmarks.paper_runs import machine
 from examples import entity_networks as entnet
+from examples import planar_problems
 from examples import pointer_networks as ptrnet
 
 
@@ -107,7 +108,7 @@ def _entnet_case(task, examples, data_dir):
 
 
 def _pointer_case(task, sizes, examples, units):
-    groups = ptrnet.make_split(task, sizes, examples, seed=1)
+    groups = planar_problems.make_split(task, sizes, examples, seed=1)
     keras.utils.set_random_seed(0)
     model, _ = ptrnet.build_model(units, task == "tsp")
     cases = {}

@@ -281,6 +281,12 @@ def argument_parser():
         help="Ptr-Nets: a tenth of the learning rate from each of these epochs "
         "(from 0) on",
     )
+    parser.add_argument(
+        "--data-workers",
+        type=int,
+        default=1,
+        help="Ptr-Nets: processes that make the next epochs' examples (0: none)",
+    )
     parser.add_argument("--slice-epochs", type=int, default=None)
     parser.add_argument("--minutes", type=float, default=None, help="wall budget")
     parser.add_argument("--checkpoints", type=Path, default=CHECKPOINTS)
@@ -328,8 +334,17 @@ def main(argv=None):
         except ValueError as error:
             parser.error(str(error))
     else:
+        if args.data_workers < 0:
+            parser.error(
+                f"--data-workers must be 0 or more. Received: {args.data_workers}"
+            )
         units = paper_units.pointer_units(
-            args.configs, seeds, args.max_epochs, args.pad_to, args.lr_drop_epoch
+            args.configs,
+            seeds,
+            args.max_epochs,
+            args.pad_to,
+            args.lr_drop_epoch,
+            args.data_workers,
         )
 
     def train_unit(unit, slice_epochs, clock):

@@ -21,14 +21,17 @@ n = 20 it is Held-Karp too, computed once and cached beside the checkpoints.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import keras
 import numpy as np
 from keras import ops
 
+from benchmarks.common import cpu_timed
 from examples import entity_networks as entnet
 from examples import planar_problems
 from examples import pointer_networks as ptrnet
@@ -197,8 +200,13 @@ def babi_compile(model, clip):
     )
 
 
-def pointer_units(configs, seeds, max_epochs=None, pad_to=None, lr_drop_epochs=()):
+def pointer_units(
+    configs, seeds, max_epochs=None, pad_to=None, lr_drop_epochs=(), data_workers=1
+):
     """The Ptr-Net units of `configs` x `seeds`.
+
+    `data_workers`: processes that make the coming epochs' examples while
+    this one trains (`EpochData`); 0 makes each in the training process.
 
     `pad_to` overrides the batches' width step (`POINTER_DEFAULTS`). The
     padding is masked, so it changes which examples share a batch, not the
@@ -223,6 +231,7 @@ def pointer_units(configs, seeds, max_epochs=None, pad_to=None, lr_drop_epochs=(
             if pad_to is not None:
                 settings["pad_to"] = pad_to
             settings["lr_drop_epochs"] = sorted(lr_drop_epochs or ())
+            settings["data_workers"] = data_workers
             epochs = settings["examples"] // settings["chunk"]
             units.append(
                 {
@@ -446,6 +455,45 @@ def pointer_learning_rate(unit, epoch):
     return unit["learning_rate"] / 10**drops
 
 
+class EpochData:
+    """Each epoch's fresh examples, made ahead of time in worker processes.
+
+    `make(*arguments(epoch))` gives epoch `epoch`'s data; with `workers`
+    processes, the next `workers` epochs' are made while one trains. An
+    epoch's data depends on its number alone, so a run gets the same
+    examples with any number of workers, and a resumed run those it would
+    have had. Labelling TSP tours with Or-opt costs a CPU core about as much
+    as a training epoch, and a GPU's epoch far less than that.
+    """
+
+    def __init__(self, make, arguments, last_epoch, workers):
+        self.make, self.arguments = make, arguments
+        self.last_epoch, self.workers = last_epoch, workers
+        self.pending = {}
+        self.pool = None
+        # The workers' CPU seconds for the epochs handed out since last read.
+        self.worker_cpu_seconds = 0.0
+        if workers:
+            # Spawned, not forked: the training process runs JAX's threads.
+            context = multiprocessing.get_context("spawn")
+            self.pool = ProcessPoolExecutor(workers, mp_context=context)
+
+    def __call__(self, epoch):
+        if self.pool is None:
+            return self.make(*self.arguments(epoch))
+        for ahead in range(epoch, min(epoch + self.workers, self.last_epoch) + 1):
+            if ahead not in self.pending:
+                arguments = self.arguments(ahead)
+                self.pending[ahead] = self.pool.submit(cpu_timed, self.make, *arguments)
+        data, seconds = self.pending.pop(epoch).result()
+        self.worker_cpu_seconds += seconds
+        return data
+
+    def close(self):
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+
+
 def _pointer_epochs(unit, checkpoint, slice_epochs, clock, cache_dir):
     task, seed = unit["task"], unit["seed"]
     sizes = ptrnet.parse_sizes(unit["train_n"])
@@ -454,14 +502,22 @@ def _pointer_epochs(unit, checkpoint, slice_epochs, clock, cache_dir):
         unit["units"], task == "tsp", "adam", unit["learning_rate"]
     )
     labels = unit.get("labels", "or-opt")
-    val = ptrnet.make_split(task, sizes, unit["val_size"], 100_000 + seed, labels)
+    make_split = planar_problems.make_split
+    val = make_split(task, sizes, unit["val_size"], 100_000 + seed, labels)
     val_batches = ptrnet.Batches(val, unit["batch_size"], unit["pad_to"], seed)
+    chunks = EpochData(
+        make_split,
+        lambda epoch: (task, sizes, unit["chunk"], seed * 10_000 + epoch, labels),
+        unit["max_epochs"] - 1,
+        unit.get("data_workers", 0),
+    )
 
     def epoch_fn(epoch, state):
         model.optimizer.learning_rate.assign(pointer_learning_rate(unit, epoch))
-        chunk = ptrnet.make_split(
-            task, sizes, unit["chunk"], seed * 10_000 + epoch, labels
-        )
+        chunk = chunks(epoch)
+        # The CPU time spent on it in a worker counts as this epoch's.
+        state["cpu_seconds"] += chunks.worker_cpu_seconds
+        chunks.worker_cpu_seconds = 0.0
         batches = ptrnet.Batches(
             chunk, unit["batch_size"], unit["pad_to"], epoch, fill_last=True
         )
@@ -482,16 +538,19 @@ def _pointer_epochs(unit, checkpoint, slice_epochs, clock, cache_dir):
 
         return float(np.mean(losses)), val_loss, test
 
-    line = _run_epochs(
-        unit,
-        checkpoint,
-        model,
-        slice_epochs,
-        clock,
-        epoch_fn,
-        lambda state: False,
-        test_at_best=False,
-    )
+    try:
+        line = _run_epochs(
+            unit,
+            checkpoint,
+            model,
+            slice_epochs,
+            clock,
+            epoch_fn,
+            lambda state: False,
+            test_at_best=False,
+        )
+    finally:
+        chunks.close()
     line.update(
         config=unit["config"],
         task=task,

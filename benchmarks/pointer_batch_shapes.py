@@ -52,6 +52,7 @@ def one_setting(batching, args):
     """Two epochs in this process; returns the figures as a dict."""
     import keras
 
+    from examples import planar_problems
     from examples import pointer_networks as ptrnet
 
     sizes = ptrnet.parse_sizes(args.sizes)
@@ -59,7 +60,7 @@ def one_setting(batching, args):
     model, _ = ptrnet.build_model(args.units, False, "adam", 1e-3)
     shapes, epochs = set(), []
     for epoch in range(2):
-        chunk = ptrnet.make_split("hull", sizes, args.chunk, seed=epoch)
+        chunk = planar_problems.make_split("hull", sizes, args.chunk, seed=epoch)
         steps = _batches(ptrnet, chunk, batching, epoch)
         cpu, wall = time.process_time(), time.perf_counter()
         losses = []

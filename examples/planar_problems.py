@@ -347,3 +347,39 @@ def _searched_tours(points, labels, starts, rng):
         tours = found if tours is None else np.where(better[:, None], found, tours)
         best = np.minimum(best, lengths)
     return tours
+
+
+# ------------------------------------------------------------------ splits
+
+
+def make_split(task, sizes, num, seed, labels="or-opt"):
+    """`num` examples split evenly over `sizes`: [(points, target lists)].
+
+    `labels`: how TSP tours above `HELD_KARP_MAX_N` cities are found (see
+    `tsp_targets`). Each group: `n`, `points`, `targets` (index lists),
+    TSP's reference lengths `ref` and their kind `reference` ("optimal" or
+    the labels' local search).
+    """
+    groups = []
+    for k, n in enumerate(sizes):
+        count = num // len(sizes) + (k < num % len(sizes))
+        if count == 0:
+            continue
+        points = make_points(count, n, seed * 1000 + n)
+        if task == "hull":
+            targets = [convex_hull(p) for p in points]
+            reference, kind = None, None
+        else:
+            tours, reference = tsp_targets(points, labels, seed=seed * 1000 + n)
+            kind = "optimal" if n <= HELD_KARP_MAX_N else labels
+            targets = [list(t) for t in tours]
+        groups.append(
+            {
+                "n": n,
+                "points": points,
+                "targets": targets,
+                "ref": reference,
+                "reference": kind,
+            }
+        )
+    return groups

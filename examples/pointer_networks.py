@@ -53,14 +53,11 @@ from keras import ops  # noqa: E402
 
 import keras_attn as ka  # noqa: E402
 from examples.planar_problems import (  # noqa: E402
-    HELD_KARP_MAX_N,
     TSP_LABELS,
-    convex_hull,
     is_simple_polygon,
-    make_points,
+    make_split,
     signed_area,
     tour_length,
-    tsp_targets,
 )
 
 # ------------------------------------------------------------------ metrics
@@ -109,37 +106,6 @@ def parse_sizes(text):
         lo, hi = (int(x) for x in text.split("-"))
         return list(range(lo, hi + 1))
     return [int(x) for x in text.split(",")]
-
-
-def make_split(task, sizes, num, seed, labels="or-opt"):
-    """`num` examples split evenly over `sizes`: [(points, target lists)].
-
-    `labels`: how TSP tours above `HELD_KARP_MAX_N` cities are found (see
-    `planar_problems.tsp_targets`).
-    """
-    groups = []
-    for k, n in enumerate(sizes):
-        count = num // len(sizes) + (k < num % len(sizes))
-        if count == 0:
-            continue
-        points = make_points(count, n, seed * 1000 + n)
-        if task == "hull":
-            targets = [convex_hull(p) for p in points]
-            reference, kind = None, None
-        else:
-            tours, reference = tsp_targets(points, labels, seed=seed * 1000 + n)
-            kind = "optimal" if n <= HELD_KARP_MAX_N else labels
-            targets = [list(t) for t in tours]
-        groups.append(
-            {
-                "n": n,
-                "points": points,
-                "targets": targets,
-                "ref": reference,
-                "reference": kind,
-            }
-        )
-    return groups
 
 
 def _pad_batch(points, targets, width):

@@ -9,6 +9,7 @@ import pytest
 
 from benchmarks import paper_runs, paper_tables, paper_units
 from examples import entity_networks as entnet
+from examples import planar_problems
 
 MACHINE = {"cpu": "Test CPU", "flags": [], "cores": 2, "accelerator": "none"}
 
@@ -365,3 +366,25 @@ def test_pointer_units_pad_and_drop_the_learning_rate_as_asked():
         args + ["--lr-drop-epoch", "136", "161"]
     )
     assert (parsed.pad_to, parsed.lr_drop_epoch) == (50, [136, 161])
+
+
+def test_epoch_data_made_ahead_is_what_each_epoch_makes():
+    """Two worker processes making the coming epochs' data give each epoch
+    what the training process would have made, and nothing past the last."""
+    made = [
+        paper_units.EpochData(
+            planar_problems.make_points, lambda epoch: (2, 3, epoch), 5, workers
+        )
+        for workers in (0, 2)
+    ]
+    try:
+        for epoch in (2, 3, 4, 5):  # a run resumed at epoch 2
+            plain, ahead = made[0](epoch), made[1](epoch)
+            np.testing.assert_array_equal(ahead, plain)
+            np.testing.assert_array_equal(
+                plain, planar_problems.make_points(2, 3, epoch)
+            )
+        assert made[1].pending == {}
+    finally:
+        for data in made:
+            data.close()

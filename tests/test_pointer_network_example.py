@@ -5,24 +5,21 @@ tiny problem so the script keeps working. `test_planar_problems.py` checks
 the data and the reference solutions.
 """
 
-import importlib.util
 import itertools
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pointer_networks.py"
+from examples import planar_problems
 
 
 @pytest.fixture(scope="module")
 def pn():
-    # By path: `examples/` is not an installed package.
-    spec = importlib.util.spec_from_file_location("pointer_networks", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    # Imported when a test asks: Keras' backend is set by then.
+    from examples import pointer_networks
+
+    return pointer_networks
 
 
 # A unit square (indices 0-3 counter-clockwise from (0, 0)) and its centre.
@@ -59,7 +56,7 @@ def test_hull_metrics_by_hand(pn):
 
 
 def test_batches_pad_and_mask(pn):
-    groups = pn.make_split("hull", [4, 6], 8, seed=0)
+    groups = planar_problems.make_split("hull", [4, 6], 8, seed=0)
     assert [g["n"] for g in groups] == [4, 6]
     batches = pn.Batches(groups, batch_size=2, pad_to=5, seed=0)
     assert len(batches) == 4
@@ -80,7 +77,7 @@ def test_sizes_of_one_width_share_batches_and_fill_last_gives_one_shape(pn):
     """7 examples of each of n = 3, 6, 8, 10, batches of 4 padded to multiples
     of 5: width 5 holds 7 rows (4 + 3), width 10 holds 21 (5 x 4 + 1). With
     `fill_last` each width's last batch is topped up from its first rows."""
-    groups = pn.make_split("hull", [3, 6, 8, 10], 4 * 7, seed=0)
+    groups = planar_problems.make_split("hull", [3, 6, 8, 10], 4 * 7, seed=0)
 
     def rows_and_shapes(fill_last):
         batches = pn.Batches(groups, 4, pad_to=5, seed=0, fill_last=fill_last)
@@ -117,7 +114,7 @@ def test_padding_to_5_or_10_gives_the_same_loss(pn, task):
 
     from keras_attn.pointer_network import pointer_network_nll
 
-    groups = pn.make_split(task, [4], 3, seed=2)
+    groups = planar_problems.make_split(task, [4], 3, seed=2)
     keras.utils.set_random_seed(0)
     model, _ = pn.build_model(8, task == "tsp")
     losses = []
