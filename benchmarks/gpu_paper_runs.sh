@@ -21,6 +21,9 @@
 # PAD_TO=50 pads every Ptr-Net batch to n = 50: one shape to compile on the
 # GPU, where the padded steps cost next to nothing. MAX_EPOCHS=N runs the
 # Ptr-Net units past the recipe's 1M examples (N chunks of 20,000).
+# DATA_WORKERS=N: processes per Ptr-Net unit that make the coming epochs'
+# examples; tsp-5-20-or-opt's labels cost a CPU core about 22 s an epoch,
+# far more than a GPU's epoch, so give it several of the 16 cores.
 set -uo pipefail
 BABI_UNITS=${1-"16:1 19:1"}
 POINTER_UNITS=${2-""}
@@ -54,6 +57,7 @@ for unit in $POINTER_UNITS; do
         --minutes "$(python3 -c "print(max($MINUTES - 1.5, 1))")" \
         --checkpoints "$CK" --results "$OUT/pointer.jsonl" ${PAD_TO:+--pad-to "$PAD_TO"} \
         ${MAX_EPOCHS:+--max-epochs "$MAX_EPOCHS"} \
+        ${DATA_WORKERS:+--data-workers "$DATA_WORKERS"} \
         >"/tmp/logs/pointer-$config-$seed.log" 2>&1 &
     pids+=($!)
 done

@@ -67,20 +67,6 @@ def teacher_digest(teacher_dir):
     return h.hexdigest()
 
 
-def teacher_signatures(teacher_dir):
-    """The names of an exported teacher's signatures, read from its graph's
-    file (no loading)."""
-    from tensorflow.core.protobuf import saved_model_pb2
-
-    proto = saved_model_pb2.SavedModel()
-    proto.ParseFromString((Path(teacher_dir) / "saved_model.pb").read_bytes())
-    return sorted(
-        name
-        for name in proto.meta_graphs[0].signature_def
-        if not name.startswith("__")  # the init op, not a signature
-    )
-
-
 def _text(document):
     return document.decode("utf-8") if isinstance(document, bytes) else document
 
@@ -258,6 +244,7 @@ def distilled_split(train_split, teacher_dir, run_dir, targets="teacher"):
     import tensorflow as tf
 
     from models.evaluate import decode_documents
+    from models.serve.servable import signature_defs
 
     teacher_dir = Path(teacher_dir)
     digest = teacher_digest(teacher_dir)
@@ -269,7 +256,7 @@ def distilled_split(train_split, teacher_dir, run_dir, targets="teacher"):
         manifest["signature"] = signature = N_BEST_SIGNATURE
     # Before the cache's manifest is written, so that a rerun with a new
     # export of the teacher is not refused as another teacher.
-    signatures = teacher_signatures(teacher_dir)
+    signatures = sorted(signature_defs(teacher_dir))
     if signature not in signatures:
         raise UserError(
             f"`distill_targets={targets!r}` needs a teacher with the "

@@ -21,15 +21,22 @@ SEARCH_OPTIONS_FILE = "search_options.json"
 logger = logging.getLogger("models.serve")
 
 
-def _signature_defs(path):
-    """`SignatureDef`s of a SavedModel rendered as TF Serving renders them."""
+def signature_defs(path):
+    """The servable `SignatureDef` protos of the SavedModel in the folder
+    `path`, by name, read from its graph's file (nothing is loaded)."""
     proto = saved_model_pb2.SavedModel()
-    proto.ParseFromString((path / SAVED_MODEL_FILE).read_bytes())
-    meta_graph = proto.meta_graphs[0]
+    proto.ParseFromString((Path(path) / SAVED_MODEL_FILE).read_bytes())
+    return {
+        name: sig
+        for name, sig in proto.meta_graphs[0].signature_def.items()
+        if not name.startswith("__")  # __saved_model_init_op is not servable.
+    }
+
+
+def _rendered_signature_defs(path):
+    """`SignatureDef`s of a SavedModel rendered as TF Serving renders them."""
     defs = {}
-    for name, sig in meta_graph.signature_def.items():
-        if name.startswith("__"):  # __saved_model_init_op is not servable.
-            continue
+    for name, sig in signature_defs(path).items():
         try:
             rendered = json_format.MessageToDict(
                 sig,
@@ -102,7 +109,7 @@ class Servable:
             signatures=signatures,
             input_dtypes=input_dtypes,
             output_names=output_names,
-            signature_defs=_signature_defs(path),
+            signature_defs=_rendered_signature_defs(path),
             param_dtypes=param_dtypes,
             search_options=search_options,
         )
