@@ -230,14 +230,15 @@ def _pct(value):
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
-def provenance(argv):
-    """What every line records: the machine, the command, the commit."""
+def provenance(argv, module="benchmarks.paper_runs"):
+    """What every line records: the machine, the command (`python -m
+    module argv...`), the commit."""
     import keras
 
     return {
         "machine": machine(),
         "backend": keras.backend.backend(),
-        "command": "python -m benchmarks.paper_runs " + shlex.join(argv),
+        "command": f"python -m {module} " + shlex.join(argv),
         "commit": git_commit(),
     }
 

@@ -471,23 +471,21 @@ class EpochData:
         self.last_epoch, self.workers = last_epoch, workers
         self.pending = {}
         self.pool = None
-        # The workers' CPU seconds for the epochs handed out since last read.
-        self.worker_cpu_seconds = 0.0
         if workers:
             # Spawned, not forked: the training process runs JAX's threads.
             context = multiprocessing.get_context("spawn")
             self.pool = ProcessPoolExecutor(workers, mp_context=context)
 
     def __call__(self, epoch):
+        """`(data, seconds)`: the epoch's data and the CPU seconds a worker
+        spent on it (0 when made here, where the caller's clock counts it)."""
         if self.pool is None:
-            return self.make(*self.arguments(epoch))
+            return self.make(*self.arguments(epoch)), 0.0
         for ahead in range(epoch, min(epoch + self.workers, self.last_epoch) + 1):
             if ahead not in self.pending:
                 arguments = self.arguments(ahead)
                 self.pending[ahead] = self.pool.submit(cpu_timed, self.make, *arguments)
-        data, seconds = self.pending.pop(epoch).result()
-        self.worker_cpu_seconds += seconds
-        return data
+        return self.pending.pop(epoch).result()
 
     def close(self):
         if self.pool is not None:
@@ -509,15 +507,13 @@ def _pointer_epochs(unit, checkpoint, slice_epochs, clock, cache_dir):
         make_split,
         lambda epoch: (task, sizes, unit["chunk"], seed * 10_000 + epoch, labels),
         unit["max_epochs"] - 1,
-        unit.get("data_workers", 0),
+        unit["data_workers"],
     )
 
     def epoch_fn(epoch, state):
         model.optimizer.learning_rate.assign(pointer_learning_rate(unit, epoch))
-        chunk = chunks(epoch)
-        # The CPU time spent on it in a worker counts as this epoch's.
-        state["cpu_seconds"] += chunks.worker_cpu_seconds
-        chunks.worker_cpu_seconds = 0.0
+        chunk, worker_seconds = chunks(epoch)
+        state["cpu_seconds"] += worker_seconds  # this epoch's, made elsewhere
         batches = ptrnet.Batches(
             chunk, unit["batch_size"], unit["pad_to"], epoch, fill_last=True
         )

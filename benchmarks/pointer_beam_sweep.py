@@ -18,13 +18,12 @@ appends them as JSON lines (with the machine, the command and the commit).
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 import time
 from pathlib import Path
 
 from benchmarks import paper_units
-from benchmarks.paper_runs import CHECKPOINTS, append_result, git_commit, machine
+from benchmarks.paper_runs import CHECKPOINTS, append_result, provenance
 from examples import pointer_networks as ptrnet
 
 
@@ -80,10 +79,9 @@ def main(argv=None):
     unit, state, rows = sweep(args.config, args.seed, args.beams, args.checkpoints)
     if args.results:
         context = {
-            "machine": machine(),
-            "command": "python -m benchmarks.pointer_beam_sweep "
-            + shlex.join(sys.argv[1:] if argv is None else argv),
-            "commit": git_commit(),
+            **provenance(
+                sys.argv[1:] if argv is None else argv, "benchmarks.pointer_beam_sweep"
+            ),
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         for beam, n, metrics in rows:

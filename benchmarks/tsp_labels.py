@@ -18,7 +18,6 @@ Prints one markdown row per kind of label and size.
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -26,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import paper_units
-from benchmarks.paper_runs import CHECKPOINTS, append_result, git_commit, machine
+from benchmarks.paper_runs import CHECKPOINTS, append_result, provenance
 from examples import planar_problems
 
 
@@ -77,10 +76,7 @@ def main(argv=None):
             f"labels are Held-Karp's own. Received: --sizes {args.sizes}"
         )
     context = {
-        "machine": machine(),
-        "command": "python -m benchmarks.tsp_labels "
-        + shlex.join(sys.argv[1:] if argv is None else argv),
-        "commit": git_commit(),
+        **provenance(sys.argv[1:] if argv is None else argv, "benchmarks.tsp_labels"),
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     print("| labels | n | instances | gap | worst | optimal | CPU s / 1000 |")

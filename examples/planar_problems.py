@@ -121,8 +121,7 @@ def distances(points):
 
 def tour_length(points, tour):
     """Length of the closed tour `points[tour]` (back to the first city)."""
-    p = np.asarray(points, np.float64)[list(tour)]
-    return float(np.sqrt(((p - np.roll(p, -1, axis=0)) ** 2).sum(-1)).sum())
+    return float(tour_lengths(np.asarray(points)[None], np.asarray(tour)[None])[0])
 
 
 def tour_lengths(points, tours):

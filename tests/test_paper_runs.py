@@ -379,7 +379,7 @@ def test_epoch_data_made_ahead_is_what_each_epoch_makes():
     ]
     try:
         for epoch in (2, 3, 4, 5):  # a run resumed at epoch 2
-            plain, ahead = made[0](epoch), made[1](epoch)
+            (plain, _), (ahead, _) = made[0](epoch), made[1](epoch)
             np.testing.assert_array_equal(ahead, plain)
             np.testing.assert_array_equal(
                 plain, planar_problems.make_points(2, 3, epoch)
