@@ -185,11 +185,22 @@ class TrainOptions:
         batch_size: Examples per batch.
         learning_rate: Adam's learning rate.
         clipnorm: Gradients are clipped to this global norm.
-        epochs: Most epochs (early stopping may end sooner).
+        epochs: Most epochs of a member (early stopping may end it sooner).
+            A member has finished when early stopping ended it or it trained
+            this many epochs; only finished members are exported.
         steps_per_epoch: Batches per epoch (None: the whole training split).
-        max_train_minutes: Stop training after this many minutes (0: no
-            limit).
-        checkpoint_every: Steps between backups, which a rerun resumes from.
+        max_train_minutes: Opt-in cap on this command's training time, over
+            all members (None: no cap). A member it cuts is unfinished: it
+            is not exported, and the same command resumes it.
+        stop_after_epochs: Opt-in cap on the epochs this command trains,
+            over all members (None: no cap); a member it cuts is unfinished,
+            as with `max_train_minutes`, but the cut falls at the same
+            epoch on every machine.
+        checkpoint_every: Steps between backups within an epoch (None: a
+            backup at each epoch's end only). A rerun resumes from the last
+            backup; from one within an epoch, that epoch starts over from the
+            backed-up weights, so the run no longer repeats an uncut one
+            exactly.
         patience: Epochs without a better validation score before stopping.
         min_count: Words seen fewer times stay out of the vocabulary.
         validation_rouge_examples: Validation examples decoded for ROUGE
@@ -206,7 +217,8 @@ class TrainOptions:
         seed: Seed of the weights and of the data's order.
         ensemble: Members trained one after the other, with seeds `seed`,
             `seed + 1`, ...; the export decodes with their mean distribution
-            (`models.ensemble`). They share `max_train_minutes`.
+            (`models.ensemble`). The caps (`max_train_minutes`,
+            `stop_after_epochs`) count over all of them.
     """
 
     batch_size: int = 64
@@ -214,8 +226,9 @@ class TrainOptions:
     clipnorm: float = 2.0
     epochs: int = 60
     steps_per_epoch: int | None = None
-    max_train_minutes: float | None = 55
-    checkpoint_every: int = 200
+    max_train_minutes: float | None = None
+    stop_after_epochs: int | None = None
+    checkpoint_every: int | None = None
     patience: int = 5
     min_count: int = 2
     validation_rouge_examples: int = 1000
@@ -239,6 +252,12 @@ class TrainOptions:
                 "`lr_decay_patience` must be >= 0. Received: "
                 f"lr_decay_patience={self.lr_decay_patience}"
             )
+        for name in ("max_train_minutes", "stop_after_epochs", "checkpoint_every"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise UserError(
+                    f"`{name}` must be > 0, or unset for none. Received: {name}={value}"
+                )
         if self.ensemble < 1:
             raise UserError(
                 f"`ensemble` must be >= 1. Received: ensemble={self.ensemble}"

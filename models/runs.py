@@ -12,6 +12,7 @@ from models.config import SummarizerConfig
 from models.ensemble import SummarizerEnsemble
 from models.errors import UserError
 from models.features import TextFeatures
+from models.members import MEMBER_PREFIX, finished_end, run_max_epochs
 
 # Also registers `HeadlineSummarizer` with Keras, which `load_trained_model`
 # needs.
@@ -49,21 +50,11 @@ def load_config_and_vocabulary(run_dir):
     return config, load_vocabulary(run_dir / "vocab.txt")
 
 
-# An ensemble's member K >= 1 lives in `<run>/member-K/`; member 0 is the run.
-_MEMBER = "member-"
-
-
-def member_dirs(run_dir, count):
-    """The folders of an ensemble's members: the run's own, then `member-K`."""
-    run_dir = Path(run_dir)
-    return [run_dir] + [run_dir / f"{_MEMBER}{k}" for k in range(1, count)]
-
-
 def load_trained_model(run_dir, dtype_policy=None, members=None):
     """A finished run's model (`model.keras`, the best weights), for inference.
 
     A run trained with `--ensemble N` gives a `SummarizerEnsemble` of its
-    members that finished (their `model.keras` written); `members`: only the
+    members that finished (`models.members`); `members`: only the
     first `members` of them (1: the first member alone). `dtype_policy`: a
     Keras dtype policy to compute in (`"mixed_bfloat16"`), else the trained
     one.
@@ -93,16 +84,21 @@ def model_files(run_dir, members=None):
     """`{name in an export: path}` of the trained models of a run folder.
 
     `model.keras`, then `member-K.keras` for the ensemble members that
-    finished; `members`: the first `members` of them only.
+    finished (`models.members`: an unfinished member is never served);
+    `members`: the first `members` of them only.
     """
     if members is not None and members < 1:
         raise UserError(f"`members` must be >= 1. Received: members={members}")
     run_dir = Path(run_dir)
     found = sorted(
-        run_dir.glob(f"{_MEMBER}*/model.keras"),
-        key=lambda p: int(p.parent.name.removeprefix(_MEMBER)),
+        run_dir.glob(f"{MEMBER_PREFIX}*/model.keras"),
+        key=lambda p: int(p.parent.name.removeprefix(MEMBER_PREFIX)),
     )
-    files = {"model.keras": run_dir / "model.keras"} | {
-        f"{p.parent.name}.keras": p for p in found
+    max_epochs = run_max_epochs(run_dir, default=2**31)
+    files = {
+        name: path
+        for name, path in [("model.keras", run_dir / "model.keras")]
+        + [(f"{p.parent.name}.keras", p) for p in found]
+        if path.is_file() and finished_end(path.parent, max_epochs)[0] is not None
     }
     return dict(list(files.items())[:members])
