@@ -305,9 +305,10 @@ class SearchOptions:
             which TensorFlow runs at the same time. Same headlines; it gains
             where one search leaves a core idle (under XLA, and for beam
             search).
-        n_best: Opt-in: if > 0, the export has an `n_best` signature, the
-            `n_best` best beams of each document (at most `beam_size`;
-            without XLA), which `train.py --distill-targets inter` reads.
+        n_best: If > 0, the export has an `n_best` signature, the `n_best`
+            best beams of each document (without XLA), which a student's
+            `train.py --distill-from` reads (`--distill-targets inter`).
+            None: 5, or `beam_size` if smaller; 1 beam: none.
         greedy_end_penalty: Greedy search only (the `greedy` signature;
             every signature when `beam_size` is 1): subtracted from the end
             token's log-probability at every step, so that its headlines
@@ -325,12 +326,16 @@ class SearchOptions:
     shortlist: int = 0
     xla: bool = False
     shards: int = 1
-    n_best: int = 0
+    n_best: int | None = None
     greedy_end_penalty: float = 0.0
 
     def __post_init__(self):
         if self.shards < 1:
             raise UserError(f"`shards` must be >= 1. Received: shards={self.shards}")
+        if self.n_best is None:
+            self.n_best = (
+                0 if self.beam_size < 2 or self.xla else min(5, self.beam_size)
+            )
         if not 0 <= self.n_best <= self.beam_size:
             raise UserError(
                 f"`n_best` must be in [0, beam_size={self.beam_size}]. "

@@ -120,7 +120,11 @@ def export_run(run_dir, export_dir, options=None, dtype_policy=None, members=Non
     options = options or SearchOptions.tuned(run_dir)
     _, features = load_run(run_dir)
     model = load_trained_model(run_dir, dtype_policy, members)
-    files = {"config.json": run_dir / "config.json", **model_files(run_dir, members)}
+    files = {
+        "config.json": run_dir / "config.json",
+        "vocab.txt": run_dir / "vocab.txt",
+        **model_files(run_dir, members),
+    }
     return export(model, features, export_dir, options=options, extra_files=files)
 
 

@@ -472,7 +472,10 @@ def _export_and_evaluate(args, run, model, search, record, progress):
     """
     progress.stage("export")
     export_dir = Path(args.export_dir or f"saved_models/{args.name}")
-    files = {"config.json": json.dumps(run.config.to_dict(), indent=2)}
+    files = {
+        "config.json": json.dumps(run.config.to_dict(), indent=2),
+        "vocab.txt": run.run_dir / "vocab.txt",
+    }
     files.update(model_files(run.run_dir))
     version_dir = export(
         model, run.features, export_dir, options=search, extra_files=files
