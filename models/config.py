@@ -333,9 +333,9 @@ class SearchOptions:
         if self.shards < 1:
             raise UserError(f"`shards` must be >= 1. Received: shards={self.shards}")
         if self.n_best is None:
-            self.n_best = (
-                0 if self.beam_size < 2 or self.xla else min(5, self.beam_size)
-            )
+            self.n_best = 0 if self.xla else min(5, self.beam_size)
+        if self.beam_size < 2:
+            self.n_best = 0  # greedy search has no beams to list
         if not 0 <= self.n_best <= self.beam_size:
             raise UserError(
                 f"`n_best` must be in [0, beam_size={self.beam_size}]. "
