@@ -20,7 +20,7 @@ sentences of a story (130 for task 3), Adam with learning rate 0.01 halved
 every 25 epochs, gradient norm clipped at 40, batches of 32, one PReLU slope
 tied across the memory and the output (the authors' code). The paper trains
 up to 200 epochs and keeps the best of 10 runs (`papers.runner` runs that
-recipe, resumable across sessions); here `--epochs` and `--runs` cut that
+recipe, resumable across invocations); here `--epochs` and `--runs` cut that
 down. `--max-minutes` (no default) also caps the time of all runs together:
 training stops after the epoch that would overrun it, so what a run trains
 then depends on the machine. The cap counts this process's CPU time

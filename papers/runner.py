@@ -11,7 +11,7 @@ the command and the git commit.
 Resuming: a unit's state (weights, optimizer, epoch, curve) is checkpointed
 after every epoch under `--checkpoints` (default `papers/output/runs/`,
 outside git). A new invocation skips `done` units and continues the others
-from their last epoch, so a table fills over several sessions.
+from their last epoch, so a table fills over several invocations.
 `--max-minutes` (no default) caps an invocation's wall time: the units it
 stops are `partial`, and the next invocation goes on from there.
 
