@@ -23,7 +23,7 @@ the GFLOP/s that our programs achieve (the exact count of `flops.py`, from
 the batch's own lengths) and that as a share of this machine's fp32 matmul
 peak, measured in the same run.
 
-    python benchmarks/bench_decoding.py --model-dir saved_models/headlines \
+    python -m benchmarks.bench_decoding --model-dir saved_models/headlines \
         --run-dir runs/headlines --data-dir ../shared/data/gigaword_sample
 """
 
@@ -31,11 +31,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def parse_args(argv=None):
@@ -106,7 +103,8 @@ def decoded_flops(saved, docs, features, config, options, members=1):
     its own columns.
     """
     import numpy as np
-    from flops import search_flops
+
+    from benchmarks.flops import search_flops
 
     source_lengths = np.sum(features.encode_source(docs)["ids"].numpy() != 0, axis=1)
     work = {}
@@ -174,7 +172,7 @@ def _programs(docs, steps, reference, model, features, saved, options, others):
 
 def _rows(batch, programs, times, work, peaks):
     """The table's rows of one batch: throughput, speed-ups, GFLOP/s."""
-    from common import median_ratio
+    from benchmarks.common import median_ratio
 
     rows = []
     for name in programs:
@@ -203,7 +201,7 @@ def _rows(batch, programs, times, work, peaks):
 
 def _print_results(rows, against_baseline):
     """Prints the table, then each speed-up against a baseline export."""
-    from common import markdown_table
+    from benchmarks.common import markdown_table
 
     print(
         markdown_table(
@@ -228,10 +226,10 @@ def main(argv=None):
     from pathlib import Path
 
     import tensorflow as tf
-    from bench_training import tutorial_model
-    from common import interleaved, machine_info, median_ratio
-    from flops import machine_peaks
 
+    from benchmarks.bench_training import tutorial_model
+    from benchmarks.common import interleaved, machine_info, median_ratio
+    from benchmarks.flops import machine_peaks
     from models import data
     from models.layout import resolve_version_dir
     from models.runs import load_run, load_trained_model

@@ -6,7 +6,7 @@ and prints per signature: identical headlines, documents, and the largest
 absolute score difference. Meant for an export of the same weights by two
 versions of the code (a new search, say).
 
-    python benchmarks/compare_exports.py saved_models/a/1 saved_models/b/1 \
+    python -m benchmarks.compare_exports saved_models/a/1 saved_models/b/1 \
         ../shared/data/gigaword_sample/org_data/test.src.txt
 
 Exit status 1 when any headline differs.

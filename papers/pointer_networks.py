@@ -13,7 +13,7 @@ output) on two tasks whose output dictionary is the input itself:
   from 5 random starts, within 0.02% of the optimum at `n = 20`) or `2-opt`
   (from the nearest-neighbour tour, 1.7% over). Exact Held-Karp at `n = 20`
   needs `20 * 2^19` states per instance, too slow in numpy for training sets.
-  `examples/planar_problems.py` holds the data and the solvers.
+  `papers/planar_problems.py` holds the data and the solvers.
 
 Data as in the paper: points uniform in `[0, 1]^2`, a fixed seed per split.
 A training set with a range of sizes (`--train-n 5-50`) has as many examples
@@ -36,9 +36,9 @@ Metrics (on `--test-size` examples of each `--test-n`):
 Usage:
 
 ```
-python -m examples.pointer_networks hull --train-n 5-50 --test-n 5,10,50
-python -m examples.pointer_networks tsp --train-n 5-10 --test-n 5,10 --beam 5
-python -m examples.pointer_networks hull --quick       # a smoke run
+python -m papers.pointer_networks hull --train-n 5-50 --test-n 5,10,50
+python -m papers.pointer_networks tsp --train-n 5-10 --test-n 5,10 --beam 5
+python -m papers.pointer_networks hull --quick       # a smoke run
 ```
 """
 
@@ -47,18 +47,19 @@ import json
 import time
 from pathlib import Path
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-from keras import ops  # noqa: E402
+import keras
+import numpy as np
+from keras import ops
 
-import keras_attn as ka  # noqa: E402
-from examples.planar_problems import (  # noqa: E402
+import keras_attn as ka
+from papers.planar_problems import (
     TSP_LABELS,
     is_simple_polygon,
     make_split,
     signed_area,
     tour_length,
 )
+from papers.records import OUTPUT
 
 # ------------------------------------------------------------------ metrics
 
@@ -174,14 +175,25 @@ class Batches:
         return (points, targets, mask), targets
 
 
-def train(model, batches, seconds, max_steps=None, progress=True):
-    """Trains epoch after epoch until `seconds` have passed (or `max_steps`).
+def train(model, batches, epochs, max_steps=None, max_seconds=None, progress=True):
+    """Trains `epochs` epochs, reshuffling the batches between them.
+
+    Args:
+        model: `build_model`'s model.
+        batches: `Batches`.
+        epochs: Passes over the batches.
+        max_steps: Stop after this many steps (None: no limit).
+        max_seconds: Stop after the step that passes this many wall seconds
+            (None: no limit); what a run trains then depends on the machine.
+        progress: Print the loss every 50 steps.
 
     Returns:
         `(steps, last loss, seconds)`.
     """
     start, steps, loss = time.perf_counter(), 0, None
-    while True:
+    for epoch in range(epochs):
+        if epoch:
+            batches.shuffle()
         for index in range(len(batches)):
             x, y = batches[index]
             loss = float(np.asarray(model.train_on_batch(x, y)))
@@ -189,9 +201,10 @@ def train(model, batches, seconds, max_steps=None, progress=True):
             elapsed = time.perf_counter() - start
             if progress and steps % 50 == 0:
                 print(f"step {steps}: loss {loss:.4f} ({elapsed:.0f} s)", flush=True)
-            if elapsed > seconds or (max_steps and steps >= max_steps):
+            over_time = max_seconds is not None and elapsed > max_seconds
+            if over_time or (max_steps and steps >= max_steps):
                 return steps, loss, elapsed
-        batches.shuffle()
+    return steps, loss, time.perf_counter() - start
 
 
 # ------------------------------------------------------------------ model
@@ -270,8 +283,9 @@ def run(
     units=128,
     batch_size=128,
     pad_to=10,
-    minutes=5.0,
+    epochs=20,
     max_steps=None,
+    max_minutes=None,
     beam_size=1,
     optimizer="adam",
     learning_rate=None,
@@ -280,7 +294,9 @@ def run(
     progress=True,
     labels="or-opt",
 ):
-    """Builds the data, trains within the budget, evaluates each test size.
+    """Builds the data, trains `epochs` epochs, evaluates each test size.
+
+    `max_steps` and `max_minutes` (wall) stop training early when given.
 
     Returns:
         A dict: the settings (with TSP's `labels`), `train_steps`,
@@ -298,14 +314,16 @@ def run(
     steps, loss, train_seconds = train(
         model,
         Batches(train_groups, batch_size, pad_to, seed, fill_last=True),
-        minutes * 60,
+        epochs,
         max_steps,
+        None if max_minutes is None else 60 * max_minutes,
         progress,
     )
     result = {
         "task": task,
         "train_n": f"{min(train_n)}-{max(train_n)}",
         "train_size": train_size,
+        "epochs": epochs,
         "units": units,
         "batch_size": batch_size,
         "optimizer": optimizer,
@@ -337,8 +355,14 @@ def main(argv=None):
     parser.add_argument("--units", type=int, default=128)
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--pad-to", type=int, default=10)
-    parser.add_argument("--minutes", type=float, default=5.0)
+    parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--max-steps", type=int, default=None)
+    parser.add_argument(
+        "--max-minutes",
+        type=float,
+        default=None,
+        help="stop training after this many wall minutes (no cap by default)",
+    )
     parser.add_argument("--beam", type=int, default=1)
     parser.add_argument("--optimizer", choices=["adam", "sgd"], default="adam")
     parser.add_argument("--learning-rate", type=float, default=None)
@@ -349,7 +373,7 @@ def main(argv=None):
         default="or-opt",
         help="tsp: the local search that finds the tours above 10 cities",
     )
-    parser.add_argument("--output", default="examples/output/pointer_networks")
+    parser.add_argument("--output", type=Path, default=OUTPUT / "pointer_networks")
     parser.add_argument("--quick", action="store_true", help="a tiny smoke run")
     args = parser.parse_args(argv)
     defaults = {"hull": ("5-50", "5,10,50"), "tsp": ("5-10", "5,10")}[args.task]
@@ -366,8 +390,9 @@ def main(argv=None):
         units=args.units,
         batch_size=args.batch_size,
         pad_to=args.pad_to,
-        minutes=args.minutes,
+        epochs=args.epochs,
         max_steps=args.max_steps,
+        max_minutes=args.max_minutes,
         beam_size=args.beam,
         optimizer=args.optimizer,
         learning_rate=args.learning_rate,

@@ -1,17 +1,13 @@
-"""The bAbI example (`examples/entity_networks.py`): parser, data, smoke run.
+"""Entity Networks on bAbI (`papers/entity_networks.py`): parser, data, smoke run.
 
 The tests write their own few stories in the bAbI format; they never read the
 real data. The end-to-end run trains a tiny EntNet for two epochs.
 """
 
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "entity_networks.py"
 
 STORIES = """\
 1 Mary moved to the bathroom.
@@ -24,17 +20,11 @@ STORIES = """\
 """
 
 
-def _load_example():
-    # By path: `examples/` is not an installed package.
-    spec = importlib.util.spec_from_file_location("entnet_example", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def example():
-    return _load_example()
+    from papers import entity_networks
+
+    return entity_networks
 
 
 def _write_task(root, subset, task, train, test):

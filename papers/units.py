@@ -1,4 +1,4 @@
-"""The units of `benchmarks/paper_runs.py`: one resumable training run each.
+"""The papers' recipes as units of `papers.runner`: one resumable training run each.
 
 bAbI (Henaff et al. 2017, as the authors' code): Adam 0.01 halved every 25
 epochs, at most 200 epochs, batch 32, gradients clipped at norm 40, N(0, 0.1)
@@ -31,10 +31,9 @@ import keras
 import numpy as np
 from keras import ops
 
-from benchmarks.common import cpu_timed
-from examples import entity_networks as entnet
-from examples import planar_problems
-from examples import pointer_networks as ptrnet
+from papers import entity_networks as entnet
+from papers import planar_problems
+from papers import pointer_networks as ptrnet
 
 BABI_MAX_EPOCHS = 200
 BABI_CLIPS = ("per-variable", "summed-global")
@@ -130,7 +129,7 @@ def babi_units(
     does it: the batch's loss summed over its examples, and its gradient's
     global norm clipped at 40. At the start of a task the mean loss's
     gradients stay far below the clip and the sum's pass it
-    (`benchmarks/babi_gradient_norms.py`). Such units are named
+    (docs/history.md, "Entity Networks"). Such units are named
     `.../summed-global` and count as further runs of their task.
 
     `biases`: the memory gets the gate and candidate biases of the authors'
@@ -453,6 +452,13 @@ def pointer_learning_rate(unit, epoch):
     from each of `lr_drop_epochs` on."""
     drops = sum(epoch >= drop for drop in unit.get("lr_drop_epochs", ()))
     return unit["learning_rate"] / 10**drops
+
+
+def cpu_timed(fn, *args):
+    """`fn(*args)` and the CPU seconds it took in this process (for work
+    sent to other processes, whose CPU time the caller's does not count)."""
+    start = time.process_time()
+    return fn(*args), time.process_time() - start
 
 
 class EpochData:

@@ -7,7 +7,7 @@ validation pairs, the run's own tuned settings kept) and writes the chosen
 settings as a `--search-options` file for `python -m models.export`:
 
 ```
-python -m benchmarks.greedy_end_penalty --run-dir runs/student_inter \\
+python -m models.tune_end_penalty --run-dir runs/student_inter \\
     --data-dir ../shared/data/gigaword_sample --output student_inter_search.json
 python -m models.export --run-dir runs/student_inter \\
     --export-dir saved_models/student_inter --search-options student_inter_search.json

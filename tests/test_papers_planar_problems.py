@@ -1,4 +1,4 @@
-"""The Pointer Networks' planar problems (`examples/planar_problems.py`).
+"""The Pointer Networks' planar problems (`papers/planar_problems.py`).
 
 Held-Karp against brute force, the local searches against every neighbour
 tour enumerated here from scratch, the polygons by hand.
@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from examples import planar_problems as pp
+from papers import planar_problems as pp
 
 # A unit square (indices 0-3 counter-clockwise from (0, 0)) and its centre.
 SQUARE = np.array([[0, 0], [1, 0], [1, 1], [0, 1], [0.5, 0.5]], "float64")

@@ -1,7 +1,7 @@
 """A Markdown table of served headlines next to their sources and references.
 
-    python benchmarks/headline_table.py --model-dir saved_models/headlines \
-        --data-dir ../../shared/data/gigaword_sample --n 10
+    python -m models.headline_table --model-dir saved_models/headlines \
+        --data-dir ../shared/data/gigaword_sample --n 10
 
 Decodes the first `--n` documents of a split with the SavedModel's
 `serving_default` signature and prints one row per document: the source
@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def parse_args(argv=None):

@@ -1,4 +1,4 @@
-"""The papers' tables, rendered from the results files of `paper_runs.py`.
+"""The papers' tables, rendered from the results files of `papers.runner`.
 
 Every row says how many runs and epochs were spent and whether a run stopped
 by the recipe's rule (`done`) or by the budget (`partial`); the paper's
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from benchmarks.paper_runs import latest_by_unit, read_results
+from papers.records import latest_by_unit, read_results
 
 # EntNet's test error (%) on bAbI 10k, tasks 1-20 (Henaff et al. 2017, Table 2).
 BABI_PAPER = (0, 0.1, 4.1, 0, 0.3, 0.2, 0, 0.5, 0.1, 0.6)

@@ -19,14 +19,16 @@ As in the paper: embedding and slot width `--dim` 100, 20 slots, the last 70
 sentences of a story (130 for task 3), Adam with learning rate 0.01 halved
 every 25 epochs, gradient norm clipped at 40, batches of 32, one PReLU slope
 tied across the memory and the output (the authors' code). The paper trains
-up to 200 epochs and keeps the best of 10 runs (`benchmarks/paper_runs.py`
-runs that recipe, resumable across sessions); here `--epochs`, `--runs` and
-a time budget `--minutes` (training stops after the epoch that would overrun
-it) cut that down. The budget counts this process's CPU time (`--clock cpu`,
-the default: on a shared machine it does not depend on the other jobs) or
-wall-clock time (`--clock wall`); loading, compiling and evaluating count.
+up to 200 epochs and keeps the best of 10 runs (`papers.runner` runs that
+recipe, resumable across invocations); here `--epochs` and `--runs` cut that
+down. `--max-minutes` (no default) also caps the time of all runs together:
+training stops after the epoch that would overrun it, so what a run trains
+then depends on the machine. The cap counts this process's CPU time
+(`--clock cpu`, the default: on a shared machine it does not depend on the
+other jobs) or wall-clock time (`--clock wall`); loading, compiling and
+evaluating count.
 
-Outputs, in `--output` (default `examples/output/`): `entnet_task{N}.json`
+Outputs, in `--output` (default `papers/output/`): `entnet_task{N}.json`
 (errors, epochs, time) and `entnet_task{N}.png`: for one test story, the
 write gate `g_j` of every slot at every sentence, and the question's read
 attention `p_j` over the slots.
@@ -34,9 +36,9 @@ attention `p_j` over the slots.
 Usage:
 
 ```
-python examples/entity_networks.py --task 1
-python examples/entity_networks.py --task 1 --minutes 5 --runs 2
-KERAS_BACKEND=jax python examples/entity_networks.py --task 19 --epochs 50
+python -m papers.entity_networks --task 1
+python -m papers.entity_networks --task 1 --epochs 20 --runs 2
+KERAS_BACKEND=jax python -m papers.entity_networks --task 19 --epochs 50
 ```
 """
 
@@ -46,10 +48,11 @@ import re
 import time
 from pathlib import Path
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
+import keras
+import numpy as np
 
-from keras_attn import EntityMemoryCell, EntityOutput, PositionEncoder  # noqa: E402
+from keras_attn import EntityMemoryCell, EntityOutput, PositionEncoder
+from papers.records import OUTPUT
 
 _ROOT = Path(__file__).resolve().parents[1]
 # `../shared/data/babi` from the checkout; from a git worktree under
@@ -66,7 +69,7 @@ DEFAULT_DATA_DIR = next(
     _ROOT.parent / "shared/data/babi",
 )
 PAD = "<pad>"
-# The budget's clock: this process's CPU time (all threads), or wall time.
+# The cap's clock: this process's CPU time (all threads), or wall time.
 CLOCKS = {"cpu": time.process_time, "wall": time.monotonic}
 
 
@@ -426,15 +429,15 @@ def _data_summary(task, data):
 def _best_of_runs(data, settings, now, start, seed, log):
     """Trains `settings["runs"]` runs, with seeds from `seed` up; keeps the best.
 
-    Each run gets an even share of the budget still left when it starts.
+    With a cap, each run gets an even share of the time left when it starts.
 
     Args:
         data: `load_task`'s dict.
         settings: `run`'s `dim`, `slots`, `lr`, `batch_size`, `max_epochs`,
-            `runs` and `minutes` (the budget of all runs together, counted by
-            `now` from `start`, or None for no budget).
-        now: The budget's clock.
-        start: The budget's start, a time of `now`.
+            `runs` and `max_minutes` (the cap on all runs together, counted
+            by `now` from `start`, or None for no cap).
+        now: The cap's clock.
+        start: The cap's start, a time of `now`.
         seed: The first run's seed.
         log: Prints a progress line.
 
@@ -442,7 +445,7 @@ def _best_of_runs(data, settings, now, start, seed, log):
         `(best, run_results)`: `(val_error, run_index, model, inspect)` of the
         run of lowest validation error, and a summary dict of each run.
     """
-    runs, minutes = settings["runs"], settings["minutes"]
+    runs, minutes = settings["runs"], settings["max_minutes"]
     best = None
     run_results = []
     for r in range(runs):
@@ -491,7 +494,7 @@ def run(
     output=None,
     epochs=200,
     runs=1,
-    minutes=None,
+    max_minutes=None,
     clock="cpu",
     dim=100,
     slots=20,
@@ -504,9 +507,9 @@ def run(
     """Trains `runs` runs on one task and evaluates the best on validation.
 
     Args:
-        minutes: Time budget of all runs together (split evenly), or
-            None for no budget.
-        clock: What the budget counts: `"cpu"`, this process's CPU time, or
+        max_minutes: A cap on the time of all runs together (split
+            evenly), or None for no cap.
+        clock: What the cap counts: `"cpu"`, this process's CPU time, or
             `"wall"`, wall-clock time.
 
     Returns:
@@ -531,7 +534,7 @@ def run(
         "batch_size": batch_size,
         "max_epochs": epochs,
         "runs": runs,
-        "minutes": minutes,
+        "max_minutes": max_minutes,
     }
     best, run_results = _best_of_runs(data, settings, now, start, seed, log)
     val_error, best_run, model, inspect = best
@@ -559,14 +562,14 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--task", type=int, default=1, choices=range(1, 21))
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
-    parser.add_argument("--output", type=Path, default=Path(__file__).parent / "output")
+    parser.add_argument("--output", type=Path, default=OUTPUT)
     parser.add_argument("--epochs", type=int, default=200)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument(
-        "--minutes",
+        "--max-minutes",
         type=float,
         default=None,
-        help="time budget of all runs together (see --clock)",
+        help="cap on the time of all runs together (see --clock; no cap by default)",
     )
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu")
     parser.add_argument("--dim", type=int, default=100)
@@ -582,7 +585,7 @@ def main(argv=None):
         output=args.output,
         epochs=args.epochs,
         runs=args.runs,
-        minutes=args.minutes,
+        max_minutes=args.max_minutes,
         clock=args.clock,
         dim=args.dim,
         slots=args.slots,

@@ -13,9 +13,9 @@ Tours start at city 0 and run counter-clockwise (positive signed area), so
 that one tour has one target sequence.
 
 Label quality against Held-Karp's optimum at `n = 20`
-(`benchmarks/tsp_labels.py`; `docs/pointer-networks.md`, "Training labels
-above n = 10"): 2-opt from the nearest-neighbour tour, the heuristic of the
-first runs, is 1.7% over it; 2-opt with Or-opt from 5 random starts, 0.02%.
+(`docs/pointer-networks.md`, "Training labels above n = 10"): 2-opt from
+the nearest-neighbour tour, the heuristic of the first runs, is 1.7% over
+it; 2-opt with Or-opt from 5 random starts, 0.02%.
 """
 
 import functools

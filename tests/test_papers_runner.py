@@ -1,4 +1,5 @@
-"""The papers' runner: skip and resume, checkpoints, and the rendered tables."""
+"""The papers' runner (`papers.runner`, `papers.units`, `papers.tables`): skip
+and resume, checkpoints, and the rendered tables."""
 
 import json
 import os
@@ -7,9 +8,9 @@ import keras
 import numpy as np
 import pytest
 
-from benchmarks import paper_runs, paper_tables, paper_units
-from examples import entity_networks as entnet
-from examples import planar_problems
+from papers import entity_networks as entnet
+from papers import planar_problems, records, runner, tables
+from papers import units as paper_units
 
 MACHINE = {"cpu": "Test CPU", "flags": [], "cores": 2, "accelerator": "none"}
 
@@ -72,7 +73,7 @@ def test_runner_slices_resumes_and_skips_done_units(tmp_path):
     val = {"babi/task1/seed0": 0.0, "babi/task2/seed0": 0.1, "babi/task2/seed1": 0.2}
     trainer = _fake_trainer(progress, val)
     # The budget expires after the first visit of the first three units.
-    first = paper_runs.run_units(
+    first = runner.run_units(
         units, path, trainer, FakeClock(expire_after=4), slice_epochs=2, log=str
     )
     assert [(r["unit"], r["status"], r["epochs"]) for r in first] == [
@@ -80,7 +81,7 @@ def test_runner_slices_resumes_and_skips_done_units(tmp_path):
         ("babi/task2/seed0", "partial", 2),
         ("babi/task1/seed1", "partial", 2),
     ]
-    second = paper_runs.run_units(units, path, trainer, FakeClock(), 2, log=str)
+    second = runner.run_units(units, path, trainer, FakeClock(), 2, log=str)
     assert [(r["unit"], r["status"], r["epochs"]) for r in second] == [
         ("babi/task1/seed0", "done", 3),
         ("babi/task2/seed0", "done", 3),
@@ -88,16 +89,16 @@ def test_runner_slices_resumes_and_skips_done_units(tmp_path):
         ("babi/task2/seed1", "done", 3),
     ]
     # Everything is done or settled: a third invocation trains nothing.
-    assert paper_runs.run_units(units, path, trainer, FakeClock(), 2, log=str) == []
-    latest = paper_runs.latest_by_unit(paper_runs.read_results(path))
-    assert len(paper_runs.read_results(path)) == 7
+    assert runner.run_units(units, path, trainer, FakeClock(), 2, log=str) == []
+    latest = records.latest_by_unit(records.read_results(path))
+    assert len(records.read_results(path)) == 7
     assert latest["babi/task1/seed1"]["status"] == "partial"
     assert latest["babi/task2/seed1"]["val_error"] == 0.2
     # A unit done under a smaller epoch limit goes on under a larger one.
     more = [{**u, "max_epochs": 4} for u in units]
     assert [
         r["unit"]
-        for r in paper_runs.run_units(more, path, trainer, FakeClock(), 2, log=str)
+        for r in runner.run_units(more, path, trainer, FakeClock(), 2, log=str)
     ] == ["babi/task2/seed0", "babi/task2/seed1"]
 
 
@@ -163,7 +164,7 @@ def test_babi_table_counts_runs_and_compares_with_the_paper():
         _babi_line(2, 1, "partial", 0.02, 0.03, 10),
         _babi_line(3, 0, "partial", 0.2, 0.25, 7, subset="en"),
     ]
-    table = paper_tables.babi_table(lines)
+    table = tables.babi_table(lines)
     rows = {r.split("|")[1].strip(): r for r in table.splitlines() if r.startswith("|")}
     # Task 2: the best run is seed 1 (lower validation error), still partial.
     cells = [c.strip() for c in rows["2"].split("|")[1:-1]]
@@ -209,7 +210,7 @@ def test_render_replaces_only_between_the_markers(tmp_path):
     }
     pointer = tmp_path / "pointer.jsonl"
     pointer.write_text(json.dumps(tsp) + "\n")
-    changed = paper_tables.render_all(tmp_path, babi, pointer)
+    changed = tables.render_all(tmp_path, babi, pointer)
     assert changed == [page]
     text = page.read_text()
     assert text.startswith("intro\n<!-- results:babi:start -->\n| Task |")
@@ -222,12 +223,12 @@ def test_render_replaces_only_between_the_markers(tmp_path):
     tsp_section = text.split("results:tsp:start -->")[1]
     tsp_rows = [r for r in tsp_section.splitlines() if r.startswith("|")]
     assert len(tsp_rows) == 3 and all(r.count("|") == 13 for r in tsp_rows)
-    assert paper_tables.render_all(tmp_path, babi, pointer) == []
+    assert tables.render_all(tmp_path, babi, pointer) == []
     # No convex hull results yet: its section keeps what it had.
     page.write_text(
         "<!-- results:convex_hull:start -->\nkept\n<!-- results:convex_hull:end -->\n"
     )
-    assert paper_tables.render_all(tmp_path, babi, pointer) == []
+    assert tables.render_all(tmp_path, babi, pointer) == []
     assert "kept" in page.read_text()
 
 
@@ -244,22 +245,6 @@ def test_a_unit_held_by_another_live_process_is_left_alone(tmp_path, monkeypatch
     context.update(machine=MACHINE, backend="b", command="c", commit="x")
     assert paper_units.train(unit, 1, FakeClock(), context)["status"] == "done"
     assert not (directory / "lock").exists()
-
-
-def test_training_flops_by_hand():
-    from benchmarks import bench_paper_training as bench
-
-    # Per sentence and story 2*5*16 (U h) + 2*16 (W s) + 4*5*4 (gates) = 272,
-    # times 2 stories x 3 sentences; V w_j 2*5*16 per sentence; the output
-    # 4*5*4 + 2*16 + 2*4*7 = 168 per story; times 3 for the backward pass.
-    assert bench.entnet_step_flops(2, 3, dim=4, slots=5, vocab=7) == 3 * (
-        6 * 272 + 3 * 160 + 2 * 168
-    )
-    # Cell 2*4*4*(2+4) = 192; 3 encoder steps, 4 key projections of 2*16,
-    # 4 decoder steps of 192 + 32 + 4*2*4, the one-hot table product 4*4*2*2.
-    assert bench.pointer_step_flops(2, 3, units=4) == 3 * 2 * (
-        3 * 192 + 4 * 32 + 4 * 256 + 64
-    )
 
 
 def test_babi_clip_modes_sum_the_loss_and_clip_the_global_norm():
@@ -362,7 +347,7 @@ def test_pointer_units_pad_and_drop_the_learning_rate_as_asked():
         rtol=1e-12,
     )
     args = ["pointer", "--configs", "hull-5-50", "--pad-to", "50"]
-    parsed = paper_runs.argument_parser().parse_args(
+    parsed = runner.argument_parser().parse_args(
         args + ["--lr-drop-epoch", "136", "161"]
     )
     assert (parsed.pad_to, parsed.lr_drop_epoch) == (50, [136, 161])

@@ -1,7 +1,7 @@
-"""The Pointer Networks example (`examples/pointer_networks.py`).
+"""Pointer Networks on hulls and TSP (`papers/pointer_networks.py`).
 
 Its metrics and batches by hand, and a few training steps of each task on a
-tiny problem so the script keeps working. `test_planar_problems.py` checks
+tiny problem so the script keeps working. `test_papers_planar_problems.py` checks
 the data and the reference solutions.
 """
 
@@ -11,13 +11,13 @@ import math
 import numpy as np
 import pytest
 
-from examples import planar_problems
+from papers import planar_problems
 
 
 @pytest.fixture(scope="module")
 def pn():
     # Imported when a test asks: Keras' backend is set by then.
-    from examples import pointer_networks
+    from papers import pointer_networks
 
     return pointer_networks
 

@@ -1,59 +1,60 @@
 """The papers' recipes as a resumable runner: EntNet on bAbI, Ptr-Nets on hulls/TSP.
 
-A *unit* is one training run: `(task, seed)` for bAbI, `(configuration,
-seed)` for the Pointer Networks. Each finished or interrupted unit appends one
-JSON line to a results file in the repository (`benchmarks/results/`): the
-test and validation errors, the epochs, CPU and wall seconds, the machine
-(`lscpu` model and flags), the command and the git commit. A line's `status`
-is `done` (the recipe's stopping rule was met) or `partial` (the budget of
-this invocation ran out); the last line of a unit is its current state.
+A *unit* is one training run of a paper's recipe: `(task, seed)` for bAbI,
+`(configuration, seed)` for the Pointer Networks (`papers.units`). It is
+defined by its epochs and examples, as the papers give them, so it trains
+the same on any machine. Each visit of a unit appends one JSON line to a
+results file in the repository (`papers/results/`, `papers.records`): the
+test and validation errors, the epochs, CPU and wall seconds, the machine,
+the command and the git commit.
 
 Resuming: a unit's state (weights, optimizer, epoch, curve) is checkpointed
-after every epoch under `--checkpoints` (outside git, `examples/output/` by
-default). A new invocation skips `done` units and continues the others from
-their last epoch, so the table fills over several sessions.
+after every epoch under `--checkpoints` (default `papers/output/runs/`,
+outside git). A new invocation skips `done` units and continues the others
+from their last epoch, so a table fills over several invocations.
+`--max-minutes` (no default) caps an invocation's wall time: the units it
+stops are `partial`, and the next invocation goes on from there.
 
 Rendering: `render` rewrites the tables between the markers
 `<!-- results:babi:start -->` / `<!-- results:babi:end -->` (and
 `convex_hull`, `tsp`) in README.md and every docs/**.md that has them, from
-the results files alone (`benchmarks/paper_tables.py`).
+the results files alone (`papers.tables`).
 
 ```
-# bAbI: tasks 16 and 19, seed 0, round-robin slices of 5 epochs, 80 minutes
-nohup nice -n 15 python -m benchmarks.paper_runs babi --tasks 16 19 --seeds 0 \\
-    --slice-epochs 5 --minutes 80 --commit > /work/artifacts/papers.log 2>&1 &
+# bAbI: tasks 16 and 19, seed 0, round-robin slices of 5 epochs, at most 80 minutes
+nice -n 15 python -m papers.runner babi --tasks 16 19 --seeds 0 \\
+    --slice-epochs 5 --max-minutes 80 --commit
 # Pointer Networks, all configurations, on a GPU with JAX
-KERAS_BACKEND=jax python -m benchmarks.paper_runs pointer --seeds 0
-python -m benchmarks.paper_runs show      # print the tables, write nothing
-python -m benchmarks.paper_runs render
+KERAS_BACKEND=jax python -m papers.runner pointer --seeds 0
+python -m papers.runner show      # print the tables, write nothing
+python -m papers.runner render
 ```
 
 Two runners may share the machine (two cores: `--tasks 1-10` and
 `--tasks 11-20`); a lock file per unit keeps them off each other's units.
-A GPU session copies the bAbI data into the checkout (an ignored path such
-as `examples/output/babi_data`) and passes `--data-dir`.
+A GPU machine copies the bAbI data into the checkout (an ignored path such
+as `papers/output/babi_data`) and passes `--data-dir`
+(`papers/gpu_runs.sh`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
-import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = {
-    "babi": ROOT / "benchmarks" / "results" / "babi.jsonl",
-    "pointer": ROOT / "benchmarks" / "results" / "pointer_networks.jsonl",
-}
-CHECKPOINTS = ROOT / "examples" / "output" / "paper_runs"
-# The CPU flags that decide matmul speed; the full list is long.
-_FLAGS = ("avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile")
+from papers import tables
+from papers.records import (
+    CHECKPOINTS,
+    RESULTS,
+    ROOT,
+    append_result,
+    commit_results,
+    latest_by_unit,
+    provenance,
+    read_results,
+)
 
 
 def parse_range(text):
@@ -62,85 +63,6 @@ def parse_range(text):
         lo, hi = (int(x) for x in text.split("-"))
         return list(range(lo, hi + 1))
     return [int(text)]
-
-
-def machine():
-    """The CPU model and its matmul flags (`lscpu`), cores and accelerator."""
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    except OSError:
-        out = ""
-    fields = dict(
-        line.split(":", 1) for line in out.splitlines() if ":" in line
-    )  # fmt: skip
-    flags = fields.get("Flags", "").split()
-    info = {
-        "cpu": fields.get("Model name", platform.processor() or "unknown").strip(),
-        "flags": [f for f in _FLAGS if f in flags],
-        "cores": os.cpu_count(),
-        "accelerator": "none",
-    }
-    if os.environ.get("KERAS_BACKEND") == "jax":
-        import jax
-
-        device = jax.devices()[0]
-        if device.platform != "cpu":
-            info["accelerator"] = device.device_kind
-    return info
-
-
-def git_commit():
-    """`$KERAS_ATTN_COMMIT` if set, else HEAD. A GPU lease's copy of the
-    working tree carries a `.git` whose HEAD can be older than the files
-    that travelled (uncommitted or later commits), so its runs name theirs."""
-    if os.environ.get("KERAS_ATTN_COMMIT"):
-        return os.environ["KERAS_ATTN_COMMIT"]
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-        )
-    except OSError:
-        return "unknown"
-    return out.stdout.strip() or "unknown"
-
-
-def read_results(path):
-    """The result lines of `path` (none if it does not exist)."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line]
-
-
-def latest_by_unit(results):
-    """`{unit: its last line}`: a unit's later lines supersede its earlier."""
-    latest = {}
-    for line in results:
-        latest[line["unit"]] = line
-    return latest
-
-
-def append_result(path, line):
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as f:
-        f.write(json.dumps(line, sort_keys=True) + "\n")
-
-
-def commit_results(paths, message):
-    """Commits the results files alone; a busy index is retried, then skipped."""
-    paths = [str(p) for p in paths]
-    for _ in range(5):
-        add = subprocess.run(["git", "-C", str(ROOT), "add", *paths])
-        done = subprocess.run(
-            ["git", "-C", str(ROOT), "commit", "-q", "-m", message, "--", *paths]
-        )
-        if add.returncode == 0 and done.returncode == 0:
-            return True
-        time.sleep(2)
-    return False
 
 
 class Clock:
@@ -230,19 +152,6 @@ def _pct(value):
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
-def provenance(argv, module="benchmarks.paper_runs"):
-    """What every line records: the machine, the command (`python -m
-    module argv...`), the commit."""
-    import keras
-
-    return {
-        "machine": machine(),
-        "backend": keras.backend.backend(),
-        "command": f"python -m {module} " + shlex.join(argv),
-        "commit": git_commit(),
-    }
-
-
 def argument_parser():
     """The command line of `main`."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -256,7 +165,7 @@ def argument_parser():
     parser.add_argument(
         "--clip",
         default="per-variable",
-        help="bAbI: per-variable or summed-global (paper_units.babi_units)",
+        help="bAbI: per-variable or summed-global (papers.units.babi_units)",
     )
     parser.add_argument(
         "--biases",
@@ -266,7 +175,7 @@ def argument_parser():
     parser.add_argument(
         "--schedule",
         default="halving",
-        help="bAbI: halving or cyclic (paper_units.babi_learning_rate)",
+        help="bAbI: halving or cyclic (papers.units.babi_learning_rate)",
     )
     parser.add_argument(
         "--pad-to",
@@ -289,7 +198,12 @@ def argument_parser():
         help="Ptr-Nets: processes that make the next epochs' examples (0: none)",
     )
     parser.add_argument("--slice-epochs", type=int, default=None)
-    parser.add_argument("--minutes", type=float, default=None, help="wall budget")
+    parser.add_argument(
+        "--max-minutes",
+        type=float,
+        default=None,
+        help="stop starting epochs after this many wall minutes (no cap by default)",
+    )
     parser.add_argument("--checkpoints", type=Path, default=CHECKPOINTS)
     parser.add_argument("--results", type=Path, default=None)
     parser.add_argument("--data-dir", type=Path, default=None)
@@ -303,19 +217,18 @@ def main(argv=None):
     parser = argument_parser()
     args = parser.parse_args(argv)
 
-    from benchmarks import paper_tables
-
     if args.what == "show":  # the tables as they stand, nothing written
         pointer = read_results(RESULTS["pointer"])
-        print(paper_tables.babi_table(read_results(RESULTS["babi"])))
-        print(paper_tables.convex_hull_table(pointer))
-        print(paper_tables.tsp_table(pointer))
+        print(tables.babi_table(read_results(RESULTS["babi"])))
+        print(tables.convex_hull_table(pointer))
+        print(tables.tsp_table(pointer))
         return
     if args.what == "render":
-        changed = paper_tables.render_all(ROOT, RESULTS["babi"], RESULTS["pointer"])
+        changed = tables.render_all(ROOT, RESULTS["babi"], RESULTS["pointer"])
         print("\n".join(str(p) for p in changed) or "no markers found")
         return
-    from benchmarks import paper_units
+    # Keras and the models, only to train.
+    from papers import units
 
     results_path = args.results or RESULTS[args.what]
     seeds = [s for text in args.seeds for s in parse_range(text)]
@@ -323,7 +236,7 @@ def main(argv=None):
     if args.what == "babi":
         tasks = [t for text in args.tasks for t in parse_range(text)]
         try:
-            units = paper_units.babi_units(
+            todo = units.babi_units(
                 tasks,
                 seeds,
                 args.max_epochs,
@@ -339,7 +252,7 @@ def main(argv=None):
             parser.error(
                 f"--data-workers must be 0 or more. Received: {args.data_workers}"
             )
-        units = paper_units.pointer_units(
+        todo = units.pointer_units(
             args.configs,
             seeds,
             args.max_epochs,
@@ -349,7 +262,7 @@ def main(argv=None):
         )
 
     def train_unit(unit, slice_epochs, clock):
-        return paper_units.train(unit, slice_epochs, clock, context)
+        return units.train(unit, slice_epochs, clock, context)
 
     last_commit = [time.monotonic()]
 
@@ -362,10 +275,10 @@ def main(argv=None):
             last_commit[0] = time.monotonic()
 
     run_units(
-        units, results_path, train_unit, Clock(args.minutes), args.slice_epochs, log
+        todo, results_path, train_unit, Clock(args.max_minutes), args.slice_epochs, log
     )
     if args.render:
-        paper_tables.render_all(ROOT, RESULTS["babi"], RESULTS["pointer"])
+        tables.render_all(ROOT, RESULTS["babi"], RESULTS["pointer"])
 
 
 if __name__ == "__main__":

@@ -1,35 +1,37 @@
 #!/usr/bin/env bash
-# One GPU lease of the papers' runs (benchmarks/paper_runs.py) on JAX.
+# The papers' units (papers/runner.py) on one GPU machine, on JAX.
 #
-# The lease is short (minutes), so every unit runs at once as its own
+# The machine is held for minutes, so every unit runs at once as its own
 # process on the one GPU, all sharing it (no preallocation): the EntNet
 # runs are a few small kernels a step, bound by the host's dispatch, not by
-# the GPU. Results land in $OUT (babi.jsonl, pointer.jsonl, the logs), and
-# the units' checkpoints in $OUT/checkpoints-*.tgz, so that a later runner
-# (CPU or GPU) resumes them: untar them under examples/output/paper_runs/ and
-# append the result lines to benchmarks/results/.
+# the GPU. Each process stops starting epochs after MAX_MINUTES (default 7)
+# and leaves its unit `partial`, to be resumed. Results land in $OUT
+# (babi.jsonl, pointer.jsonl, the logs), and the units' checkpoints in
+# $OUT/checkpoints-*.tgz, so that a later runner (CPU or GPU) resumes them:
+# untar them under papers/output/runs/ and append the result lines to
+# papers/results/.
 #
 # Carried from the workstation (ignored by git): `.whl` (keras, namex and
 # optree wheels for Python 3.12; the machine has JAX, numpy, h5py, rich),
-# `examples/output/babi_data` (the tasks' files copied from ../shared) and
-# `examples/output/gpu_ck` (the cached Held-Karp reference of TSP n = 20).
+# `papers/output/babi_data` (the tasks' files copied from ../shared) and
+# `papers/output/gpu_ck` (the cached Held-Karp reference of TSP n = 20).
 #
-#   MINUTES=7 KERAS_ATTN_COMMIT=$(git rev-parse HEAD) \
-#       bash benchmarks/gpu_paper_runs.sh "16:1 16:2 19:1 19:2 17:1 3:0" \
+#   MAX_MINUTES=7 KERAS_ATTN_COMMIT=$(git rev-parse HEAD) \
+#       bash papers/gpu_runs.sh "16:1 16:2 19:1 19:2 17:1 3:0" \
 #       "hull-5-50:0 tsp-5-20:0"
 #
 # PAD_TO=50 pads every Ptr-Net batch to n = 50: one shape to compile on the
 # GPU, where the padded steps cost next to nothing. MAX_EPOCHS=N runs the
 # Ptr-Net units past the recipe's 1M examples (N chunks of 20,000).
 # DATA_WORKERS=N: processes per Ptr-Net unit that make the coming epochs'
-# examples; tsp-5-20-or-opt's labels cost a CPU core about 22 s an epoch,
-# far more than a GPU's epoch, so give it several of the 16 cores.
+# examples; tsp-5-20-or-opt's labels cost a CPU core about as much as a
+# training epoch, far more than a GPU's epoch, so give it several cores.
 set -uo pipefail
 BABI_UNITS=${1-"16:1 19:1"}
 POINTER_UNITS=${2-""}
-MINUTES=${MINUTES:-7}
-OUT=${OUT:-examples/output/gpu_out}
-CK=examples/output/gpu_ck
+MAX_MINUTES=${MAX_MINUTES:-7}
+OUT=${OUT:-papers/output/gpu_out}
+CK=papers/output/gpu_ck
 mkdir -p "$OUT" "$CK" /tmp/logs
 
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
@@ -43,8 +45,8 @@ python3 -c "import jax, keras; print(keras.__version__, jax.devices())" || exit 
 pids=()
 for unit in $BABI_UNITS; do
     task=${unit%%:*} seed=${unit##*:}
-    python3 -m benchmarks.paper_runs babi --tasks "$task" --seeds "$seed" \
-        --minutes "$MINUTES" --slice-epochs 20 --data-dir examples/output/babi_data \
+    python3 -m papers.runner babi --tasks "$task" --seeds "$seed" \
+        --max-minutes "$MAX_MINUTES" --slice-epochs 20 --data-dir papers/output/babi_data \
         --checkpoints "$CK" --results "$OUT/babi.jsonl" \
         >"/tmp/logs/babi-$task-$seed.log" 2>&1 &
     pids+=($!)
@@ -53,8 +55,8 @@ for unit in $POINTER_UNITS; do
     config=${unit%%:*} seed=${unit##*:}
     # One visit (each visit compiles anew), ending with a test decode: leave
     # that a minute and a half.
-    python3 -m benchmarks.paper_runs pointer --configs "$config" --seeds "$seed" \
-        --minutes "$(python3 -c "print(max($MINUTES - 1.5, 1))")" \
+    python3 -m papers.runner pointer --configs "$config" --seeds "$seed" \
+        --max-minutes "$(python3 -c "print(max($MAX_MINUTES - 1.5, 1))")" \
         --checkpoints "$CK" --results "$OUT/pointer.jsonl" ${PAD_TO:+--pad-to "$PAD_TO"} \
         ${MAX_EPOCHS:+--max-epochs "$MAX_EPOCHS"} \
         ${DATA_WORKERS:+--data-workers "$DATA_WORKERS"} \
