@@ -2,6 +2,8 @@
 
 import tensorflow as tf
 
+from models.cjk import CJK_CHARACTERS
+
 # The ordinals of a quarter or a half, which Gigaword masks (`#st-qtr`): each
 # one's digits, its spelled forms and the periods it can have (a half is
 # 1st or 2nd).
@@ -35,6 +37,9 @@ _DETOKENIZE = (
 # tokens the next one is written against (`$4.3`, `US$5.2`, `(Python`).
 _CLOSES = "[,.;:?!%)\\]}\u201d']|\\.\\.\\.|(?i:n't|'(?:s|re|ve|ll|d|m))"
 _OPENS = "[$(\\[{\u201c]|\\p{L}{1,3}\\$"
+# Chinese and Japanese characters and punctuation, written against their
+# neighbours on either side: `東京で2024年`, `500 B.C.から`.
+_UNSPACED = f"[{CJK_CHARACTERS}]"
 # Of those, what cannot open a text: it belonged to a word left out.
 _ORPHANS = "[,;:]|(?i:n't|'(?:s|re|ve|ll|d|m))"
 # Leading punctuation, the first character, the rest.
@@ -66,6 +71,8 @@ def detokenize(tokens):
     escapes restored, ``` `` ``` / `''` as typographic quotes, `--` as a dash,
     punctuation, `'s` and `n't` joined to the word before, `$` and opening
     brackets to the word after; a period after an abbreviation's is dropped.
+    Chinese and Japanese characters and punctuation are written without a
+    space on either side: `東 京 で 2024 年 。` becomes `東京で2024年。`.
 
     Args:
         tokens: `tf.string` `[batch, T]`, "" for no token, or a ragged
@@ -81,9 +88,11 @@ def detokenize(tokens):
     words = detokenize_words(tokens.flat_values)
     first = tf.equal(tf.ragged.range(tokens.row_lengths()).flat_values, 0)
     previous = tf.concat([[""], words[:-1]], axis=0)
-    glued = tf.logical_or(
-        tf.strings.regex_full_match(words, _CLOSES),
-        tf.strings.regex_full_match(previous, _OPENS),
+    glued = (
+        tf.strings.regex_full_match(words, _CLOSES)
+        | tf.strings.regex_full_match(previous, _OPENS)
+        | tf.strings.regex_full_match(words, _UNSPACED)
+        | tf.strings.regex_full_match(previous, _UNSPACED)
     )
     # `Calif.` ending the text is followed by the sentence's own period.
     repeated = tf.logical_and(
