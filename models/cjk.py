@@ -23,9 +23,7 @@ CJK_LETTERS = r"\p{Han}\p{Hiragana}\p{Katakana}" + "\u30fc\uff70\uff9e\uff9f"
 # Punctuation block (`。`, `、`, `「」`, `『』`, `〜`, and the marks `々`, `〆`),
 # the katakana middle dot `・`, and the fullwidth and halfwidth forms other
 # than letters and digits (`！`, `？`, `（）`, `：`, `；`, `，`, `｢｣`).
-CJK_SYMBOLS = (
-    "\u3001-\u303f\u30fb\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65"
-)
+CJK_SYMBOLS = "\u3001-\u303f\u30fb\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65"
 # Everything read one character a token, for inside a `[...]` class.
 CJK_CHARACTERS = CJK_LETTERS + CJK_SYMBOLS
 
