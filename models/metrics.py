@@ -17,9 +17,9 @@ from models.cjk import CJK_CHARACTERS
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 # What `metrics.json` says the scores were tokenized with.
 ROUGE_TOKENIZER = (
-    "rouge-score's default with Porter stemmer on ASCII text; otherwise NFKC, "
-    "lowercase, letters, marks and digits of every script, Porter stems of ASCII "
-    "words, one token per Han, Hiragana or Katakana character"
+    "models.metrics.RougeTokenizer: rouge-score's default (Porter stemmer) on "
+    "ASCII text; elsewhere NFKC, lowercased letters, marks and digits of every "
+    "script, ASCII words stemmed, a token per Han, Hiragana or Katakana character"
 )
 
 
@@ -52,16 +52,14 @@ class RougeTokenizer:
         if text.isascii():
             return self._default.tokenize(text)
         text = unicodedata.normalize("NFKC", text).lower()
-        return [
-            self._stem(word) if word.isascii() else word
-            for word in _token_pattern().findall(text)
-            if _has_word_character(word)
-        ]
-
-    def _stem(self, word):
-        # rouge-score's own rule and stemmer, applied to one ASCII word.
-        (stem,) = self._default.tokenize(word)
-        return stem
+        tokens = []
+        for word in _token_pattern().findall(text):
+            if word.isascii():
+                # rouge-score's own rule and stemmer, on the one word.
+                tokens += self._default.tokenize(word)
+            elif _has_word_character(word):
+                tokens.append(word)
+        return tokens
 
 
 @functools.cache
