@@ -22,11 +22,12 @@ import json
 import os
 import sys
 
+from models import cjk
 from models.batching import decode_in_batches, strings
 from models.config import SPLITS
 from models.errors import UserError, first_line
 from models.layout import resolve_version_dir
-from models.metrics import ROUGE_TYPES, rouge_with_intervals
+from models.metrics import ROUGE_TOKENIZER, ROUGE_TYPES, rouge_with_intervals
 from models.startup import add_verbose_flag, import_tensorflow
 
 # System name -> signature name, in the order they are reported.
@@ -39,10 +40,14 @@ LEAD_WORDS = 8
 
 
 def lead_baseline(documents, n_words=LEAD_WORDS):
-    """Lead baseline: the first `n_words` whitespace-separated words."""
+    """Lead baseline: the first `n_words` words of each document.
+
+    Words are whitespace-separated, and each Chinese or Japanese character
+    is one (`models.cjk.lead`).
+    """
     if n_words < 1:
         raise ValueError(f"`n_words` must be >= 1. Received: n_words={n_words}")
-    return [" ".join(document.split()[:n_words]) for document in documents]
+    return [cjk.lead(document, n_words) for document in documents]
 
 
 # ---------------------------------------------------------------------------
@@ -219,6 +224,7 @@ def _metrics_record(
         "num_examples": len(documents),
         "rouge_types": list(ROUGE_TYPES),
         "use_stemmer": True,
+        "rouge_tokenizer": ROUGE_TOKENIZER,
         "confidence": 0.95,
         "n_bootstrap": scoring["n_bootstrap"],
         "seed": scoring["seed"],

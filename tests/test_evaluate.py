@@ -120,6 +120,14 @@ def test_lead_baseline():
         "",
     ]
     assert ev.lead_baseline(["a  b\tc d"], n_words=3) == ["a b c"]
+    # A Chinese or Japanese character is a word, written as the text writes
+    # it; a no-break space separates words as `str.split` says.
+    assert ev.lead_baseline(
+        ["東京株式市場が上昇した。", "Tokyo 東京。NEC 株価", "a\u00a0b c"], n_words=4
+    ) == ["東京株式", "Tokyo 東京。", "a b c"]
+    assert ev.lead_baseline(["ゲームです。500 B.C. から"], n_words=8) == [
+        "ゲームです。500 B.C."
+    ]
 
 
 # ---------------------------------------------------------------------------

@@ -87,16 +87,16 @@ def test_unknown_headline_word_absent_from_the_source_is_unk(features):
 
 
 def test_non_ascii_words_are_copied_byte_exact(features):
-    document = "Müller said 日本語 in Straße , müller ."
-    source, out = encode(features, [document], ["müller in 日本語 straße"])
+    document = "Müller said 한국어 in Straße , müller ."
+    source, out = encode(features, [document], ["müller in 한국어 straße"])
     words = [t.decode("utf-8") for t in out["tokens"][0]]
-    assert words == ["müller", "said", "日本語", "in", "straße", ",", "müller", "."]
+    assert words == ["müller", "said", "한국어", "in", "straße", ",", "müller", "."]
     # "," is not in the vocabulary either: copyable like any word.
     assert out["ext_ids"] == [[V, 5, V + 2, 6, V + 4, V + 5, V, 7]]
     assert out["target_out"] == [[V, 6, V + 2, V + 4, 3]]
     tokens, headlines = decode(features, [[V + 4, 5, V, V + 2, 3]], [4], source)
-    assert tokens == [["straße", "said", "müller", "日本語", ""]]
-    assert headlines == ["straße said müller 日本語"]
+    assert tokens == [["straße", "said", "müller", "한국어", ""]]
+    assert headlines == ["straße said müller 한국어"]
 
 
 def test_decode_prints_nothing_for_reserved_ids_and_past_the_end(features):
