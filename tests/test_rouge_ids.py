@@ -4,7 +4,6 @@ written from the definitions (clipped n-gram counts, the LCS table) on
 random batches, eagerly and compiled."""
 
 import collections
-import functools
 
 import keras
 import numpy as np
@@ -70,54 +69,39 @@ def three_scores(candidates, references, end_id=END, pad_id=PAD):
     )
 
 
-def compiled(fn, **kwargs):
-    """`fn` under `jax.jit` or `tf.function` (torch: as it is), with
-    `kwargs` bound. On JAX one compilation costs less than compiling each
-    op eagerly."""
-    if BACKEND == "jax":
-        import jax
-
-        return jax.jit(functools.partial(fn, **kwargs))
-    if BACKEND == "tensorflow":
-        import tensorflow as tf
-
-        return tf.function(functools.partial(fn, **kwargs))
-    return functools.partial(fn, **kwargs)
-
-
-def scores(candidates, references, end_id=END, pad_id=PAD):
-    """`three_scores` in numpy, compiled."""
+def scores(compiled, candidates, references, end_id=END, pad_id=PAD):
+    """`three_scores` in numpy, compiled (`compiled`: the fixture)."""
     fn = compiled(three_scores, end_id=end_id, pad_id=pad_id)
     return list(np_(fn(np.asarray(candidates), np.asarray(references))))
 
 
-def test_the_worked_example():
+def test_the_worked_example(compiled):
     # [5, 6, 7] against [5, 7, 8]: unigrams share 5 and 7, P = R = 2/3; no
     # bigram is shared; the LCS is [5, 7].
-    r1, r2, rl = scores([[5, 6, 7, END, PAD]], [[5, 7, 8, END]])
+    r1, r2, rl = scores(compiled, [[5, 6, 7, END, PAD]], [[5, 7, 8, END]])
     np.testing.assert_allclose(r1, [2 / 3], rtol=1e-6)
     np.testing.assert_allclose(r2, [0.0])
     np.testing.assert_allclose(rl, [2 / 3], rtol=1e-6)
 
 
-def test_repeated_ngrams_are_clipped():
+def test_repeated_ngrams_are_clipped(compiled):
     # Unigrams: 5 three times against twice, 6 once: overlap 3 of 4 and 3,
     # F = 6/7. Bigrams (5,5) (5,5) (5,6) against (5,6) (6,5): overlap 1,
     # F = 2/5. LCS of 5 5 5 6 and 5 6 5: 2, F = 4/7.
-    r1, r2, rl = scores([[5, 5, 5, 6]], [[5, 6, 5]])
+    r1, r2, rl = scores(compiled, [[5, 5, 5, 6]], [[5, 6, 5]])
     np.testing.assert_allclose(r1, [6 / 7], rtol=1e-6)
     np.testing.assert_allclose(r2, [2 / 5], rtol=1e-6)
     np.testing.assert_allclose(rl, [4 / 7], rtol=1e-6)
 
 
-def test_precision_and_recall_differ_in_f1():
+def test_precision_and_recall_differ_in_f1(compiled):
     # [5, 6] against [5, 6, 7, 8]: P = 1, R = 1/2, F = 2/3; bigrams: P = 1,
     # R = 1/3, F = 1/2.
-    r1, r2, rl = scores([[5, 6, END, END]], [[5, 6, 7, 8, END]])
+    r1, r2, rl = scores(compiled, [[5, 6, END, END]], [[5, 6, 7, 8, END]])
     np.testing.assert_allclose([r1[0], r2[0], rl[0]], [2 / 3, 1 / 2, 2 / 3], rtol=1e-6)
 
 
-def test_tokens_after_the_first_end_or_padding_do_not_count():
+def test_tokens_after_the_first_end_or_padding_do_not_count(compiled):
     references = [[5, 7, END, PAD]] * 4
     candidates = [
         [5, 7, END, 9],  # the 9 after the end is ignored: a perfect match
@@ -125,20 +109,20 @@ def test_tokens_after_the_first_end_or_padding_do_not_count():
         [5, END, 7, END],  # only [5]
         [END, 5, 7, END],  # empty: F1 = 0
     ]
-    r1, r2, rl = scores(candidates, references)
+    r1, r2, rl = scores(compiled, candidates, references)
     np.testing.assert_allclose(r1, [1.0, 1.0, 2 / 3, 0.0], rtol=1e-6)
     np.testing.assert_allclose(r2, [1.0, 1.0, 0.0, 0.0], rtol=1e-6)
     np.testing.assert_allclose(rl, [1.0, 1.0, 2 / 3, 0.0], rtol=1e-6)
 
 
-def test_without_end_or_padding_ids_every_token_counts():
-    r1, _, _ = scores([[5, 0, 2]], [[5, 0, 2]], end_id=None, pad_id=None)
-    _, _, rl = scores([[5, 0, 2]], [[2, 0, 5]], end_id=None, pad_id=None)
+def test_without_end_or_padding_ids_every_token_counts(compiled):
+    r1, _, _ = scores(compiled, [[5, 0, 2]], [[5, 0, 2]], end_id=None, pad_id=None)
+    _, _, rl = scores(compiled, [[5, 0, 2]], [[2, 0, 5]], end_id=None, pad_id=None)
     np.testing.assert_allclose(r1, [1.0])
     np.testing.assert_allclose(rl, [1 / 3], rtol=1e-6)
 
 
-def test_a_sequence_shorter_than_n_has_no_ngram():
+def test_a_sequence_shorter_than_n_has_no_ngram(compiled):
     trigrams = compiled(ka.rouge_n, n=3)
     np.testing.assert_allclose(
         np_(trigrams(np.array([[5, 6]]), np.array([[5, 6, 7]]))), [0.0]
@@ -173,7 +157,7 @@ def reference_scores(candidates, references):
 
 
 @pytest.mark.parametrize("compile_it", [False, True], ids=["eager", "compiled"])
-def test_batches_of_candidates_match_the_definitions(compile_it):
+def test_batches_of_candidates_match_the_definitions(compile_it, compiled):
     rng = np.random.default_rng(0)
     candidates, references = random_batch(rng)
     expected = reference_scores(candidates, references)
@@ -184,7 +168,7 @@ def test_batches_of_candidates_match_the_definitions(compile_it):
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
 
 
-def test_references_with_the_candidates_rank_score_row_by_row():
+def test_references_with_the_candidates_rank_score_row_by_row(compiled):
     rng = np.random.default_rng(1)
     candidates, references = random_batch(rng, batch=4, k=3)
     tiled = np.repeat(references[:, None], 3, axis=1)
@@ -194,7 +178,7 @@ def test_references_with_the_candidates_rank_score_row_by_row():
     )
 
 
-def test_rouge_cost_is_one_minus_the_mean_f1():
+def test_rouge_cost_is_one_minus_the_mean_f1(compiled):
     rng = np.random.default_rng(2)
     candidates, references = random_batch(rng, batch=3, k=4)
     r1, r2, rl = reference_scores(candidates, references)
