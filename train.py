@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 
-from models.config import SearchOptions, SummarizerConfig, TrainOptions
+from models.config import RiskOptions, SearchOptions, SummarizerConfig, TrainOptions
 from models.flags import add_config_flags
 from models.startup import add_verbose_flag, import_tensorflow
 
@@ -54,6 +54,13 @@ def _parser():
     _add_data_flags(p.add_argument_group("data"))
     add_config_flags(p.add_argument_group("model"), SummarizerConfig)
     _add_training_flags(p.add_argument_group("training"))
+    add_config_flags(
+        p.add_argument_group(
+            "minimum-risk fine-tuning (after training: the expected ROUGE cost "
+            "of each member's sampled headlines)"
+        ),
+        RiskOptions,
+    )
     _add_distillation_flags(p.add_argument_group("distillation"))
     _add_decoding_flags(p.add_argument_group("decoding (baked into the export)"))
     g = p.add_argument_group("evaluation")

@@ -264,6 +264,48 @@ class TrainOptions:
             )
 
 
+@dataclasses.dataclass
+class RiskOptions:
+    """How minimum-risk fine-tuning runs (`train.py --risk-epochs`).
+
+    Attributes:
+        risk_epochs: Most epochs of the stage per member (0: no stage).
+        risk_candidates: Candidates per document, the reference included.
+        risk_temperature: Temperature of the sampled candidates.
+        risk_alpha: Sharpness of the candidates' renormalised distribution.
+        risk_nll_weight: Weight of the reference's likelihood in the loss.
+        risk_learning_rate: Adam's learning rate for the stage.
+        risk_patience: Epochs without a better validation ROUGE-1 before
+            the stage stops.
+        risk_examples: Training pairs the stage reads an epoch (None: all).
+    """
+
+    risk_epochs: int = 0
+    risk_candidates: int = 4
+    risk_temperature: float = 1.0
+    risk_alpha: float = 1.0
+    risk_nll_weight: float = 0.3
+    risk_learning_rate: float = 1e-4
+    risk_patience: int = 2
+    risk_examples: int | None = None
+
+    def __post_init__(self):
+        if self.risk_epochs < 0:
+            raise UserError(
+                f"`risk_epochs` must be >= 0. Received: risk_epochs={self.risk_epochs}"
+            )
+        if self.risk_candidates < 2:
+            raise UserError(
+                "`risk_candidates` must be >= 2 (the reference and one sampled "
+                f"headline). Received: risk_candidates={self.risk_candidates}"
+            )
+        if not 0 <= self.risk_nll_weight <= 1:
+            raise UserError(
+                "`risk_nll_weight` must be in [0, 1]. Received: "
+                f"risk_nll_weight={self.risk_nll_weight}"
+            )
+
+
 # In a run folder: the decoding settings chosen on validation, and the grid.
 SEARCH_TUNING_FILE = "search_tuning.json"
 

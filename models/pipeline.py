@@ -15,6 +15,7 @@ from models import data, distill, text, tuning
 from models.callbacks import TrainingCap
 from models.config import (
     SEARCH_TUNING_FILE,
+    RiskOptions,
     SearchOptions,
     SummarizerConfig,
     TrainOptions,
@@ -257,6 +258,9 @@ def _run(args, cleanup):
     splits = load_splits(args)
     run = _prepare(args, splits, options, strategy, cleanup, initial_weights, progress)
     members, ends = _train_members(run, options)
+    risk = RiskOptions(**given(args, RiskOptions))
+    if risk.risk_epochs and run.chief:
+        _fine_tune_members(run, options, risk, members, ends)
     if not run.chief:
         print(
             "Trained in step with the chief, which exports the model", file=sys.stderr
@@ -460,6 +464,33 @@ def _train_members(run, options):
     return models, ends
 
 
+def _fine_tune_members(run, options, risk, members, ends):
+    """Minimum-risk fine-tuning of each finished member, in place
+    (`models.risk_fine_tuning`); its record joins the member's."""
+    from models.risk_fine_tuning import RISK_DIR, fine_tune
+
+    encoded = run.encoded
+    if risk.risk_examples:
+        encoded = encoded.take(risk.risk_examples)
+    batches = data.batched(
+        encoded, options.batch_size, training=True, seed=options.seed
+    )
+    steps = int(batches.reduce(0, lambda count, _: count + 1))
+    documents = [d for d, _ in run.sample]
+    references = [s.decode("utf-8") for _, s in run.sample]
+    dirs = member_dirs(run.run_dir, options.ensemble)
+    for k, model in enumerate(members):
+        run.progress.stage(
+            f"minimum risk, member {k + 1}/{len(members)}",
+            f"at most {risk.risk_epochs} epochs of {steps} batches",
+        )
+        record = fine_tune(
+            model, batches, steps, (documents, references), run.features, risk, dirs[k]
+        )
+        model.save(dirs[k] / RISK_DIR / MODEL_FILE)
+        ends[k]["minimum_risk"] = record
+
+
 def _unfinished(k, member_dir):
     return {"member": k + 1, "finished": False, "epochs": backed_up_epoch(member_dir)}
 
@@ -473,10 +504,15 @@ def _export_and_evaluate(args, run, model, search, record, progress):
     progress.stage("export")
     export_dir = Path(args.export_dir or f"saved_models/{args.name}")
     files = {
-        "config.json": json.dumps(run.config.to_dict(), indent=2),
+        "config.json": run.run_dir / "config.json",
         "vocab.txt": run.run_dir / "vocab.txt",
     }
     files.update(model_files(run.run_dir))
+    # A member fine-tuned by minimum risk is served with those weights.
+    for name, path in list(files.items())[2:]:
+        tuned = Path(path).parent / "risk" / MODEL_FILE
+        if tuned.is_file():
+            files[name] = tuned
     version_dir = export(
         model, run.features, export_dir, options=search, extra_files=files
     )

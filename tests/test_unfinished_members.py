@@ -2,7 +2,8 @@
 command finishes it exactly as an uncut run trains it.
 
 The cap is `--stop-after-epochs`, which falls at the same epoch on every
-machine, so these tests do not depend on the machine's speed.
+machine, so these tests do not depend on the machine's speed. Each command
+is its own process, as a user runs it.
 """
 
 import pytest
@@ -10,38 +11,39 @@ import pytest
 pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
 
 import json  # noqa: E402
-import sys  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 from e2e import ROOT, train_command, write_org_data  # noqa: E402
+
+import models.summarizer  # noqa: E402, F401  (registers the model with Keras)
 
 # Two members of three epochs each; no early stopping within them.
 ENSEMBLE = ["--ensemble", "2", "--epochs", "3", "--patience", "10"]
 ENSEMBLE += ["--steps-per-epoch", "3", "--max-eval-examples", "4"]
 
 
-def _main(argv, capsys):
-    sys.path.insert(0, str(ROOT))
-    import train
-
-    code = train.main(argv)
-    return code, capsys.readouterr().err
+def _train(command):
+    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    return result.returncode, result.stderr
 
 
 def _member_weights(path):
     return [np.asarray(w) for w in keras.saving.load_model(path, compile=False).weights]
 
 
-def test_cut_member_is_not_served_then_resumed_exactly(tmp_path, capsys):
+def test_cut_member_is_not_served_then_resumed_exactly(tmp_path):
     write_org_data(tmp_path / "data", sizes=(40, 8, 8))
     cut = tmp_path / "cut"
     cut.mkdir()
     (cut / "data").symlink_to(tmp_path / "data")
-    argv = train_command(cut, *ENSEMBLE)[2:]
+    command = train_command(cut, *ENSEMBLE)
 
     # 4 epochs: member 1's three, then one of member 2's.
-    code, err = _main([*argv, "--stop-after-epochs", "4"], capsys)
+    code, err = _train([*command, "--stop-after-epochs", "4"])
     assert code == 0, err[-3000:]
     export_1 = cut / "export" / "1"
     assert sorted(p.name for p in export_1.glob("*.keras")) == ["model.keras"]
@@ -55,7 +57,7 @@ def test_cut_member_is_not_served_then_resumed_exactly(tmp_path, capsys):
     assert not (cut / "run" / "member-1" / "model.keras").exists()
 
     # The same command, uncapped, finishes member 2 and serves both.
-    code, err = _main(argv, capsys)
+    code, err = _train(command)
     assert code == 0, err[-3000:]
     export_2 = cut / "export" / "2"
     assert sorted(p.name for p in export_2.glob("*.keras")) == [
@@ -71,7 +73,7 @@ def test_cut_member_is_not_served_then_resumed_exactly(tmp_path, capsys):
     whole = tmp_path / "whole"
     whole.mkdir()
     (whole / "data").symlink_to(tmp_path / "data")
-    code, err = _main(train_command(whole, *ENSEMBLE, "--skip-eval")[2:], capsys)
+    code, err = _train(train_command(whole, *ENSEMBLE, "--skip-eval"))
     assert code == 0, err[-3000:]
     for name in ("model.keras", "member-1.keras"):
         got = _member_weights(export_2 / name)
