@@ -47,11 +47,12 @@ def test_risk_stage_records_exports_and_resumes(tmp_path):
     assert record["rouge1"] == [round(r, 2) for r in state["rouge1"]]
     # The export serves the fine-tuned weights: the best of before and after.
     served = _weights(tmp_path / "export" / "1" / "model.keras")
-    for a, b in zip(served, _weights(tmp_path / "run" / "risk" / "model.keras")):
+    tuned = _weights(tmp_path / "run" / "risk" / "model.keras")
+    for a, b in zip(served, tuned, strict=True):
         np.testing.assert_array_equal(a, b)
     moved = any(
         not np.array_equal(a, b)
-        for a, b in zip(served, _weights(tmp_path / "run" / "model.keras"))
+        for a, b in zip(served, _weights(tmp_path / "run" / "model.keras"), strict=True)
     )
     assert moved == (state["best_epoch"] == 1)
 
