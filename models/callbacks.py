@@ -127,6 +127,31 @@ class TrainingCap(keras.callbacks.Callback):
             self.stopped = True
 
 
+class EpochSeeds(keras.callbacks.Callback):
+    """Sets the model's random streams (dropout, sampled words) from
+    `(seed, epoch)` at each epoch's start.
+
+    Keras' backups keep the weights and the optimizer but not the states of
+    the layers' `SeedGenerator`s; a resumed run would draw other dropout
+    masks than a run never cut. Seeded by the epoch alone, epoch `e` draws
+    the same ones either way.
+    """
+
+    def __init__(self, seed):
+        super().__init__()
+        self.seed = int(seed)
+
+    def on_epoch_begin(self, epoch, logs=None):
+        states = [v for v in self.model.variables if _is_seed_state(v)]
+        for index, state in enumerate(states):
+            value = (self.seed * 1_000_003 + epoch * 1_009 + index) % (2**31 - 1)
+            state.assign(tf.constant([value, 0], dtype=state.dtype))
+
+
+def _is_seed_state(variable):
+    return variable.path.rsplit("/", 1)[-1] == "seed_generator_state"
+
+
 class EpochReport(keras.callbacks.Callback):
     """Calls `report(epoch, seconds, score, best, best_epoch, monitor)` at
     each epoch's end (epochs counted from 1), after `stopping` (Keras'

@@ -20,6 +20,7 @@ from models.callbacks import (
     AveragedWeights,
     Backup,
     EpochReport,
+    EpochSeeds,
     InterruptBetweenSteps,
     ValidationRouge,
     uses_ema,
@@ -219,7 +220,12 @@ def fit(
             validation_data=validation_batches,
             epochs=options.epochs,
             steps_per_epoch=steps_per_epoch or options.steps_per_epoch,
-            callbacks=[EpochCheck(first_epoch), *all_callbacks, interrupt],
+            callbacks=[
+                EpochCheck(first_epoch),
+                EpochSeeds(options.seed),
+                *all_callbacks,
+                interrupt,
+            ],
             shuffle=False,  # the dataset shuffles itself
             verbose=1,
         )
