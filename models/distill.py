@@ -243,8 +243,7 @@ def distilled_split(train_split, teacher_dir, run_dir, targets="teacher"):
     """
     import tensorflow as tf
 
-    from models.evaluate import decode_documents
-    from models.serve.servable import signature_defs
+    from models.saved_model_client import decode_documents, signature_defs
 
     teacher_dir = Path(teacher_dir)
     digest = teacher_digest(teacher_dir)

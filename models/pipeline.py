@@ -25,7 +25,7 @@ from models.ensemble import SummarizerEnsemble
 from models.errors import LostWorker, UserError, first_line
 from models.export import export
 from models.flags import given
-from models.runs import load_trained_model, member_dirs, model_files
+from models.run_folder import load_trained_model, member_dirs, model_files
 from models.training import ValidationRouge, build_model, fit, prepare_run
 
 _COLLECTIVE_TIMEOUT_S = 600

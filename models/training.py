@@ -24,7 +24,7 @@ from models.callbacks import (
     ValidationRouge,
     uses_ema,
 )
-from models.runs import (
+from models.run_folder import (
     load_config_and_vocabulary,
     load_run,
     make_features,

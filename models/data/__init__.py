@@ -18,8 +18,8 @@ from models.config import SPLITS
 from models.data.batches import make_batches
 from models.data.examples import batched, encode_dataset
 from models.data.offline import prepare_offline
+from models.data.split_vocabulary import count_words, split_vocabulary
 from models.data.splits import load_split
-from models.data.vocabulary import count_words, split_vocabulary
 
 __all__ = [
     "SPLITS",

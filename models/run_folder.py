@@ -11,11 +11,11 @@ import keras
 from models.config import SummarizerConfig
 from models.ensemble import SummarizerEnsemble
 from models.errors import UserError
-from models.features import TextFeatures
 
 # Also registers `HeadlineSummarizer` with Keras, which `load_trained_model`
 # needs.
 from models.summarizer import HeadlineSummarizer
+from models.text_features import TextFeatures
 
 
 def make_features(vocabulary, config):
