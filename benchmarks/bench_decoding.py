@@ -129,16 +129,15 @@ def _load_export(model_dir):
     import json
     from pathlib import Path
 
-    import tensorflow as tf
-
     from models.config import SearchOptions
+    from models.saved_model_client import load_saved_model
     from models.version_folders import resolve_version_dir
 
     version = resolve_version_dir(model_dir)
     options = SearchOptions(
         **json.loads((Path(version) / "search_options.json").read_text())
     )
-    return tf.saved_model.load(str(version)), options
+    return load_saved_model(version), options
 
 
 def _programs(docs, steps, reference, model, features, saved, options, others):

@@ -82,9 +82,7 @@ class EvaluateSettings:
     n_bootstrap: int = 1000
     seed: int = 0
     output: str | None = None
-    readable: bool = dataclasses.field(
-        default=False, metadata={"action": "store_true"}
-    )
+    readable: bool = dataclasses.field(default=False, metadata={"action": "store_true"})
     verbose: bool = verbose_field()
 
 

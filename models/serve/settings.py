@@ -47,9 +47,7 @@ class ServerConfig:
     max_body_bytes: int = dataclasses.field(
         default=1_000_000, metadata={"type": positive(int)}
     )
-    max_instances: int = dataclasses.field(
-        default=64, metadata={"type": positive(int)}
-    )
+    max_instances: int = dataclasses.field(default=64, metadata={"type": positive(int)})
     request_timeout_s: float = dataclasses.field(
         default=30.0, metadata={"type": positive(float)}
     )
