@@ -229,12 +229,14 @@ def main(argv=None):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import tensorflow as tf
 
+    from models.saved_model_client import load_saved_model
+
     source = Path(args.data_dir) / "org_data" / "test.src.txt"
     test = source.read_text(encoding="utf-8").splitlines()
     machine = machine_info()
     print(f"machine: {machine}", file=sys.stderr)
     systems = args.system
-    loaded = {s["name"]: tf.saved_model.load(str(s["dir"])) for s in systems}
+    loaded = {s["name"]: load_saved_model(s["dir"]) for s in systems}
     speed = decoding_speed(
         systems,
         loaded,

@@ -193,9 +193,9 @@ def _config_and_features(args, split):
     its `vocab_size`, is `--vocab`'s, or built from `split` when that file is
     missing.
     """
-    from models import data, runs
+    from models import data, run_folder
     from models.config import SummarizerConfig, TrainOptions
-    from models.features import TextFeatures
+    from models.text_features import TextFeatures
 
     config = (
         SummarizerConfig.load(args.config)
@@ -206,7 +206,7 @@ def _config_and_features(args, split):
         config.max_source_length = args.max_source_length
     options = TrainOptions(batch_size=args.batch_size)
     if Path(args.vocab).exists():
-        vocabulary = runs.load_vocabulary(args.vocab)
+        vocabulary = run_folder.load_vocabulary(args.vocab)
         features = TextFeatures(
             vocabulary, config.max_source_length, config.max_target_length
         )
@@ -216,7 +216,7 @@ def _config_and_features(args, split):
             split, config.vocab_size, min_count=options.min_count
         )
         config.vocab_size = len(vocabulary)
-        features = runs.make_features(vocabulary, config)
+        features = run_folder.make_features(vocabulary, config)
     return config, features, options
 
 
@@ -436,9 +436,9 @@ def main(argv=None):
 
     from benchmarks import common
     from benchmarks.flops import machine_peaks, training_flops  # noqa: F401
-    from models import data, runs, training  # noqa: F401
+    from models import data, run_folder, training  # noqa: F401
     from models.config import SummarizerConfig, TrainOptions  # noqa: F401
-    from models.features import TextFeatures  # noqa: F401
+    from models.text_features import TextFeatures  # noqa: F401
 
     common.print_machine_info()
     peaks = machine_peaks()

@@ -46,9 +46,10 @@ def main(argv=None):
 
     path = Path(args.data_dir) / "org_data" / "test.src.txt"
     lines = path.read_text(encoding="utf-8").splitlines()
+    from models.saved_model_client import get_signature
+
     first, second = (
-        tf.saved_model.load(d).signatures[args.signature]
-        for d in (args.first, args.second)
+        get_signature(d, args.signature) for d in (args.first, args.second)
     )
 
     cpu = {args.first: 0.0, args.second: 0.0}

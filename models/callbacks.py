@@ -14,11 +14,11 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from models.batching import headlines_in_batches
 from models.config import SearchOptions
 from models.distribute import in_multi_worker_mode
 from models.inference import HeadlineModule
 from models.metrics import mean_rouge
+from models.saved_model_client import headlines_in_batches
 
 
 class Backup(keras.callbacks.BackupAndRestore):

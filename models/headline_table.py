@@ -54,7 +54,8 @@ def table(sources, headlines, normalized, references, source_chars=120):
 
 def main(argv=None):
     args = parse_args(argv)
-    from models import data, evaluate
+    from models import data
+    from models.saved_model_client import decode_outputs
 
     pairs = data.load_split(
         args.split, data_dir=args.data_dir, dataset=args.dataset, tfds_dir=args.tfds_dir
@@ -63,14 +64,14 @@ def main(argv=None):
     for document, summary in pairs.as_numpy_iterator():
         sources.append(document.decode("utf-8"))
         references.append(summary.decode("utf-8"))
-    import tensorflow as tf
-
-    model = tf.saved_model.load(str(evaluate.resolve_version_dir(args.model_dir)))
-    out = model.signatures["serving_default"](documents=tf.constant(sources))
-    headlines, normalized = (
-        [h.decode("utf-8") for h in out[key].numpy()]
-        for key in ("headlines", "normalized_headlines")
+    records = decode_outputs(
+        args.model_dir,
+        sources,
+        outputs=("headlines", "normalized_headlines"),
+        progress=False,
     )
+    headlines = [r["headlines"] for r in records]
+    normalized = [r["normalized_headlines"] for r in records]
     rows = table(sources, headlines, normalized, references, args.source_chars)
     print("\n".join(rows))
 

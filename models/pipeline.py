@@ -33,7 +33,7 @@ from models.members import (
     write_end,
 )
 from models.progress import CommandProgress, machine
-from models.runs import model_files
+from models.run_folder import model_files
 from models.training import (
     ValidationRouge,
     backed_up_epoch,

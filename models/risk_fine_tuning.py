@@ -25,11 +25,11 @@ import tensorflow as tf
 from keras import ops
 
 import keras_attn
-from models.batching import headlines_in_batches
 from models.config import SearchOptions
-from models.features import END_ID, PAD_ID, START_ID, UNK_ID
 from models.inference import HeadlineModule
 from models.metrics import mean_rouge
+from models.saved_model_client import headlines_in_batches
+from models.text_features import END_ID, PAD_ID, START_ID, UNK_ID
 
 RISK_DIR = "risk"
 _STATE = "state.json"

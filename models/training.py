@@ -26,7 +26,7 @@ from models.callbacks import (
     uses_ema,
 )
 from models.errors import UserError
-from models.runs import (
+from models.run_folder import (
     load_config_and_vocabulary,
     load_run,
     make_features,

@@ -23,7 +23,7 @@ import sys
 
 from models.config import SearchOptions
 from models.data import load_split
-from models.runs import load_run, load_trained_model
+from models.run_folder import load_run, load_trained_model
 from models.tuning import format_greedy_rows, tune_greedy_end_penalty
 
 

@@ -259,7 +259,7 @@ def test_train_py_distills_a_student_from_a_runs_weights_and_exports_it(
     import numpy as np
     import tensorflow as tf
 
-    from models.runs import load_trained_model
+    from models.run_folder import load_trained_model
 
     write_org_data(tmp_path / "data")
     teacher = _last_two_words_teacher(tmp_path / "teacher" / "1")
@@ -320,7 +320,7 @@ def test_one_command_makes_the_served_student_from_a_plain_export(trained, tmp_p
     import numpy as np
     import tensorflow as tf
 
-    from models.runs import load_trained_model
+    from models.run_folder import load_trained_model
 
     write_org_data(tmp_path / "data")
     teacher = trained[0] / "export" / "1"

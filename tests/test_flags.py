@@ -21,8 +21,8 @@ from e2e import train_command, write_org_data  # noqa: E402
 import keras_attn  # noqa: E402
 from models import data, pipeline, training  # noqa: E402
 from models.config import SearchOptions, SummarizerConfig, TrainOptions  # noqa: E402
-from models.features import RESERVED, TextFeatures  # noqa: E402
 from models.inference import HeadlineModule  # noqa: E402
+from models.text_features import RESERVED, TextFeatures  # noqa: E402
 
 WORDS = ["alpha", "beta", "gamma", "delta", "said", "."]
 LAYERS = {
@@ -170,7 +170,7 @@ def test_coverage_no_copy_gru_time_budget_export(tmp_path, monkeypatch, capsys):
     reloaded = keras.saving.load_model(version / "model.keras", compile=False)
     assert isinstance(reloaded.attention, keras_attn.CoverageAttention)
     # The export decodes what a search of the saved model decodes.
-    from models.runs import load_run
+    from models.run_folder import load_run
 
     _, features = load_run(tmp_path / "run")
     options = SearchOptions(**json.loads((version / "search_options.json").read_text()))

@@ -62,7 +62,7 @@ def test_train_export_decode_on_unicode_data(tmp_path):
     import tensorflow as tf
 
     from models.inference import HeadlineModule
-    from models.runs import load_run, load_vocabulary
+    from models.run_folder import load_run, load_vocabulary
 
     docs = [
         "Café ZÜRICH naïve 東京 🙂 Ωμέγα 2,500 São",

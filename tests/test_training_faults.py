@@ -124,7 +124,7 @@ def test_an_ensemble_killed_in_its_second_member_resumes_that_member(tmp_path, c
     the export is the mean of both members, and `models.export --members 1`
     exports the first alone."""
     import train  # the checkout's command line, from the repository root
-    from models.runs import load_trained_model
+    from models.run_folder import load_trained_model
 
     write_org_data(tmp_path / "data")
     command = train_command(tmp_path, "--epochs", "4", "--ensemble", "2", *SHORT)
@@ -171,7 +171,7 @@ def _assert_ensemble_export(run_dir, version, members, one_dir):
     from models import export
     from models.config import SearchOptions
     from models.inference import HeadlineModule
-    from models.runs import load_run
+    from models.run_folder import load_run
 
     _, features = load_run(run_dir)
     options = SearchOptions(**json.loads((version / "search_options.json").read_text()))

@@ -8,7 +8,7 @@ from models.data.batches import make_batches
 def encode_dataset(dataset, features):
     """`(document, summary)` strings to `(inputs, target_out)` examples.
 
-    `features`: the run's `models.features.TextFeatures`.
+    `features`: the run's `models.text_features.TextFeatures`.
     """
 
     def encode(documents, summaries):

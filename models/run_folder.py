@@ -11,12 +11,12 @@ import keras
 from models.config import SummarizerConfig
 from models.ensemble import SummarizerEnsemble
 from models.errors import UserError
-from models.features import TextFeatures
 from models.members import MEMBER_PREFIX, finished_end, run_max_epochs
 
 # Also registers `HeadlineSummarizer` with Keras, which `load_trained_model`
 # needs.
 from models.summarizer import HeadlineSummarizer
+from models.text_features import TextFeatures
 
 
 def make_features(vocabulary, config):
