@@ -265,8 +265,8 @@ def distilled_split(train_split, teacher_dir, run_dir, targets="teacher"):
             f"`distill_targets={targets!r}` needs a teacher with the "
             f"`{signature}` signature"
             + (
-                " (exports have it by default; `python -m models.export ... --n-best 5` "
-                "adds it to an older one)"
+                " (exports have it by default; `python -m models.export ... "
+                "--n-best 5` adds it to an older one)"
                 if targets == "inter"
                 else ""
             )
