@@ -133,7 +133,7 @@ def test_an_ensemble_killed_in_its_second_member_resumes_that_member(tmp_path, c
         command, second, 1, signal.SIGKILL, tmp_path / "first.log"
     )
     assert code == -signal.SIGKILL
-    assert "Ensemble member 2 of 2" in err
+    assert "[train.py] member 2/2: training" in err
     assert 1 <= epoch < 4
     assert (run_dir / "model.keras").is_file()  # the first, finished
     assert not (second / "model.keras").exists()
@@ -145,7 +145,7 @@ def test_an_ensemble_killed_in_its_second_member_resumes_that_member(tmp_path, c
     # The first member has all its epochs: none trained again. The second
     # goes on from its backup.
     assert _epochs(capsys.readouterr().out) == [(e, 4) for e in range(epoch + 1, 5)]
-    # Saved again (a new zip), with the same weights.
+    # Loaded as it was saved.
     for got, want in zip(_weights(run_dir / "model.keras"), first_member, strict=True):
         np.testing.assert_array_equal(np.asarray(got), want)
     # The run, as `models.export` loads it, and the export hold both
