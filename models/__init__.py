@@ -15,13 +15,17 @@ above it:
 * `text_features`: word ids, and the readable headline;
 * `distribute`, `sampled_softmax`, `summarizer`, `ensemble`: the Keras model
   and its one-token step (searched by `keras_attn.search`);
+* `members`: an ensemble's member folders and whether each has finished
+  (only finished members are exported);
 * `run_folder`: a run folder's features and trained model, loaded back;
 * `inference/`: the exported graph (`HeadlineModule`: the search, greedy or
   beam, its bans, the readable output), under XLA or in shards;
 * `metrics`, `baselines`, `evaluation_report`, `heatmap`: ROUGE, the lead
   baseline, the printed table of scores, attention heatmaps;
-* `callbacks`, `training`, `tuning`, `export`, `evaluate`: fitting, choosing
-  the decoding settings, writing the SavedModel, scoring it;
+* `progress`, `callbacks`, `training`, `risk_fine_tuning`, `tuning`,
+  `export`, `evaluate`: a command's progress lines, fitting, minimum-risk
+  fine-tuning, choosing the decoding settings, writing the SavedModel,
+  scoring it;
 * `distill`: a teacher export's headlines of the training split, cached in
   the run folder, as a student's summaries;
 * `pipeline`: what `train.py` runs, all of the above in order;
