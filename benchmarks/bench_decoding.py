@@ -7,7 +7,7 @@ References: what the TensorFlow "NMT with attention" tutorial does at
 inference: a Python `for` loop over output positions, one eager call of the
 decoder per token, `argmax` in Python, stopping when every row has ended.
 
-* `tutorial_loop_greedy` (the issue's reference): the tutorial's model
+* `tutorial_loop_greedy` (the reference): the tutorial's model
   (`bench_training.tutorial_model`: GRU encoder and decoder, `W1`/`W2` +
   `AdditiveAttention`, which re-projects the memory at every call, untied
   full-vocabulary logits) with the same sizes, run for as many steps as the

@@ -52,7 +52,7 @@ def convex_hull(points):
 
     Andrew's monotone chain; collinear points on an edge are left out.
     """
-    pts = np.asarray(points, np.float64).tolist()  # Python floats: 10x faster.
+    pts = np.asarray(points, np.float64).tolist()  # Python floats: fast to sort.
     order = sorted(range(len(pts)), key=lambda i: pts[i])
     if len(order) < 3:
         return order

@@ -46,8 +46,8 @@ POINTER_CONFIGS = {
     # (`pointer_networks.evaluate`), as the paper's TSP rows did.
     "hull-5-50": {"task": "hull", "train_n": "5-50", "test_n": [5, 10, 50], "beam": 5},
     "hull-50": {"task": "hull", "train_n": "50", "test_n": [50], "beam": 5},
-    # TSP's labels above n = 10: the first runs' 2-opt tours (1.7% over the
-    # optimum at n = 20), then 2-opt with Or-opt from 5 starts (within 0.02%).
+    # TSP's labels above n = 10: 2-opt tours from the nearest neighbour, or
+    # 2-opt with Or-opt from 5 random starts (closer to the optimum).
     "tsp-5-20": {
         "task": "tsp",
         "train_n": "5-20",

@@ -13,8 +13,8 @@ import re
 
 # Before anything imports TensorFlow (Keras may, whatever the backend).
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-# On JAX every search compiles its loop: XLA's optimizing passes were 75 s of
-# the JAX run's 268 (2 cores). The tests check results, not speed; the
+# On JAX every search compiles its loop, and XLA's optimizing passes are a
+# large share of the JAX run. The tests check results, not speed; the
 # benchmarks and users run with every optimization.
 os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
 
@@ -176,7 +176,7 @@ def trained(tmp_path_factory):
     import json
     import subprocess
 
-    shared = tmp_path_factory.getbasetemp().parent  # one per test session
+    shared = tmp_path_factory.getbasetemp().parent  # one per pytest run
     folder, saved = shared / "e2e-trained", shared / "e2e-trained.json"
     with open(shared / "e2e-trained.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

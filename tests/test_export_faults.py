@@ -32,7 +32,7 @@ from models.export import TMP_PREFIX, remove_stale_temporaries  # noqa: E402
 from models.serve.servable import ModelManager  # noqa: E402
 from models.version_folders import version_dirs  # noqa: E402
 
-# The trial: at least 20 kills (fewer with `KILL_TRIALS` while
+# At least 20 kills at random moments (fewer with `KILL_TRIALS` while
 # working on this file).
 KILL_TRIALS = int(os.environ.get("KILL_TRIALS", "20"))
 
