@@ -201,11 +201,10 @@ def _as_candidate(reference_ids, end_id, pad_id, max_length):
     max_length)` ids padded with `end_id` from their lengths on, and the
     lengths `(batch,)`."""
     reference = ops.convert_to_tensor(reference_ids, "int32")
-    width = reference.shape[-1]
-    if width < max_length:
-        padding = ops.full((ops.shape(reference)[0], max_length - width), end_id)
-        reference = ops.concatenate([reference, ops.cast(padding, "int32")], axis=1)
-    reference = reference[:, :max_length]
+    # Padded by `max_length` then cut: the width may be unknown when traced
+    # (a length-bucketed batch).
+    padding = ops.full((ops.shape(reference)[0], max_length), end_id, "int32")
+    reference = ops.concatenate([reference, padding], axis=1)[:, :max_length]
     lengths = sequence_lengths(reference, end_id, pad_id)
     inside = ops.arange(max_length) < lengths[:, None]
     return ops.where(inside, reference, ops.cast(end_id, "int32")), lengths
