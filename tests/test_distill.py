@@ -74,8 +74,7 @@ def test_kill_9_loses_at_most_the_chunk_being_decoded(tmp_path):
     """A real SIGKILL while chunks are written: every chunk file is whole."""
     script = textwrap.dedent(
         f"""
-        import sys, time
-        sys.path.insert(0, {str(ROOT)!r})
+        import time
         from models import distill
         docs = [f"doc {{i}} words" for i in range(400)]
         def decode(batch):

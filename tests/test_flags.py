@@ -11,16 +11,12 @@ import pytest
 pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
 
 import json  # noqa: E402
-import sys  # noqa: E402
 
 import h5py  # noqa: E402
-import numpy as np  # noqa: E402
-from e2e import ROOT, train_command, write_org_data  # noqa: E402
-
-sys.path.insert(0, str(ROOT))
-
 import keras  # noqa: E402
+import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from e2e import train_command, write_org_data  # noqa: E402
 
 import keras_attn  # noqa: E402
 from models import data, pipeline, training  # noqa: E402

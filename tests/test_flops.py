@@ -1,15 +1,9 @@
 """The exact FLOP count behind the benchmarks' GFLOP/s, checked by hand."""
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-import flops  # noqa: E402
-
-from models.config import SummarizerConfig  # noqa: E402
+from benchmarks import flops
+from models.config import SummarizerConfig
 
 
 def config(**overrides):
