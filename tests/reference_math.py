@@ -82,7 +82,7 @@ def _ref_network(layer, q, k):
     return (np.tanh(pairs @ w1 + b1) @ w2 + b2)[..., 0]
 
 
-def _ref_coverage_attention(layer, q, k, v, value_mask, query_mask):
+def coverage_attention(layer, q, k, v, value_mask, query_mask):
     """`(context, weights)` of `CoverageAttention`, one query step at a time.
 
     Step t's scores add `w_c c^t_i` inside the tanh, where the coverage
@@ -198,12 +198,12 @@ def _specs():
         Spec(
             "coverage",
             lambda dq, dk, **kw: ka.CoverageAttention(units=5, **kw),
-            attention=_ref_coverage_attention,
+            attention=coverage_attention,
         ),
         Spec(
             "coverage_normalize",
             lambda dq, dk, **kw: ka.CoverageAttention(units=5, normalize=True, **kw),
-            attention=_ref_coverage_attention,
+            attention=coverage_attention,
         ),
     ]
 
