@@ -2,11 +2,13 @@
 
 from keras_attn.additive import BahdanauAttention, ConcatAttention
 from keras_attn.base import AttentionMemory, BaseAttention
+from keras_attn.candidates import Candidates, draw_candidates
 from keras_attn.coverage import CoverageAttention, coverage_loss
 from keras_attn.dot import DotAttention, ScaledDotAttention
 from keras_attn.entity_network import EntityMemoryCell, EntityOutput, PositionEncoder
 from keras_attn.general import BilinearAttention, GeneralAttention
 from keras_attn.masking import causal_mask, masked_softmax
+from keras_attn.minimum_risk import minimum_risk_loss
 from keras_attn.network import NetworkAttention
 from keras_attn.pointer import (
     PointerGenerator,
@@ -43,6 +45,7 @@ from keras_attn.recurrent import (
     SelfAttentionCell,
 )
 from keras_attn.rnn_by_length import bidirectional_by_length
+from keras_attn.rouge import rouge_cost, rouge_l, rouge_n
 from keras_attn.search import (
     DecodingResult,
     beam_search,
@@ -65,6 +68,7 @@ __all__ = [
     "BannedIds",
     "BaseAttention",
     "BilinearAttention",
+    "Candidates",
     "ConcatAttention",
     "CoverageAttention",
     "DecodingResult",
@@ -100,8 +104,10 @@ __all__ = [
     "causal_mask",
     "copy_distribution",
     "coverage_loss",
+    "draw_candidates",
     "greedy_search",
     "masked_softmax",
+    "minimum_risk_loss",
     "mix_target_probabilities",
     "pointer_distribution",
     "pointer_log_distribution",
@@ -109,6 +115,9 @@ __all__ = [
     "pointer_network_nll",
     "pointer_nll",
     "pointer_scores",
+    "rouge_cost",
+    "rouge_l",
+    "rouge_n",
     "sampling_search",
     "shortlist_log_distribution",
     "target_probabilities",

@@ -19,7 +19,7 @@ os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from autodiff import backend_gradient  # noqa: E402
+from backend_transforms import backend_gradient, compile_function  # noqa: E402
 from markers import (  # noqa: E402
     MARKERS,
     TRAINING_FIXTURES,
@@ -141,9 +141,17 @@ def rng():
 def gradient():
     """`gradient(fn, *arrays) -> [numpy grads]` of a scalar `fn(*tensors)`.
 
-    Differentiates through the backend's own autodiff (autodiff.py).
+    Differentiates through the backend's own autodiff (backend_transforms.py).
     """
     return backend_gradient
+
+
+@pytest.fixture
+def compiled():
+    """`compiled(fn, **kwargs)`: `fn` with `kwargs` bound, under `jax.jit` or
+    `tf.function` (on torch as it is). On JAX one compilation costs less than
+    compiling each op eagerly."""
+    return compile_function
 
 
 @pytest.fixture

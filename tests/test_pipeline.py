@@ -442,9 +442,11 @@ def test_resume_after_kill(tmp_path, monkeypatch, capsys):
 
     real_fit = pipeline.fit
 
-    def fit_with_probe(model, train, validation, run_dir, options, callbacks=()):
+    def fit_with_probe(
+        model, train, validation, run_dir, options, callbacks=(), **kwargs
+    ):
         return real_fit(
-            model, train, validation, run_dir, options, [*callbacks, Probe()]
+            model, train, validation, run_dir, options, [*callbacks, Probe()], **kwargs
         )
 
     def scripted_rouge(self, epoch, logs=None):
