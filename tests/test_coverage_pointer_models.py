@@ -23,6 +23,7 @@ from coverage_pointer_inputs import (
     pointer_inputs,
 )
 from keras import ops
+from reference_math import coverage_attention
 
 from keras_attn.coverage import CoverageAttention, coverage_loss
 from keras_attn.pointer import PointerGenerator, pointer_distribution, pointer_nll
@@ -55,18 +56,54 @@ def test_serialization_round_trip(rng, tmp_path):
     assert config["units"] == UNITS
 
 
+def _reference_loss(layer, query, value):
+    """The mean squared context of the numpy reference (`reference_math`),
+    in float64 from `layer`'s weights; no mask."""
+    mask = np.ones((B, 1, TV), bool)
+    context, _ = coverage_attention(
+        layer, query, value, value, mask, np.ones((B, TQ), bool)
+    )
+    return np.mean(context**2)
+
+
+def _reference_gradient(layer, query, value, step=1e-3):
+    """d `_reference_loss` / d w_c by central differences on the reference."""
+    kernel = layer.coverage_kernel
+    start = np_(kernel).copy()
+    grad = np.zeros(start.shape)
+    for i in range(start.size):
+        shift = np.zeros_like(start)
+        shift[i] = step
+        kernel.assign(start + shift)
+        up = _reference_loss(layer, query, value)
+        kernel.assign(start - shift)
+        down = _reference_loss(layer, query, value)
+        grad[i] = (up - down) / (2 * step)
+    kernel.assign(start)
+    return grad
+
+
 def test_fit_through_the_coverage_loop(rng):
     model = build_model()
+    layer = model.get_layer("coverage")
+    # A large w_c, so the coverage weighs in the scores and its gradient.
+    layer.coverage_kernel.assign(rng.normal(size=(UNITS,)) * 2)
     query, value, _, _ = coverage_inputs(rng)
     context_only = keras.Model(model.inputs, model.outputs[0])
-    context_only.compile(optimizer="sgd", loss="mse")
-    before = np_(model.get_layer("coverage").coverage_kernel).copy()
+    lr = 1.0
+    context_only.compile(optimizer=keras.optimizers.SGD(lr), loss="mse")
+    before = np_(layer.coverage_kernel).copy()
+    expected_loss = _reference_loss(layer, query, value)
+    grad = _reference_gradient(layer, query, value)
+    assert np.abs(grad).max() > 1e-3, "w_c has no gradient: nothing to compare"
     history = context_only.fit(
         [query, value], np.zeros((B, TQ, DV), "float32"), epochs=1, verbose=0
     )
-    assert np.isfinite(history.history["loss"][0])
-    after = np_(model.get_layer("coverage").coverage_kernel)
-    assert np.abs(after - before).max() > 0
+    # One batch: the epoch's loss is the loss before the step.
+    np.testing.assert_allclose(history.history["loss"][0], expected_loss, rtol=1e-5)
+    # One plain SGD step: w_c moves by -lr * gradient.
+    after = np_(layer.coverage_kernel)
+    np.testing.assert_allclose(after - before, -lr * grad, rtol=1e-3, atol=1e-6)
 
 
 @pytest.mark.tf_only

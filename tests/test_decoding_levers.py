@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from keras import ops
-from test_ensemble import _members
-from test_summarizer import VOCAB, tiny_batch
+from toy_summarizer import VOCAB, tiny_batch, tiny_summarizers
 
 from models.config import SearchOptions
 from models.ensemble import SummarizerEnsemble
@@ -44,7 +43,7 @@ def decode(model, shortlist, beam):
 
 @pytest.mark.parametrize("members", [1, 2])
 def test_a_shortlist_of_the_whole_vocabulary_is_the_exact_search(members):
-    models = _members(members)
+    models = tiny_summarizers(members)
     model = models[0] if members == 1 else SummarizerEnsemble(models)
     for beam in (1, 3):
         exact_tokens, exact_scores = decode(model, 0, beam)
@@ -54,7 +53,7 @@ def test_a_shortlist_of_the_whole_vocabulary_is_the_exact_search(members):
 
 
 def test_a_shortlist_writes_only_frequent_words_and_the_sources():
-    (model,) = _members(1, tie_embeddings=False, copy=False)
+    (model,) = tiny_summarizers(1, tie_embeddings=False, copy=False)
     k = 12
     # The words past the shortlist are the likely ones.
     model.output_projection.bias.assign(np.where(np.arange(VOCAB) >= k, 5.0, 0.0))
@@ -72,7 +71,7 @@ def test_a_shortlist_writes_only_frequent_words_and_the_sources():
 
 
 def test_bfloat16_computes_in_bfloat16_close_to_float32():
-    (model,) = _members(1)
+    (model,) = tiny_summarizers(1)
     fast = with_dtype_policy(model, "mixed_bfloat16")
     assert fast.decoder_rnn.cell.compute_dtype == "bfloat16"
     inputs, _ = tiny_batch()
@@ -95,7 +94,7 @@ def test_bfloat16_computes_in_bfloat16_close_to_float32():
 def test_a_frozen_module_saves_its_output_kernel_and_decodes_the_same(
     members, shortlist
 ):
-    models = _members(members)
+    models = tiny_summarizers(members)
     model = models[0] if members == 1 else SummarizerEnsemble(models)
     options = SearchOptions(
         beam_size=3, max_length=5, min_length=2, shortlist=shortlist
@@ -122,7 +121,7 @@ def test_a_frozen_module_saves_its_output_kernel_and_decodes_the_same(
 
 
 def test_xla_decodes_the_same_headlines_on_padded_shapes():
-    (model,) = _members(1)
+    (model,) = tiny_summarizers(1)
 
     def module(xla):
         options = SearchOptions(beam_size=3, max_length=5, min_length=2, xla=xla)
@@ -152,7 +151,7 @@ def test_xla_decodes_the_same_headlines_on_padded_shapes():
 
 @pytest.mark.parametrize("xla", [False, True])
 def test_shards_decode_the_same_headlines_as_one_search(xla):
-    (model,) = _members(1)
+    (model,) = tiny_summarizers(1)
 
     def module(shards, xla=xla):
         options = SearchOptions(
@@ -200,7 +199,7 @@ def test_shards_decode_the_same_headlines_as_one_search(xla):
 def test_n_best_lists_each_documents_beams_best_first(shards):
     """The `n_best` signature's search: the first of each list is the beam
     search's headline and score; the lists, split in shards or not, agree."""
-    (model,) = _members(1)
+    (model,) = tiny_summarizers(1)
 
     def module(shards, n_best):
         options = SearchOptions(

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from keras import ops
-from test_summarizer import VOCAB, tiny_batch, tiny_config
+from toy_summarizer import VOCAB, tiny_batch, tiny_config, tiny_summarizers
 
 from models.config import SearchOptions
 from models.ensemble import SummarizerEnsemble
@@ -16,19 +16,9 @@ from models.text_features import TextFeatures
 pytestmark = pytest.mark.tf_only
 
 
-def _members(count, **overrides):
-    inputs, _ = tiny_batch()
-    members = []
-    for _ in range(count):
-        model = HeadlineSummarizer(tiny_config(**overrides))
-        model(inputs)
-        members.append(model)
-    return members
-
-
 @pytest.mark.parametrize("overrides", [{}, {"coverage": True}])
 def test_step_is_the_mean_distribution_and_attention(overrides):
-    members = _members(2, **overrides)
+    members = tiny_summarizers(2, **overrides)
     ensemble = SummarizerEnsemble(members)
     inputs, _ = tiny_batch()
     source, ext = inputs["source_ids"], inputs["source_ext_ids"]
@@ -56,7 +46,7 @@ def test_step_is_the_mean_distribution_and_attention(overrides):
 
 
 def test_an_ensemble_of_copies_decodes_as_the_member():
-    (member,) = _members(1)
+    (member,) = tiny_summarizers(1)
     twin = HeadlineSummarizer(tiny_config())
     twin(tiny_batch()[0])
     twin.set_weights(member.get_weights())
@@ -78,6 +68,6 @@ def test_an_ensemble_of_copies_decodes_as_the_member():
         )
 
 
-def test_an_ensemble_needs_two_members():
+def test_an_ensemble_needs_twotiny_summarizers():
     with pytest.raises(ValueError, match="Received: 1 member"):
-        SummarizerEnsemble(_members(1))
+        SummarizerEnsemble(tiny_summarizers(1))

@@ -139,8 +139,19 @@ def test_lead_baseline():
 def test_heatmap_trims_padding_and_writes_png(tmp_path):
     attention = np.zeros((3, 4), np.float32)
     attention[0, 0] = attention[1, 2] = 1.0
-    data = attention_png_bytes(attention, ["a", "us$", "c", ""], ["x", b"y", ""])
-    assert data.startswith(PNG_MAGIC)
+    # Weight on the padding row and column too: kept, they would change the
+    # picture's shape and its colour scale.
+    attention[2, :] = 0.5
+    attention[:, 3] = 3.0
+    source, headline = ["a", "us$", "c", ""], ["x", b"y", ""]
+    padded = _pixels(attention_png_bytes(attention, source, headline))
+    # The same heatmap drawn without padding: the 2 x 3 matrix and its words.
+    unpadded = _pixels(attention_png_bytes(attention[:2, :3], source[:3], ["x", "y"]))
+    assert _same_image(padded, unpadded)
+    # The padding drawn as a word (a space) is another picture: the check
+    # above sees a trim that does not happen.
+    kept = _pixels(attention_png_bytes(attention, [*source[:3], " "], headline))
+    assert not _same_image(padded, kept)
     path = plot_attention(
         attention,
         ["a", "b", "c", ""],
@@ -149,7 +160,11 @@ def test_heatmap_trims_padding_and_writes_png(tmp_path):
         title="t $ x",
     )
     with open(path, "rb") as f:
-        assert f.read(8) == PNG_MAGIC
+        written = f.read()
+    expected = attention_png_bytes(
+        attention[:2, :3], ["a", "b", "c"], ["x", "y"], title="t $ x"
+    )
+    assert _same_image(_pixels(written), _pixels(expected))
     with pytest.raises(ValueError, match=r"\[2, 4\].*\(3, 4\)"):
         attention_png_bytes(attention, ["a", "b", "c", ""], ["x", "y"])
 

@@ -18,7 +18,7 @@ import h5py
 import keras
 import numpy as np
 import pytest
-from test_pipeline import ROOT, train_command, write_org_data
+from e2e import ROOT, train_command, write_org_data
 
 from models.summarizer import HeadlineSummarizer
 

@@ -343,13 +343,7 @@ def mixed_precision():
     keras.mixed_precision.set_global_policy("float32")
 
 
-def test_mixed_precision(rng, mixed_precision):
-    # Short sequences and one batch: a float16 train step compiles fast
-    # under JAX too.
-    model, x, loss = _fit_once("auto", rng, units=4, lengths=(2, 2), rows=8)
-    assert np.isfinite(loss)
-    assert model.layers[-1].compute_dtype == "float16"
-    assert model.layers[-1].kernel.dtype == "float32"
+def _self_attention_rnn():
     cell = AttentionCellWrapper(
         keras.layers.LSTMCell(4),
         DotAttention(),
@@ -357,10 +351,50 @@ def test_mixed_precision(rng, mixed_precision):
         max_length=2,
         return_alignments=True,
     )
-    outputs, alignments = AttentionRNN(cell)(np.ones((2, 3, 3), "float32"))
+    return AttentionRNN(cell)
+
+
+# float16 rounds to 2^-11 (5e-4) relative; the outputs, of size below 1,
+# pass through a few roundings a step. The loss is computed in float32 from
+# the float16 logits.
+MIXED_ATOL = 2e-3
+MIXED_LOSS_RTOL = 2e-3
+
+
+def test_mixed_precision(rng, mixed_precision):
+    # Short sequences and one batch: a float16 train step compiles fast
+    # under JAX too.
+    shape = dict(units=4, lengths=(2, 2), rows=8)
+    initial = _build(shape["units"], shape["lengths"]).get_weights()
+    model, _, loss = _fit_once(
+        "auto", np.random.default_rng(0), weights=initial, **shape
+    )
+    assert model.layers[-1].compute_dtype == "float16"
+    assert model.layers[-1].kernel.dtype == "float32"
+    # The same weights and batch in float32: one batch, so the epoch's loss is
+    # the loss at the initial weights, before the update.
+    keras.config.set_dtype_policy("float32")
+    _, _, reference_loss = _fit_once(
+        "auto", np.random.default_rng(0), weights=initial, **shape
+    )
+    np.testing.assert_allclose(loss, reference_loss, rtol=MIXED_LOSS_RTOL)
+
+    inputs = rng.normal(size=(2, 3, 3)).astype("float32")
+    keras.config.set_dtype_policy("mixed_float16")
+    mixed = _self_attention_rnn()
+    outputs, alignments = mixed(inputs)
     assert ops.dtype(outputs) == "float16"
     assert ops.dtype(alignments) == "float32"
-    assert np.all(np.isfinite(_np(outputs)))
+    keras.config.set_dtype_policy("float32")
+    full = _self_attention_rnn()
+    full(inputs)
+    full.set_weights(mixed.get_weights())
+    want_outputs, want_alignments = full(inputs)
+    assert ops.dtype(want_outputs) == "float32"
+    np.testing.assert_allclose(
+        _np(ops.cast(outputs, "float32")), _np(want_outputs), atol=MIXED_ATOL
+    )
+    np.testing.assert_allclose(_np(alignments), _np(want_alignments), atol=MIXED_ATOL)
 
 
 # ------------------------------------------------------------------ toy task

@@ -4,44 +4,12 @@ import keras
 import numpy as np
 import pytest
 from keras import ops
+from toy_summarizer import VOCAB, T, tiny_batch, tiny_config
 
 from models.config import SummarizerConfig
 from models.summarizer import HeadlineSummarizer
 
 pytestmark = pytest.mark.tf_only
-
-VOCAB, S, T = 40, 7, 5
-
-
-def tiny_config(**overrides):
-    values = dict(
-        vocab_size=VOCAB,
-        embedding_dim=8,
-        hidden_size=12,
-        attention_units=6,
-        dropout=0.0,
-        label_smoothing=0.0,  # losses below are computed by hand without it
-        max_source_length=S,
-        max_target_length=T,
-    )
-    return SummarizerConfig(**{**values, **overrides})
-
-
-def tiny_batch(seed=0):
-    rng = np.random.default_rng(seed)
-    source = rng.integers(4, VOCAB, (3, S)).astype("int32")
-    source[1, 5:] = 0  # padding
-    ext = source.copy()
-    ext[0, 2] = VOCAB + 2  # an OOV word at position 2, copyable
-    target = rng.integers(4, VOCAB, (3, T)).astype("int32")
-    target[0, 1] = VOCAB + 2  # ... which the headline copies
-    start = np.full((3, 1), 2, "int32")
-    inputs = {
-        "source_ids": source,
-        "source_ext_ids": ext,
-        "target_in": np.concatenate([start, target[:, :-1]], axis=1),
-    }
-    return inputs, target
 
 
 @pytest.mark.parametrize(
