@@ -93,9 +93,6 @@ class AttentionCellWrapper(keras.layers.Layer):
     """
 
     style = None
-    # Arguments of the single-class wrapper that this style ignores: configs
-    # saved before the per-style classes carry them.
-    _legacy_args = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -118,11 +115,6 @@ class AttentionCellWrapper(keras.layers.Layer):
         return_alignments=False,
         **kwargs,
     ):
-        # The single-class wrapper took every style's arguments; one that this
-        # style ignores is accepted at its old default (None), never used.
-        for name in self._legacy_args:
-            if name in kwargs and kwargs[name] is None:
-                del kwargs[name]
         super().__init__(**kwargs)
         if style is not None and style != self.style:
             raise ValueError(
@@ -433,9 +425,4 @@ class AttentionCellWrapper(keras.layers.Layer):
         config = dict(config)
         config["cell"] = deserialize_layer(config["cell"], custom_objects)
         config["attention"] = deserialize_layer(config["attention"], custom_objects)
-        target = cls
-        if cls is AttentionCellWrapper:
-            target = _style_class(config.get("style", "luong"))
-        for key in target._legacy_args:
-            config.pop(key, None)
-        return target(**config)
+        return cls(**config)

@@ -58,7 +58,3 @@ class GeneralAttention(BaseAttention):
             "use_scale": self.use_scale,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
         }
-
-
-# The name used in much of the literature for the same score.
-BilinearAttention = GeneralAttention

@@ -22,8 +22,8 @@ id are both 0.
 * `PointerNetwork`: the layer; `call` is teacher-forced training,
   `initial_state` and `step` decode one step at a time (the `step(ids, state)`
   the library's search functions take).
-* `pointer_log_probs`: the output of one score layer over a prepared memory,
-  a masked log-softmax.
+* `pointer_network_log_probs`: the output of one score layer over a prepared
+  memory, a masked log-softmax.
 * `pointer_network_nll`: the training loss over padded target sequences.
 * `PointerNetwork.decode`: greedy or beam search through `keras_attn.search`;
   with `permutation=True` only permutations of the input are searched
@@ -45,7 +45,7 @@ END = 0
 _NEG_INF = float("-inf")
 
 
-def pointer_log_probs(attention, query, memory, mask=None):
+def pointer_network_log_probs(attention, query, memory, mask=None):
     """Log-distribution over memory positions: a masked log-softmax of scores.
 
     Unlike `BaseAttention.step`, this never takes the log of a softmax (exact
@@ -290,7 +290,7 @@ class PointerNetwork(keras.layers.Layer):
         if self.mask_chosen:
             chosen = ops.cumsum(self._one_hot(previous, depth, "int32"), axis=1)
             chosen_mask = ops.logical_not(self._without_end(chosen > 0))
-        return pointer_log_probs(self.attention, queries, memory, chosen_mask)
+        return pointer_network_log_probs(self.attention, queries, memory, chosen_mask)
 
     @staticmethod
     def _without_end(chosen):
@@ -365,7 +365,7 @@ class PointerNetwork(keras.layers.Layer):
             state["chosen"] = ops.logical_or(state["chosen"], picked)
             chosen_mask = ops.logical_not(state["chosen"])
         memory = AttentionMemory(state["keys"], state["values"], state["mask"])
-        return pointer_log_probs(self.attention, h, memory, chosen_mask), state
+        return pointer_network_log_probs(self.attention, h, memory, chosen_mask), state
 
     def decode(
         self,
