@@ -83,13 +83,24 @@ class AttentionCellWrapper(keras.layers.Layer):
         return_alignments: Append the attention weights to each output.
         **kwargs: The style's arguments, then base `Layer` arguments.
 
-    Example:
-    >>> cell = AttentionCellWrapper(
-    ...     keras.layers.LSTMCell(64), DotAttention(), style="luong")
-    >>> states = cell.get_initial_state_with_memory(
-    ...     encoder_outputs, memory_mask, initial_state=[h, c])
-    >>> outputs = keras.layers.RNN(cell, return_sequences=True)(
-    ...     decoder_inputs, initial_state=states)
+    Examples:
+        >>> import keras
+        >>> import numpy as np
+        >>> from keras_attn import AttentionCellWrapper, DotAttention
+        >>> rng = np.random.default_rng(0)
+        >>> encoder_outputs = rng.random((2, 5, 64), dtype="float32")
+        >>> memory_mask = np.array([[True] * 5, [True] * 3 + [False] * 2])
+        >>> decoder_inputs = rng.random((2, 4, 8), dtype="float32")
+        >>> h = c = np.zeros((2, 64), "float32")
+        >>> cell = AttentionCellWrapper(
+        ...     keras.layers.LSTMCell(64), DotAttention(), style="luong")
+        >>> cell.build((None, 8))  # the step input's shape
+        >>> states = cell.get_initial_state_with_memory(
+        ...     encoder_outputs, memory_mask, initial_state=[h, c])
+        >>> outputs = keras.layers.RNN(cell, return_sequences=True)(
+        ...     decoder_inputs, initial_state=states)
+        >>> tuple(outputs.shape)
+        (2, 4, 64)
     """
 
     style = None

@@ -58,10 +58,26 @@ class PointerGenerator(keras.layers.Layer):
     Returns:
         `p_gen`, float32, `(batch, [T,] 1)`.
 
-    Example:
-    >>> p_gen = PointerGenerator()([context, decoder_state, decoder_input])
-    >>> probs = pointer_distribution(
-    ...     p_gen, vocab_probs, attention, source_ids, num_oov=max_oovs)
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn import PointerGenerator, pointer_generator_distribution
+        >>> rng = np.random.default_rng(0)
+        >>> context = rng.random((2, 16), dtype="float32")
+        >>> decoder_state = rng.random((2, 32), dtype="float32")
+        >>> decoder_input = rng.random((2, 8), dtype="float32")
+        >>> p_gen = PointerGenerator()([context, decoder_state, decoder_input])
+        >>> tuple(p_gen.shape)
+        (2, 1)
+        >>> vocab_probs = np.full((2, 10), 0.1, "float32")  # 10 words
+        >>> attention = np.full((2, 4), 0.25, "float32")  # over 4 source words
+        >>> source_ids = np.array([[3, 10, 10, 5], [11, 2, 10, 7]])  # 10, 11: OOVs
+        >>> probs = pointer_generator_distribution(
+        ...     p_gen, vocab_probs, attention, source_ids, num_oov=2)
+        >>> tuple(probs.shape)
+        (2, 12)
+        >>> ops.convert_to_numpy(ops.sum(probs, axis=-1)).round(5).tolist()
+        [1.0, 1.0]
     """
 
     _INPUT_NAMES = ("context", "state", "decoder_input")

@@ -86,8 +86,8 @@ def greedy_search(
     """Decodes the most probable token at each step.
 
     Args:
-        step: `step(ids, state) -> (log_probs, state[, extras])` (see the
-            module docstring).
+        step: `step(ids, state) -> (log_probs, state[, extras])`, as the
+            `keras_attn.search` module docstring states it.
         initial_state: Nested tensors with the batch first `(B, ...)`, or None.
         start_ids: int32 `(B,)`, the first input token of each example.
         end_id: int scalar, the end token.

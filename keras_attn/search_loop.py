@@ -20,7 +20,8 @@ _INT32_MAX = 2**31 - 1
 
 
 class DecodingResult(NamedTuple):
-    """What the strategies return (see the module docstring).
+    """What the strategies return (the `keras_attn.search` module docstring
+    details each field).
 
     Attributes:
         ids: int32 `(B, max_length)`, padded with `end_id` from `lengths` on.
