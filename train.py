@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 
-from models.config import SearchOptions, SummarizerConfig, TrainOptions
+from models.config import RiskOptions, SearchOptions, SummarizerConfig, TrainOptions
 from models.flags import add_config_flags
 from models.startup import add_verbose_flag, import_tensorflow
 
@@ -26,11 +26,41 @@ class _HelpFormatter(
     """The module docstring as written; every flag's default after its help."""
 
 
+# The student recipe: what `--distill-from` changes of the defaults (a flag
+# given on the command line still wins). The student starts from the
+# teacher's first member (the export holds its weights, config and
+# vocabulary), learns the teacher's n-best hypothesis closest to each
+# reference (Seq-Inter) at a lower learning rate, and serves its greedy
+# search.
+STUDENT_DEFAULTS = {
+    "name": "headlines-student",
+    "distill_targets": "inter",
+    "learning_rate": 5e-4,
+    "ensemble": 1,
+    "beam_size": 1,
+}
+
+
 def parse_args(argv=None):
+    p = _parser()
+    known, _ = p.parse_known_args(argv)
+    if known.distill_from:
+        p.set_defaults(**STUDENT_DEFAULTS, init_from=known.distill_from)
+    return p.parse_args(argv)
+
+
+def _parser():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=_HelpFormatter)
     _add_data_flags(p.add_argument_group("data"))
     add_config_flags(p.add_argument_group("model"), SummarizerConfig)
     _add_training_flags(p.add_argument_group("training"))
+    add_config_flags(
+        p.add_argument_group(
+            "minimum-risk fine-tuning (after training: the expected ROUGE cost "
+            "of each member's sampled headlines)"
+        ),
+        RiskOptions,
+    )
     _add_distillation_flags(p.add_argument_group("distillation"))
     _add_decoding_flags(p.add_argument_group("decoding (baked into the export)"))
     g = p.add_argument_group("evaluation")
@@ -38,7 +68,7 @@ def parse_args(argv=None):
     g.add_argument("--max-eval-examples", type=int, help="score only the first N pairs")
     g.add_argument("--skip-eval", action="store_true", help="export without evaluating")
     add_verbose_flag(p)
-    return p.parse_args(argv)
+    return p
 
 
 def _add_data_flags(g):
@@ -90,24 +120,29 @@ def _add_distillation_flags(g):
         "--distill-from",
         metavar="TEACHER",
         help="train a student on the headlines of this exported teacher "
-        "(saved_models/<name>/<version>; its beam settings), decoded once "
-        "and cached in the run folder (models.distill)",
+        "(saved_models/<name>/<version>), decoded once and cached in the run "
+        "folder (models.distill). It sets the student recipe's defaults: "
+        "--name headlines-student, --distill-targets inter, --init-from "
+        "TEACHER, --learning-rate 5e-4, --ensemble 1, --beam-size 1 (the "
+        "export serves greedy search)",
     )
     g.add_argument(
         "--distill-targets",
         choices=("teacher", "mixed", "inter"),
         default="teacher",
-        help="the student's summaries: the teacher's headlines; both them "
-        "and the references; or, of the teacher's n best (a teacher exported "
-        "with --n-best), the one closest to the reference (Seq-Inter)",
+        help="the student's summaries, one of teacher (the teacher's "
+        "headlines), mixed (both them and the references) or inter (of the "
+        "teacher's n best, the one closest to the reference: Seq-Inter; the "
+        "teacher's export needs its n_best signature, which exports have by "
+        "default)",
     )
     g.add_argument(
         "--init-from",
-        metavar="RUN_DIR",
-        help="start from a trained run (runs/<name>): its config and "
-        "vocabulary, and each member's weights from that run's member of the "
-        "same rank (the model flags are that run's); e.g. a student "
-        "fine-tuned from one of its teacher's members",
+        metavar="DIR",
+        help="start from a trained run (runs/<name>) or an export "
+        "(saved_models/<name>/<version>): its config and vocabulary, and each "
+        "member's weights from its member of the same rank (the model flags "
+        "are its own); with --distill-from, the teacher's export",
     )
 
 

@@ -16,7 +16,7 @@ time, as the tutorial's translate loop does). Per-step time = program time /
 steps, `prepare_memory` included. Reported: reference / keras_attn
 (speed-up), median of interleaved rounds.
 
-    nice -n 19 python benchmarks/bench_decoder_step.py
+    nice -n 19 python -m benchmarks.bench_decoder_step
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import os
 import sys
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def parse_args(argv=None):
@@ -67,11 +66,11 @@ def _tutorial_bahdanau(units):
 
 def _measure(tv, args, rng, modes):
     """One table row: per-step times and speed-ups at memory length `tv`."""
-    import common
     import numpy as np
     import tensorflow as tf
 
     import keras_attn
+    from benchmarks import common
 
     values = tf.constant(rng.standard_normal((args.batch, tv, args.units), np.float32))
     query0 = tf.constant(rng.standard_normal((args.batch, args.units), np.float32))
@@ -124,12 +123,12 @@ def main(argv=None):
     args = parse_args(argv)
     # All imported before the machine info, which lists the versions of the
     # libraries loaded.
-    import common
     import keras  # noqa: F401
     import numpy as np
     import tensorflow  # noqa: F401
 
     import keras_attn  # noqa: F401
+    from benchmarks import common
 
     common.print_machine_info()
     print(

@@ -23,7 +23,7 @@ the GFLOP/s that our programs achieve (the exact count of `flops.py`, from
 the batch's own lengths) and that as a share of this machine's fp32 matmul
 peak, measured in the same run.
 
-    python benchmarks/bench_decoding.py --model-dir saved_models/headlines \
+    python -m benchmarks.bench_decoding --model-dir saved_models/headlines \
         --run-dir runs/headlines --data-dir ../shared/data/gigaword_sample
 """
 
@@ -31,11 +31,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def parse_args(argv=None):
@@ -61,7 +58,7 @@ def python_loop_greedy(model, features, documents, max_length):
     """The tutorial's loop: one eager decoder call per token."""
     import tensorflow as tf
 
-    from models.features import END_ID, START_ID
+    from models.text_features import END_ID, START_ID
 
     source = features.encode_source(documents)
     state, memory = model.initial_decoder_state(source["ids"], source["ext_ids"])
@@ -82,7 +79,7 @@ def tutorial_loop_greedy(reference, source_ids, steps):
     """The tutorial's loop on its own model: `steps` eager decoder calls."""
     import tensorflow as tf
 
-    from models.features import START_ID
+    from models.text_features import START_ID
 
     enc_output, state, source_mask = reference.encode(source_ids)
     ids = tf.fill([tf.shape(source_ids)[0], 1], START_ID)
@@ -106,7 +103,8 @@ def decoded_flops(saved, docs, features, config, options, members=1):
     its own columns.
     """
     import numpy as np
-    from flops import search_flops
+
+    from benchmarks.flops import search_flops
 
     source_lengths = np.sum(features.encode_source(docs)["ids"].numpy() != 0, axis=1)
     work = {}
@@ -129,16 +127,15 @@ def _load_export(model_dir):
     import json
     from pathlib import Path
 
-    import tensorflow as tf
-
     from models.config import SearchOptions
-    from models.layout import resolve_version_dir
+    from models.saved_model_client import load_saved_model
+    from models.version_folders import resolve_version_dir
 
     version = resolve_version_dir(model_dir)
     options = SearchOptions(
         **json.loads((Path(version) / "search_options.json").read_text())
     )
-    return tf.saved_model.load(str(version)), options
+    return load_saved_model(version), options
 
 
 def _programs(docs, steps, reference, model, features, saved, options, others):
@@ -174,7 +171,7 @@ def _programs(docs, steps, reference, model, features, saved, options, others):
 
 def _rows(batch, programs, times, work, peaks):
     """The table's rows of one batch: throughput, speed-ups, GFLOP/s."""
-    from common import median_ratio
+    from benchmarks.common import median_ratio
 
     rows = []
     for name in programs:
@@ -203,7 +200,7 @@ def _rows(batch, programs, times, work, peaks):
 
 def _print_results(rows, against_baseline):
     """Prints the table, then each speed-up against a baseline export."""
-    from common import markdown_table
+    from benchmarks.common import markdown_table
 
     print(
         markdown_table(
@@ -228,13 +225,13 @@ def main(argv=None):
     from pathlib import Path
 
     import tensorflow as tf
-    from bench_training import tutorial_model
-    from common import interleaved, machine_info, median_ratio
-    from flops import machine_peaks
 
+    from benchmarks.bench_training import tutorial_model
+    from benchmarks.common import interleaved, machine_info, median_ratio
+    from benchmarks.flops import machine_peaks
     from models import data
-    from models.layout import resolve_version_dir
-    from models.runs import load_run, load_trained_model
+    from models.run_folder import load_run, load_trained_model
+    from models.version_folders import resolve_version_dir
 
     version = resolve_version_dir(args.model_dir)
     saved, options = _load_export(version)

@@ -10,7 +10,7 @@ decoding timings interleave the systems round by round (`common.py`), so a
 drift of the machine's load hits them alike.
 
 ```
-python benchmarks/bench_distill.py --data-dir ../shared/data/gigaword_sample \
+python -m benchmarks.bench_distill --data-dir ../shared/data/gigaword_sample \
     --system "ensemble, beam 5=saved_models/headlines/1:serving_default" \
     --system "ensemble, greedy=saved_models/headlines/1:greedy" \
     --system "student, greedy=saved_models/student/1:greedy" \
@@ -36,10 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import interleaved, machine_info, markdown_table  # noqa: E402
-from flops import search_flops  # noqa: E402
+from benchmarks.common import interleaved, machine_info, markdown_table
+from benchmarks.flops import search_flops
 
 ROOT = Path(__file__).resolve().parents[1]
 METRICS_SYSTEM = {"serving_default": "beam", "greedy": "greedy"}
@@ -113,12 +111,13 @@ def served_requests_per_s(system, documents_file, duration, concurrency, warmup)
             report = Path(scratch) / "report.json"
             for seconds in ([warmup] if warmup > 0 else []) + [duration]:
                 subprocess.run(
-                    [sys.executable, str(ROOT / "benchmarks" / "load_test.py")]
+                    [sys.executable, "-m", "benchmarks.load_test"]
                     + ["--url", f"http://127.0.0.1:{port}", "--concurrency"]
                     + [str(concurrency), "--duration", str(seconds), "--signature"]
                     + [system["signature"], "--documents-file", str(documents_file)]
                     + ["--json-out", str(report)],
                     check=True,
+                    cwd=ROOT,
                     stdout=subprocess.DEVNULL,
                 )
             return json.loads(report.read_text())["throughput_rps"]
@@ -230,12 +229,14 @@ def main(argv=None):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import tensorflow as tf
 
+    from models.saved_model_client import load_saved_model
+
     source = Path(args.data_dir) / "org_data" / "test.src.txt"
     test = source.read_text(encoding="utf-8").splitlines()
     machine = machine_info()
     print(f"machine: {machine}", file=sys.stderr)
     systems = args.system
-    loaded = {s["name"]: tf.saved_model.load(str(s["dir"])) for s in systems}
+    loaded = {s["name"]: load_saved_model(s["dir"]) for s in systems}
     speed = decoding_speed(
         systems,
         loaded,

@@ -4,7 +4,7 @@ Run once per backend (the backend is fixed at import) and compare. It
 reports CPU seconds per step (this process, all threads: on a shared machine
 that hardly depends on the other jobs) and wall seconds per step, after one
 step of every batch shape (each compiles), on the length-bucketed batches of
-`examples/entity_networks.py` (batch 32, the paper's 100-d, 20 slots).
+`papers/entity_networks.py` (batch 32, the paper's 100-d, 20 slots).
 
 ```
 for b in tensorflow jax torch; do
@@ -19,7 +19,7 @@ import time
 
 import keras
 
-from examples import entity_networks
+from papers import entity_networks
 
 
 def main(argv=None):

@@ -21,8 +21,8 @@ same way for both sides: `tf.function` (TF; with and without
 `jit_compile=True`) or `jax.jit` (JAX). Reported: time keras_attn /
 time built-in, median of interleaved rounds (<= 1: keras_attn no slower).
 
-    nice -n 19 python benchmarks/bench_layers.py                  # TensorFlow
-    nice -n 19 python benchmarks/bench_layers.py --backend jax    # JAX (own process)
+    nice -n 19 python -m benchmarks.bench_layers                  # TensorFlow
+    nice -n 19 python -m benchmarks.bench_layers --backend jax    # JAX (own process)
 """
 
 from __future__ import annotations
@@ -33,8 +33,11 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 SCORES = ("dot", "dot-scale", "scaled-dot", "general", "concat", "bahdanau")
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def parse_args(argv=None):
@@ -139,7 +142,7 @@ def _grad_program_and_modes(backend, no_xla):
 
 def _time_pair(ours_model, ref_model, q, v, grad_program, modes, args):
     """Times both models in each mode: (ours ms per mode, ratio per mode)."""
-    import common
+    from benchmarks import common
 
     times_ms, ratios = [], []
     for _, jit in modes:
@@ -164,14 +167,14 @@ def main(argv=None):
     if os.environ.get("KERAS_BACKEND") != args.backend:
         # The backend is fixed at import time: rerun in a fresh process.
         env = dict(os.environ, KERAS_BACKEND=args.backend)
-        return subprocess.call([sys.executable, *sys.argv], env=env)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import common
+        module = [sys.executable, "-m", "benchmarks.bench_layers"]
+        return subprocess.call(module + sys.argv[1:], env=env, cwd=ROOT)
     import keras
     import numpy as np
 
     # Imported before any output, so that a broken install fails first.
     import keras_attn  # noqa: F401
+    from benchmarks import common
 
     backend = keras.backend.backend()
     grad_program, modes = _grad_program_and_modes(backend, args.no_xla)

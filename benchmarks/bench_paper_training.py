@@ -34,10 +34,10 @@ import keras
 import numpy as np
 from keras import ops
 
-from benchmarks.paper_runs import machine
-from examples import entity_networks as entnet
-from examples import planar_problems
-from examples import pointer_networks as ptrnet
+from papers import entity_networks as entnet
+from papers import planar_problems
+from papers import pointer_networks as ptrnet
+from papers.records import machine
 
 
 def matmul_peak(size, repeats=5):

@@ -23,9 +23,9 @@ padded lengths; the reference's from `reference_training_flops`) against
 this machine's fp32 and bf16 matmul peaks measured in the same run
 (`flops.machine_peaks`), and the peak RSS of the process.
 
-    nice -n 19 python benchmarks/bench_training.py
-    nice -n 19 python benchmarks/bench_training.py --variants bf16 xla
-    nice -n 19 python benchmarks/bench_training.py --only project --batch-size 128
+    nice -n 19 python -m benchmarks.bench_training
+    nice -n 19 python -m benchmarks.bench_training --variants bf16 xla
+    nice -n 19 python -m benchmarks.bench_training --only project --batch-size 128
 """
 
 from __future__ import annotations
@@ -39,9 +39,7 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
 
 def parse_args(argv=None):
@@ -195,9 +193,9 @@ def _config_and_features(args, split):
     its `vocab_size`, is `--vocab`'s, or built from `split` when that file is
     missing.
     """
-    from models import data, runs
+    from models import data, run_folder
     from models.config import SummarizerConfig, TrainOptions
-    from models.features import TextFeatures
+    from models.text_features import TextFeatures
 
     config = (
         SummarizerConfig.load(args.config)
@@ -208,7 +206,7 @@ def _config_and_features(args, split):
         config.max_source_length = args.max_source_length
     options = TrainOptions(batch_size=args.batch_size)
     if Path(args.vocab).exists():
-        vocabulary = runs.load_vocabulary(args.vocab)
+        vocabulary = run_folder.load_vocabulary(args.vocab)
         features = TextFeatures(
             vocabulary, config.max_source_length, config.max_target_length
         )
@@ -218,7 +216,7 @@ def _config_and_features(args, split):
             split, config.vocab_size, min_count=options.min_count
         )
         config.vocab_size = len(vocabulary)
-        features = runs.make_features(vocabulary, config)
+        features = run_folder.make_features(vocabulary, config)
     return config, features, options
 
 
@@ -329,7 +327,7 @@ def _run_block(programs, stats, config, name, steps, record=True):
     With `record`, adds the block's examples, seconds and FLOPs to
     `stats[name]`.
     """
-    from flops import training_flops
+    from benchmarks.flops import training_flops
 
     model, step, iterator = programs[name]
     batches = [next(iterator) for _ in range(steps)]  # input outside the timing
@@ -388,7 +386,7 @@ def _run_rounds(programs, config, args):
 
 def _print_table(stats, peaks, args):
     """Prints the results table: throughput, ratio, GFLOP/s and peak shares."""
-    import common
+    from benchmarks import common
 
     rows = []
     for name in stats:
@@ -433,14 +431,14 @@ def main(argv=None):
     args = parse_args(argv)
     # All imported before the machine info, which lists the versions of the
     # libraries loaded, and so that a broken install fails before any output.
-    import common
     import keras  # noqa: F401
     import tensorflow  # noqa: F401
-    from flops import machine_peaks, training_flops  # noqa: F401
 
-    from models import data, runs, training  # noqa: F401
+    from benchmarks import common
+    from benchmarks.flops import machine_peaks, training_flops  # noqa: F401
+    from models import data, run_folder, training  # noqa: F401
     from models.config import SummarizerConfig, TrainOptions  # noqa: F401
-    from models.features import TextFeatures  # noqa: F401
+    from models.text_features import TextFeatures  # noqa: F401
 
     common.print_machine_info()
     peaks = machine_peaks()

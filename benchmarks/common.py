@@ -19,13 +19,6 @@ import time
 from collections.abc import Callable
 
 
-def cpu_timed(fn: Callable[..., object], *args) -> tuple[object, float]:
-    """`fn(*args)` and the CPU seconds it took in this process (for work
-    sent to other processes, whose CPU time the caller's does not count)."""
-    start = time.process_time()
-    return fn(*args), time.process_time() - start
-
-
 def timeit(fn: Callable[[], object], number: int) -> float:
     """Seconds per call of `fn`, averaged over `number` back-to-back calls."""
     start = time.perf_counter()

@@ -6,7 +6,7 @@ and prints per signature: identical headlines, documents, and the largest
 absolute score difference. Meant for an export of the same weights by two
 versions of the code (a new search, say).
 
-    python benchmarks/compare_exports.py saved_models/a/1 saved_models/b/1 \
+    python -m benchmarks.compare_exports saved_models/a/1 saved_models/b/1 \
         ../shared/data/gigaword_sample/org_data/test.src.txt
 
 Exit status 1 when any headline differs.
@@ -38,23 +38,25 @@ def parse_args(argv=None):
 
 def run_signature(model, name, documents, batch_size, readable=False):
     """`(headlines, scores)` of signature `name`, as lists."""
-    import tensorflow as tf
+    from models.saved_model_client import decode_outputs
 
-    fn = model.signatures[name]
-    headlines, scores = [], []
-    for start in range(0, len(documents), batch_size):
-        out = fn(documents=tf.constant(documents[start : start + batch_size]))
-        key = "headlines" if readable else "normalized_headlines"
-        headlines += [h.decode("utf-8") for h in out[key].numpy()]
-        scores += out["scores"].numpy().tolist()
-    return headlines, scores
+    key = "headlines" if readable else "normalized_headlines"
+    records = decode_outputs(
+        model,
+        documents,
+        signature=name,
+        outputs=(key, "scores"),
+        batch_size=batch_size,
+        progress=False,
+    )
+    return [r[key] for r in records], [float(r["scores"]) for r in records]
 
 
 def compare(old, new, documents, batch_size=128, readable=False):
     """Per signature: `{"identical", "documents", "max_score_diff", "diffs"}`."""
-    import tensorflow as tf
+    from models.saved_model_client import load_saved_model
 
-    models = tf.saved_model.load(old), tf.saved_model.load(new)
+    models = load_saved_model(old), load_saved_model(new)
     report = {}
     for name in SIGNATURES:
         (h_old, s_old), (h_new, s_new) = (

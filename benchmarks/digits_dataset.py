@@ -1,6 +1,6 @@
 """A synthetic headline data set whose headlines carry the source's numbers.
 
-    python benchmarks/digits_dataset.py --out /tmp/digits_data
+    python -m benchmarks.digits_dataset --out /tmp/digits_data
 
 writes `org_data/{train,dev,test}.{src,tgt}.txt` (one pair per line, the
 layout `train.py --data-dir` reads) of made-up news sentences with job cuts,

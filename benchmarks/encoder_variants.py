@@ -14,8 +14,8 @@ compiled as TensorFlow functions on the executor, or by XLA (`--xla`): on
 one batch of random lengths up to 45, or with `--data-dir` on the test
 sources' lengths, padded as the XLA export pads them.
 
-    python benchmarks/encoder_variants.py
-    python benchmarks/encoder_variants.py --xla --batch 32 \\
+    python -m benchmarks.encoder_variants
+    python -m benchmarks.encoder_variants --xla --batch 32 \\
         --data-dir ../shared/data/gigaword_sample
 """
 
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -32,12 +31,11 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from common import print_machine_info  # noqa: E402
 from keras import ops  # noqa: E402
 from keras.src import backend as keras_backend  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import keras_attn  # noqa: E402
+from benchmarks.common import print_machine_info  # noqa: E402
 
 
 @keras.saving.register_keras_serializable("benchmarks")

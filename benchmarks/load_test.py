@@ -10,7 +10,7 @@ Example:
 
 ```
 python -m models.serve --model-dir saved_models/headlines &
-python benchmarks/load_test.py --url http://127.0.0.1:8501 --server-pid $!
+python -m benchmarks.load_test --url http://127.0.0.1:8501 --server-pid $!
 ```
 
 Only loopback URLs are accepted: this tool is for measuring a local server, not

@@ -10,7 +10,7 @@ median of the paired ratios (first / second: above 1 when the second is
 faster). Each shape is called once by both before it is timed (XLA compiles
 it then).
 
-    python benchmarks/paired_exports.py saved_models/headlines_ema1/12 \\
+    python -m benchmarks.paired_exports saved_models/headlines_ema1/12 \\
         saved_models/headlines_ema1/14 \\
         --data-dir ../shared/data/gigaword_sample --batch-size 64
 """
@@ -18,12 +18,8 @@ it then).
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 from pathlib import Path
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def parse_args(argv=None):
@@ -45,13 +41,15 @@ def median(values):
 def main(argv=None):
     args = parse_args(argv)
     import tensorflow as tf
-    from common import machine_info
+
+    from benchmarks.common import machine_info
 
     path = Path(args.data_dir) / "org_data" / "test.src.txt"
     lines = path.read_text(encoding="utf-8").splitlines()
+    from models.saved_model_client import get_signature
+
     first, second = (
-        tf.saved_model.load(d).signatures[args.signature]
-        for d in (args.first, args.second)
+        get_signature(d, args.signature) for d in (args.first, args.second)
     )
 
     cpu = {args.first: 0.0, args.second: 0.0}

@@ -9,9 +9,9 @@ brackets, ``` `` ```/`''` as typographic quotes and punctuation joined;
 then the readable tests' hand-written texts (accents, CJK, emoji, quotes).
 Seeded, so the same file each time. Then, for example:
 
-    python benchmarks/raw_variants.py --data-dir ../shared/data/gigaword_sample \\
+    python -m benchmarks.raw_variants --data-dir ../shared/data/gigaword_sample \\
         --out /tmp/raw_docs.txt
-    python benchmarks/compare_exports.py saved_models/a/1 saved_models/b/1 \\
+    python -m benchmarks.compare_exports saved_models/a/1 saved_models/b/1 \\
         /tmp/raw_docs.txt --readable
 """
 
@@ -20,10 +20,7 @@ from __future__ import annotations
 import argparse
 import random
 import re
-import sys
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 _ESCAPES = {"-lrb-": "(", "-rrb-": ")", "``": "\u201c", "''": "\u201d"}
 _JOINED = ((" 's", "'s"), (" ,", ","), (" .", "."), ("( ", "("), (" )", ")"))

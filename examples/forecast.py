@@ -62,36 +62,31 @@ forecasts against the truth over the test period, one panel per variable) and
 Usage:
 
 ```
-python examples/forecast.py                       # full run, a few minutes on CPU
-python examples/forecast.py --quick               # a smoke run of a few epochs
-python examples/forecast.py --window 8 --horizon 1 --epochs 100
-KERAS_BACKEND=jax python examples/forecast.py     # any Keras backend
+python -m examples.forecast                       # full run, a few minutes on CPU
+python -m examples.forecast --quick               # a smoke run of a few epochs
+python -m examples.forecast --window 8 --horizon 1 --epochs 100
+KERAS_BACKEND=jax python -m examples.forecast     # any Keras backend
 ```
 """
 
 import argparse
 import json
-import os
-import sys
 import time
 from pathlib import Path
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-from keras import ops  # noqa: E402
+import keras
+import numpy as np
+from keras import ops
 
-from keras_attn import (  # noqa: E402
-    AttentionCellWrapper,
-    AttentionRNN,
-    BahdanauAttention,
-)
-
-# The report sits beside this file (run by path, `examples/` is not installed).
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from forecast_report import (  # noqa: E402
+from examples.forecast_report import (
     markdown_table,
     plot_attention,
     plot_forecasts,
+)
+from keras_attn import (
+    AttentionCellWrapper,
+    AttentionRNN,
+    BahdanauAttention,
 )
 
 VARIABLES = ("gdp", "consumption", "investment", "inflation", "unemployment")

@@ -9,11 +9,13 @@ imported from their modules.
 
 from keras_attn.additive import BahdanauAttention, ConcatAttention
 from keras_attn.base import BaseAttention
+from keras_attn.candidates import Candidates, draw_candidates
 from keras_attn.coverage import CoverageAttention, coverage_loss
 from keras_attn.dot import DotAttention, ScaledDotAttention
 from keras_attn.entity_network import EntityMemoryCell, EntityOutput, PositionEncoder
 from keras_attn.general import GeneralAttention
 from keras_attn.masking import causal_mask, masked_softmax
+from keras_attn.minimum_risk import minimum_risk_loss
 from keras_attn.network import NetworkAttention
 from keras_attn.pointer import (
     PointerGenerator,
@@ -45,6 +47,7 @@ from keras_attn.recurrent import (
     SelfAttentionCell,
 )
 from keras_attn.rnn_by_length import bidirectional_by_length
+from keras_attn.rouge import rouge_cost, rouge_l, rouge_n
 from keras_attn.search import (
     beam_search,
     greedy_search,
@@ -63,6 +66,7 @@ __all__ = [
     "BahdanauAttentionCell",
     "BannedIds",
     "BaseAttention",
+    "Candidates",
     "ConcatAttention",
     "CoverageAttention",
     "DotAttention",
@@ -90,14 +94,19 @@ __all__ = [
     "causal_mask",
     "copy_distribution",
     "coverage_loss",
+    "draw_candidates",
     "greedy_search",
     "masked_softmax",
+    "minimum_risk_loss",
     "mix_target_probabilities",
     "pointer_generator_distribution",
     "pointer_generator_log_distribution",
     "pointer_generator_nll",
     "pointer_network_log_probs",
     "pointer_network_nll",
+    "rouge_cost",
+    "rouge_l",
+    "rouge_n",
     "sampling_search",
     "shortlist_log_distribution",
     "target_probabilities",

@@ -1,4 +1,4 @@
-"""The callbacks of a training run: resumable backups, a time budget, the
+"""The callbacks of a training run: resumable backups, opt-in caps, the
 weights' moving average, validation ROUGE, and Ctrl-C between two steps.
 
 `models.training.fit` puts them in order; each docstring says where it goes.
@@ -14,11 +14,11 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from models.batching import headlines_in_batches
 from models.config import SearchOptions
 from models.distribute import in_multi_worker_mode
 from models.inference import HeadlineModule
 from models.metrics import mean_rouge
+from models.saved_model_client import headlines_in_batches
 
 
 class Backup(keras.callbacks.BackupAndRestore):
@@ -84,28 +84,99 @@ class Backup(keras.callbacks.BackupAndRestore):
         self._save_model()
 
 
-class TimeBudget(keras.callbacks.Callback):
-    """Stops training once `minutes` have passed (checked every batch)."""
+class TrainingCap(keras.callbacks.Callback):
+    """Stops training at an epoch's end once a command's opt-in caps run out.
 
-    def __init__(self, minutes):
+    The caps count over every member a command trains: one `TrainingCap`
+    serves them all, as each member's callback in turn. A cap is checked at
+    epochs' ends only, so that what it leaves is a backed-up epoch boundary,
+    from which the same command resumes exactly; the epoch that crosses the
+    time limit is finished first.
+
+    Args:
+        minutes: training time this command may take (None: no limit).
+        epochs: epochs this command may train (None: no limit).
+    """
+
+    def __init__(self, minutes=None, epochs=None):
         super().__init__()
-        self.seconds = minutes * 60
-        self.start = None
+        self.deadline = None if minutes is None else time.monotonic() + 60 * minutes
+        self.epochs_left = epochs
         self.stopped = False
 
-    def on_train_begin(self, logs=None):
-        self.start = time.monotonic()
+    def spent(self):
+        """Whether a cap has run out (no epoch may start)."""
+        out_of_epochs = self.epochs_left is not None and self.epochs_left <= 0
+        out_of_time = self.deadline is not None and time.monotonic() >= self.deadline
+        return out_of_epochs or out_of_time
 
-    def on_train_batch_end(self, batch, logs=None):
-        over = time.monotonic() - self.start > self.seconds
+    def on_train_begin(self, logs=None):
+        self.stopped = False
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.epochs_left is not None:
+            self.epochs_left -= 1
+        over = self.spent()
         strategy = self.model.distribute_strategy
         if in_multi_worker_mode(strategy):
-            # Workers stop at the same step, or the others would wait for
-            # the stopped one: the first to run out of time stops them all.
+            # Workers stop at the same epoch, or the others would wait for
+            # the stopped one: the first to run out stops them all.
             over = bool(strategy.reduce("SUM", tf.constant(over, tf.int32), None))
         if over:
             self.model.stop_training = True
             self.stopped = True
+
+
+class EpochSeeds(keras.callbacks.Callback):
+    """Sets the model's random streams (dropout, sampled words) from
+    `(seed, epoch)` at each epoch's start.
+
+    Keras' backups keep the weights and the optimizer but not the states of
+    the layers' `SeedGenerator`s; a resumed run would draw other dropout
+    masks than a run never cut. Seeded by the epoch alone, epoch `e` draws
+    the same ones either way.
+    """
+
+    def __init__(self, seed):
+        super().__init__()
+        self.seed = int(seed)
+
+    def on_epoch_begin(self, epoch, logs=None):
+        states = [v for v in self.model.variables if _is_seed_state(v)]
+        for index, state in enumerate(states):
+            value = (self.seed * 1_000_003 + epoch * 1_009 + index) % (2**31 - 1)
+            state.assign(tf.constant([value, 0], dtype=state.dtype))
+
+
+def _is_seed_state(variable):
+    return variable.path.rsplit("/", 1)[-1] == "seed_generator_state"
+
+
+class EpochReport(keras.callbacks.Callback):
+    """Calls `report(epoch, seconds, score, best, best_epoch, monitor)` at
+    each epoch's end (epochs counted from 1), after `stopping` (Keras'
+    `EarlyStopping`) has seen it."""
+
+    def __init__(self, report, stopping):
+        super().__init__()
+        self.report = report
+        self.stopping = stopping
+        self._start = None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._start = time.monotonic()
+
+    def on_epoch_end(self, epoch, logs=None):
+        best = self.stopping.best
+        known = best is not None and abs(best) != float("inf")
+        self.report(
+            epoch + 1,
+            time.monotonic() - self._start,
+            float((logs or {}).get(self.stopping.monitor, float("nan"))),
+            float(best) if known else None,
+            int(self.stopping.best_epoch) + 1 if known else None,
+            self.stopping.monitor,
+        )
 
 
 class InterruptBetweenSteps(keras.callbacks.Callback):

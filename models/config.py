@@ -185,11 +185,22 @@ class TrainOptions:
         batch_size: Examples per batch.
         learning_rate: Adam's learning rate.
         clipnorm: Gradients are clipped to this global norm.
-        epochs: Most epochs (early stopping may end sooner).
+        epochs: Most epochs of a member (early stopping may end it sooner).
+            A member has finished when early stopping ended it or it trained
+            this many epochs; only finished members are exported.
         steps_per_epoch: Batches per epoch (None: the whole training split).
-        max_train_minutes: Stop training after this many minutes (0: no
-            limit).
-        checkpoint_every: Steps between backups, which a rerun resumes from.
+        max_train_minutes: Opt-in cap on this command's training time, over
+            all members (None: no cap). A member it cuts is unfinished: it
+            is not exported, and the same command resumes it.
+        stop_after_epochs: Opt-in cap on the epochs this command trains,
+            over all members (None: no cap); a member it cuts is unfinished,
+            as with `max_train_minutes`, but the cut falls at the same
+            epoch on every machine.
+        checkpoint_every: Steps between backups within an epoch (None: a
+            backup at each epoch's end only). A rerun resumes from the last
+            backup; from one within an epoch, that epoch starts over from the
+            backed-up weights, so the run no longer repeats an uncut one
+            exactly.
         patience: Epochs without a better validation score before stopping.
         min_count: Words seen fewer times stay out of the vocabulary.
         validation_rouge_examples: Validation examples decoded for ROUGE
@@ -206,7 +217,8 @@ class TrainOptions:
         seed: Seed of the weights and of the data's order.
         ensemble: Members trained one after the other, with seeds `seed`,
             `seed + 1`, ...; the export decodes with their mean distribution
-            (`models.ensemble`). They share `max_train_minutes`.
+            (`models.ensemble`). The caps (`max_train_minutes`,
+            `stop_after_epochs`) count over all of them.
     """
 
     batch_size: int = 64
@@ -214,8 +226,9 @@ class TrainOptions:
     clipnorm: float = 2.0
     epochs: int = 60
     steps_per_epoch: int | None = None
-    max_train_minutes: float | None = 55
-    checkpoint_every: int = 200
+    max_train_minutes: float | None = None
+    stop_after_epochs: int | None = None
+    checkpoint_every: int | None = None
     patience: int = 5
     min_count: int = 2
     validation_rouge_examples: int = 1000
@@ -239,9 +252,57 @@ class TrainOptions:
                 "`lr_decay_patience` must be >= 0. Received: "
                 f"lr_decay_patience={self.lr_decay_patience}"
             )
+        for name in ("max_train_minutes", "stop_after_epochs", "checkpoint_every"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise UserError(
+                    f"`{name}` must be > 0, or unset for none. Received: {name}={value}"
+                )
         if self.ensemble < 1:
             raise UserError(
                 f"`ensemble` must be >= 1. Received: ensemble={self.ensemble}"
+            )
+
+
+@dataclasses.dataclass
+class RiskOptions:
+    """How minimum-risk fine-tuning runs (`train.py --risk-epochs`).
+
+    Attributes:
+        risk_epochs: Most epochs of the stage per member (0: no stage).
+        risk_candidates: Candidates per document, the reference included.
+        risk_temperature: Temperature of the sampled candidates.
+        risk_alpha: Sharpness of the candidates' renormalised distribution.
+        risk_nll_weight: Weight of the reference's likelihood in the loss.
+        risk_learning_rate: Adam's learning rate for the stage.
+        risk_patience: Epochs without a better validation ROUGE-1 before
+            the stage stops.
+        risk_examples: Training pairs the stage reads an epoch (None: all).
+    """
+
+    risk_epochs: int = 0
+    risk_candidates: int = 4
+    risk_temperature: float = 1.0
+    risk_alpha: float = 1.0
+    risk_nll_weight: float = 0.3
+    risk_learning_rate: float = 1e-4
+    risk_patience: int = 2
+    risk_examples: int | None = None
+
+    def __post_init__(self):
+        if self.risk_epochs < 0:
+            raise UserError(
+                f"`risk_epochs` must be >= 0. Received: risk_epochs={self.risk_epochs}"
+            )
+        if self.risk_candidates < 2:
+            raise UserError(
+                "`risk_candidates` must be >= 2 (the reference and one sampled "
+                f"headline). Received: risk_candidates={self.risk_candidates}"
+            )
+        if not 0 <= self.risk_nll_weight <= 1:
+            raise UserError(
+                "`risk_nll_weight` must be in [0, 1]. Received: "
+                f"risk_nll_weight={self.risk_nll_weight}"
             )
 
 
@@ -286,9 +347,10 @@ class SearchOptions:
             which TensorFlow runs at the same time. Same headlines; it gains
             where one search leaves a core idle (under XLA, and for beam
             search).
-        n_best: Opt-in: if > 0, the export has an `n_best` signature, the
-            `n_best` best beams of each document (at most `beam_size`;
-            without XLA), which `train.py --distill-targets inter` reads.
+        n_best: If > 0, the export has an `n_best` signature, the `n_best`
+            best beams of each document (without XLA), which a student's
+            `train.py --distill-from` reads (`--distill-targets inter`).
+            None: 5, or `beam_size` if smaller; 1 beam: none.
         greedy_end_penalty: Greedy search only (the `greedy` signature;
             every signature when `beam_size` is 1): subtracted from the end
             token's log-probability at every step, so that its headlines
@@ -306,12 +368,16 @@ class SearchOptions:
     shortlist: int = 0
     xla: bool = False
     shards: int = 1
-    n_best: int = 0
+    n_best: int | None = None
     greedy_end_penalty: float = 0.0
 
     def __post_init__(self):
         if self.shards < 1:
             raise UserError(f"`shards` must be >= 1. Received: shards={self.shards}")
+        if self.n_best is None:
+            self.n_best = 0 if self.xla else min(5, self.beam_size)
+        if self.beam_size < 2:
+            self.n_best = 0  # greedy search has no beams to list
         if not 0 <= self.n_best <= self.beam_size:
             raise UserError(
                 f"`n_best` must be in [0, beam_size={self.beam_size}]. "

@@ -243,8 +243,11 @@ def distilled_split(train_split, teacher_dir, run_dir, targets="teacher"):
     """
     import tensorflow as tf
 
-    from models.evaluate import decode_documents
-    from models.serve.servable import signature_defs
+    from models.saved_model_client import (
+        decode_documents,
+        load_saved_model,
+        signature_names,
+    )
 
     teacher_dir = Path(teacher_dir)
     digest = teacher_digest(teacher_dir)
@@ -256,13 +259,14 @@ def distilled_split(train_split, teacher_dir, run_dir, targets="teacher"):
         manifest["signature"] = signature = N_BEST_SIGNATURE
     # Before the cache's manifest is written, so that a rerun with a new
     # export of the teacher is not refused as another teacher.
-    signatures = sorted(signature_defs(teacher_dir))
+    signatures = signature_names(teacher_dir)
     if signature not in signatures:
         raise UserError(
             f"`distill_targets={targets!r}` needs a teacher with the "
             f"`{signature}` signature"
             + (
-                " (`python -m models.export ... --n-best 5`)"
+                " (exports have it by default; `python -m models.export ... "
+                "--n-best 5` adds it to an older one)"
                 if targets == "inter"
                 else ""
             )
@@ -278,7 +282,7 @@ def distilled_split(train_split, teacher_dir, run_dir, targets="teacher"):
 
     def decode(batch):
         if not loaded:
-            loaded.append(tf.saved_model.load(str(teacher_dir)))
+            loaded.append(load_saved_model(teacher_dir))
         return decode_documents(loaded[0], batch, signature=signature, progress=False)
 
     headlines = cached_headlines(documents, decode, Path(run_dir) / CACHE_DIR, manifest)

@@ -1,7 +1,10 @@
 """Evaluates an exported headline SavedModel: ROUGE with bootstrap intervals.
 
-Only the SavedModel's signatures are used (through `tf.saved_model.load`), never
-the model-building code, so this scores exactly what TF Serving would serve.
+Only the SavedModel's signatures are used (through
+`models.saved_model_client`), never the model-building code, so this scores
+exactly what TF Serving would serve. The lead baseline is `models.baselines`',
+the printed table `models.evaluation_report`'s, the heatmaps
+`models.heatmap`'s; the command line's flags are `EvaluateSettings`' fields.
 
 Usage:
 
@@ -15,105 +18,72 @@ baseline (the first 8 words of the document). `metrics.json` and
 the version folder `saved_models/<name>/<version>/`.
 """
 
-import argparse
+import dataclasses
 import datetime
 import importlib
 import json
 import os
 import sys
 
-from models.batching import decode_in_batches, strings
+from models.baselines import LEAD_WORDS, lead_baseline
 from models.config import SPLITS
 from models.errors import UserError, first_line
-from models.layout import resolve_version_dir
-from models.metrics import ROUGE_TYPES, rouge_with_intervals
-from models.startup import add_verbose_flag, import_tensorflow
+from models.evaluation_report import print_report
+from models.flags import SettingsParser, add_config_flags, parse_settings
+from models.metrics import ROUGE_TOKENIZER, ROUGE_TYPES, rouge_with_intervals
+from models.saved_model_client import (
+    decode_documents,
+    decode_outputs,
+    get_signature,
+    load_saved_model,
+)
+from models.startup import import_tensorflow, verbose_field
+from models.version_folders import resolve_version_dir
 
 # System name -> signature name, in the order they are reported.
 DECODING_SIGNATURES = {"beam": "serving_default", "greedy": "greedy"}
-LEAD_WORDS = 8
+# The outputs of the `attention` signature that a heatmap draws.
+HEATMAP_OUTPUTS = ("attention", "source_words", "headline_words")
 
 
-# ---------------------------------------------------------------------------
-# Baseline.
+@dataclasses.dataclass
+class EvaluateSettings:
+    """The settings of `python -m models.evaluate`, one flag each.
 
-
-def lead_baseline(documents, n_words=LEAD_WORDS):
-    """Lead baseline: the first `n_words` whitespace-separated words."""
-    if n_words < 1:
-        raise ValueError(f"`n_words` must be >= 1. Received: n_words={n_words}")
-    return [" ".join(document.split()[:n_words]) for document in documents]
-
-
-# ---------------------------------------------------------------------------
-# SavedModel access.
-
-
-def _load(saved_model):
-    """Loads a SavedModel from a folder, or passes a loaded one through."""
-    if isinstance(saved_model, str | os.PathLike):
-        import tensorflow as tf
-
-        return tf.saved_model.load(resolve_version_dir(saved_model))
-    return saved_model
-
-
-def _signature(model, name):
-    signatures = model.signatures
-    if name not in signatures:
-        raise UserError(
-            f"SavedModel has no '{name}' signature: it must be one of "
-            f"{sorted(signatures)}. Received: signature='{name}'"
-        )
-    return signatures[name]
-
-
-def _call(function, documents):
-    """Calls a one-input signature on a batch of document strings."""
-    import tensorflow as tf
-
-    # Signatures take keyword arguments only; the contract names it
-    # `documents`, but any single input name is accepted.
-    (input_name,) = function.structured_input_signature[1].keys()
-    return function(**{input_name: tf.constant(list(documents), dtype=tf.string)})
-
-
-def decode_documents(
-    saved_model_dir,
-    documents,
-    *,
-    signature="serving_default",
-    batch_size=64,
-    progress=True,
-    output="normalized_headlines",
-):
-    """Decodes headlines with a SavedModel signature, batch by batch.
-
-    Args:
-        saved_model_dir: `saved_models/<name>/<version>` (or `saved_models/<name>`
-            for the newest version), or an already loaded SavedModel.
-        documents: `N` source documents.
-        signature: name of a signature mapping `documents: tf.string[None]` to
-            `{"headlines": tf.string[None], ...}` (`serving_default` is beam
-            search, `greedy` greedy decoding).
-        batch_size: documents per call.
-        progress: whether to show a tqdm progress bar.
-        output: the signature's output to read: `"normalized_headlines"` (the
-            data's form, for ROUGE) or `"headlines"` (readable text).
-
-    Returns:
-        The `N` decoded headlines.
+    Attributes:
+        model_dir: saved_models/<name>/<version>, or saved_models/<name> for
+            its newest integer version.
+        split: Split to score.
+        data_dir: org_data-layout folder (or its parent, or ggw_data.zip),
+            e.g. ../shared/data/gigaword_sample.
+        dataset: TFDS dataset name.
+        tfds_dir: Where TFDS keeps prepared datasets (default: TFDS's own).
+        max_examples: Score only the first N pairs (default: all).
+        n_heatmaps: Attention heatmaps to render (0 for none).
+        batch_size: Documents per call.
+        n_bootstrap: Bootstrap resamples.
+        seed: Bootstrap seed.
+        output: Metrics JSON path (default: <version>/metrics.json).
+        readable: Score the readable `headlines` output, not
+            `normalized_headlines` (for references in written text rather
+            than Gigaword's form).
     """
-    if batch_size < 1:
-        raise UserError(f"`batch_size` must be >= 1. Received: batch_size={batch_size}")
-    function = _signature(_load(saved_model_dir), signature)
-    return decode_in_batches(
-        lambda batch: strings(_call(function, batch)[output]),
-        documents,
-        batch_size,
-        progress=progress,
-        desc=signature,
+
+    model_dir: str
+    split: str = dataclasses.field(default="test", metadata={"choices": SPLITS})
+    data_dir: str | None = None
+    dataset: str = "gigaword"
+    tfds_dir: str | None = None
+    max_examples: int | None = dataclasses.field(
+        default=None, metadata={"metavar": "N"}
     )
+    n_heatmaps: int = dataclasses.field(default=4, metadata={"metavar": "K"})
+    batch_size: int = 64
+    n_bootstrap: int = 1000
+    seed: int = 0
+    output: str | None = None
+    readable: bool = dataclasses.field(default=False, metadata={"action": "store_true"})
+    verbose: bool = verbose_field()
 
 
 # ---------------------------------------------------------------------------
@@ -140,49 +110,27 @@ def _read_split(split, data_dir, dataset, max_examples, tfds_dir=None):
 
 
 def _write_heatmaps(model, documents, references, version_dir, n_heatmaps):
-    from models.heatmap import plot_attention
+    """Heatmaps of the first `n_heatmaps` documents through the `attention`
+    signature, in `<version>/heatmaps/`; none when the export has none."""
+    from models import heatmap
 
     if n_heatmaps <= 0 or "attention" not in model.signatures:
         return []
-    batch = documents[:n_heatmaps]
-    outputs = _call(model.signatures["attention"], batch)
-    attention = outputs["attention"].numpy()
-    # Labelled with the words as the reader sees them, not the tokens.
-    source_words = strings(outputs["source_words"])
-    headline_words = strings(outputs["headline_words"])
-    heatmap_dir = os.path.join(version_dir, "heatmaps")
-    paths = []
-    for i in range(len(batch)):
-        path = os.path.join(heatmap_dir, f"example_{i}.png")
-        plot_attention(
-            attention[i],
-            source_words[i],
-            headline_words[i],
-            path,
-            title=f"example {i} | reference: {references[i]}",
-        )
-        paths.append(path)
-    return paths
-
-
-def format_table(systems):
-    """Formats `{system: {metric: {"f1", "low", "high"}}}` as a text table."""
-    names = list(systems)
-    cells = {
-        (metric, name): "{f1:6.2f} [{low:6.2f}, {high:6.2f}]".format(
-            **systems[name][metric]
-        )
-        for metric in ROUGE_TYPES
-        for name in names
-    }
-    width = max([len(c) for c in cells.values()] + [len(n) for n in names])
-    lines = [f"{'metric':<10}" + "".join(f"  {n:>{width}}" for n in names)]
-    lines.append("-" * len(lines[0]))
-    for metric in ROUGE_TYPES:
-        lines.append(
-            f"{metric:<10}" + "".join(f"  {cells[metric, n]:>{width}}" for n in names)
-        )
-    return "\n".join(lines)
+    examples = decode_outputs(
+        model,
+        documents[:n_heatmaps],
+        signature="attention",
+        outputs=HEATMAP_OUTPUTS,
+        batch_size=n_heatmaps,
+        progress=False,
+    )
+    titles = [
+        f"example {i} | reference: {reference}"
+        for i, reference in enumerate(references[: len(examples)])
+    ]
+    return heatmap.plot_examples(
+        examples, titles, os.path.join(version_dir, "heatmaps")
+    )
 
 
 def _check_split_and_size(split, max_examples):
@@ -219,6 +167,7 @@ def _metrics_record(
         "num_examples": len(documents),
         "rouge_types": list(ROUGE_TYPES),
         "use_stemmer": True,
+        "rouge_tokenizer": ROUGE_TOKENIZER,
         "confidence": 0.95,
         "n_bootstrap": scoring["n_bootstrap"],
         "seed": scoring["seed"],
@@ -289,7 +238,7 @@ def evaluate(
     documents, references = _read_split(
         split, data_dir, dataset, max_examples, tfds_dir
     )
-    model = _load(version_dir)
+    model = load_saved_model(version_dir)
     scoring = {"n_bootstrap": n_bootstrap, "seed": seed, "readable": readable}
     signatures, systems = score_systems(
         model,
@@ -327,7 +276,7 @@ def score_systems(
     Raises:
         UserError: if the SavedModel has no `serving_default` signature.
     """
-    _signature(model, "serving_default")
+    get_signature(model, "serving_default")
     signatures = {
         system: name
         for system, name in DECODING_SIGNATURES.items()
@@ -344,8 +293,6 @@ def score_systems(
         )
         for system, name in signatures.items()
     }
-    # The documents are already in the data's normalized form, like the
-    # references, so the baseline needs no further processing.
     baseline = f"lead_{LEAD_WORDS}"
     outputs[baseline] = lead_baseline(documents, LEAD_WORDS)
     signatures[baseline] = None
@@ -368,26 +315,16 @@ def _save_and_report(metrics, output, version_dir):
     """Writes `metrics` to `output` (default `<version>/metrics.json`), prints it."""
     output = os.fspath(output) if output else os.path.join(version_dir, "metrics.json")
     _write_json(metrics, output)
-    _print_report(metrics, output, os.path.join(version_dir, "heatmaps"))
-
-
-def _print_report(metrics, output, heatmap_dir):
-    print(
-        f"ROUGE F1 x100 [{int(metrics['confidence'] * 100)}% bootstrap interval] on "
-        f"{metrics['dataset']}/{metrics['split']}, {metrics['num_examples']} examples"
-    )
-    print(format_table(metrics["systems"]))
-    print(f"metrics: {output}")
-    if metrics["heatmaps"]:
-        print(f"heatmaps: {heatmap_dir}")
+    print_report(metrics, output, os.path.join(version_dir, "heatmaps"))
 
 
 # ---------------------------------------------------------------------------
 # CLI.
 
 
-def _parser():
-    parser = argparse.ArgumentParser(
+def argument_parser():
+    """The parser of the command line: one flag per settings field."""
+    parser = SettingsParser(
         prog="python -m models.evaluate",
         description=(
             "Score an exported headline SavedModel with ROUGE (F1 with 95% "
@@ -396,87 +333,35 @@ def _parser():
             "metrics.json and attention heatmaps into the version folder."
         ),
     )
-    parser.add_argument(
-        "--model-dir",
-        required=True,
-        help="saved_models/<name>/<version>, or saved_models/<name> for its "
-        "newest integer version.",
-    )
-    parser.add_argument(
-        "--split",
-        default="test",
-        choices=SPLITS,
-        help="split to score (default: test).",
-    )
-    parser.add_argument(
-        "--data-dir",
-        default=None,
-        help="org_data-layout folder (or its parent, or ggw_data.zip), e.g. "
-        "../shared/data/gigaword_sample.",
-    )
-    parser.add_argument("--dataset", default="gigaword", help="default: gigaword.")
-    parser.add_argument("--tfds-dir", help="where TFDS keeps prepared datasets.")
-    parser.add_argument(
-        "--max-examples",
-        type=int,
-        default=None,
-        metavar="N",
-        help="score only the first N pairs.",
-    )
-    parser.add_argument(
-        "--n-heatmaps",
-        type=int,
-        default=4,
-        metavar="K",
-        help="attention heatmaps to render (default: 4; 0 for none).",
-    )
-    parser.add_argument(
-        "--batch-size", type=int, default=64, help="documents per call (default: 64)."
-    )
-    parser.add_argument(
-        "--n-bootstrap",
-        type=int,
-        default=1000,
-        help="bootstrap resamples (default: 1000).",
-    )
-    parser.add_argument(
-        "--seed", type=int, default=0, help="bootstrap seed (default: 0)."
-    )
-    parser.add_argument(
-        "--output",
-        default=None,
-        help="metrics JSON path (default: <version>/metrics.json).",
-    )
-    parser.add_argument(
-        "--readable",
-        action="store_true",
-        help="score the readable `headlines` output, not `normalized_headlines` "
-        "(for references in written text rather than Gigaword's form).",
-    )
-    add_verbose_flag(parser)
+    add_config_flags(parser, EvaluateSettings)
     return parser
 
 
+def parse_evaluate_settings(argv=None):
+    """`EvaluateSettings` from the command line's arguments (`sys.argv[1:]`)."""
+    return parse_settings(argument_parser(), EvaluateSettings, argv)
+
+
 def main(argv=None):
-    args = _parser().parse_args(argv)
+    settings = parse_evaluate_settings(argv)
     try:
         # Checked before TensorFlow is imported, to fail fast.
-        resolve_version_dir(args.model_dir)
-        import_tensorflow(args.verbose)
+        resolve_version_dir(settings.model_dir)
+        import_tensorflow(settings.verbose)
         evaluate(
-            args.model_dir,
-            args.split,
-            data_dir=args.data_dir,
-            dataset=args.dataset,
-            tfds_dir=args.tfds_dir,
-            max_examples=args.max_examples,
-            n_heatmaps=args.n_heatmaps,
-            output=args.output,
-            batch_size=args.batch_size,
-            n_bootstrap=args.n_bootstrap,
-            seed=args.seed,
+            settings.model_dir,
+            settings.split,
+            data_dir=settings.data_dir,
+            dataset=settings.dataset,
+            tfds_dir=settings.tfds_dir,
+            max_examples=settings.max_examples,
+            n_heatmaps=settings.n_heatmaps,
+            output=settings.output,
+            batch_size=settings.batch_size,
+            n_bootstrap=settings.n_bootstrap,
+            seed=settings.seed,
             progress=True,
-            readable=args.readable,
+            readable=settings.readable,
         )
     except (UserError, OSError) as error:
         print(f"error: {first_line(error)}", file=sys.stderr)

@@ -16,7 +16,6 @@ are imported when an export runs, not with this module, so that the command
 line hides TensorFlow's start-up lines (`models.startup`).
 """
 
-import argparse
 import dataclasses
 import json
 import os
@@ -27,9 +26,9 @@ from pathlib import Path
 
 from models.config import SearchOptions
 from models.errors import UserError
-from models.flags import add_config_flags, given
-from models.layout import next_version
-from models.startup import add_verbose_flag, import_tensorflow
+from models.flags import FLAG, SettingsParser, add_config_flags, given, parse_settings
+from models.startup import import_tensorflow, verbose_field
+from models.version_folders import next_version
 
 TMP_PREFIX = ".tmp-export-"
 # A temporary folder older than this is a killed export's: no export of a
@@ -114,39 +113,57 @@ def export_run(run_dir, export_dir, options=None, dtype_policy=None, members=Non
     `members`: of an ensemble's run, export only the first `members` (1: the
     first member alone, to compare with the ensemble).
     """
-    from models.runs import load_run, load_trained_model, model_files
+    from models.run_folder import load_run, load_trained_model, model_files
 
     run_dir = Path(run_dir)
     options = options or SearchOptions.tuned(run_dir)
     _, features = load_run(run_dir)
     model = load_trained_model(run_dir, dtype_policy, members)
-    files = {"config.json": run_dir / "config.json", **model_files(run_dir, members)}
+    files = {
+        "config.json": run_dir / "config.json",
+        "vocab.txt": run_dir / "vocab.txt",
+        **model_files(run_dir, members),
+    }
     return export(model, features, export_dir, options=options, extra_files=files)
 
 
-def _parser():
-    p = argparse.ArgumentParser(
+@dataclasses.dataclass
+class ExportSettings:
+    """The settings of `python -m models.export`, one flag each.
+
+    Attributes:
+        run_dir: runs/<name> of a finished run.
+        export_dir: saved_models/<name>; the export is its next version.
+        search_options: A search_options.json (default: the run's tuned
+            settings).
+        dtype_policy: Opt-in, approximate: compute in bfloat16 (fast on CPUs
+            with AVX512-BF16 or AMX).
+        members: Of an ensemble's run, export only the first N members (1:
+            the first member alone; default: all).
+        search_overrides: The `SearchOptions` fields given as flags, which
+            override `search_options` or the run's tuned settings.
+    """
+
+    run_dir: str
+    export_dir: str
+    search_options: str | None = None
+    dtype_policy: str | None = dataclasses.field(
+        default=None, metadata={"choices": ("mixed_bfloat16",)}
+    )
+    members: int | None = dataclasses.field(default=None, metadata={"metavar": "N"})
+    search_overrides: dict = dataclasses.field(
+        default_factory=dict, metadata={FLAG: False}
+    )
+    verbose: bool = verbose_field()
+
+
+def argument_parser():
+    """The parser of the command line: one flag per settings field."""
+    p = SettingsParser(
         prog="python -m models.export",
         description="Export a trained run again as the next SavedModel version.",
     )
-    p.add_argument("--run-dir", required=True, help="runs/<name> of a finished run")
-    p.add_argument("--export-dir", required=True, help="saved_models/<name>")
-    p.add_argument(
-        "--search-options",
-        help="a search_options.json (default: the run's tuned settings)",
-    )
-    p.add_argument(
-        "--dtype-policy",
-        choices=["mixed_bfloat16"],
-        help="opt-in, approximate: compute in bfloat16 (fast on CPUs with "
-        "AVX512-BF16 or AMX)",
-    )
-    p.add_argument(
-        "--members",
-        type=int,
-        help="of an ensemble's run, export only the first N members "
-        "(1: the first member alone; default: all)",
-    )
+    add_config_flags(p, ExportSettings)
     add_config_flags(
         p.add_argument_group(
             "decoding (each given flag overrides --search-options or the run's "
@@ -155,8 +172,17 @@ def _parser():
         SearchOptions,
         unset=True,
     )
-    add_verbose_flag(p)
     return p
+
+
+def parse_export_settings(argv=None):
+    """`ExportSettings` from the command line's arguments (`sys.argv[1:]`)."""
+    return parse_settings(
+        argument_parser(),
+        ExportSettings,
+        argv,
+        extra=lambda args: {"search_overrides": given(args, SearchOptions)},
+    )
 
 
 def _search_options(path, run_dir):
@@ -173,8 +199,8 @@ def _search_options(path, run_dir):
 
 
 def main(argv=None):
-    args = _parser().parse_args(argv)
-    import_tensorflow(args.verbose)
+    settings = parse_export_settings(argv)
+    import_tensorflow(settings.verbose)
     import keras
 
     if keras.backend.backend() != "tensorflow":
@@ -183,10 +209,14 @@ def main(argv=None):
             f"Received: KERAS_BACKEND={keras.backend.backend()}"
         )
     try:
-        options = _search_options(args.search_options, args.run_dir)
-        options = dataclasses.replace(options, **given(args, SearchOptions))
+        options = _search_options(settings.search_options, settings.run_dir)
+        options = dataclasses.replace(options, **settings.search_overrides)
         path = export_run(
-            args.run_dir, args.export_dir, options, args.dtype_policy, args.members
+            settings.run_dir,
+            settings.export_dir,
+            options,
+            settings.dtype_policy,
+            settings.members,
         )
     except UserError as error:
         raise SystemExit(f"error: {error}") from None

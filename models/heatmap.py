@@ -2,7 +2,8 @@
 
 The labels are the words as the reader sees them: the readable headline's
 and the document's as written (the `attention` signature's `headline_words`
-and `source_words`), not the normalized tokens.
+and `source_words`), not the normalized tokens. `plot_examples` draws an
+export's examples into a folder (`models.evaluate`).
 
 Figures are drawn on a bare `matplotlib.figure.Figure` with the Agg canvas
 rather than through `pyplot`, so rendering holds no global state: it works
@@ -167,3 +168,28 @@ def plot_attention(
     with open(path, "wb") as f:
         f.write(data)
     return path
+
+
+def plot_examples(examples, titles, folder):
+    """Writes `folder/example_<i>.png`, one heatmap per example.
+
+    Args:
+        examples: Per-document dictionaries with the `attention` signature's
+            `attention` (`[T, S]`), `source_words` (`S`) and `headline_words`
+            (`T`), e.g. from `models.saved_model_client.decode_outputs`.
+        titles: One title per example.
+        folder: The folder written into (created when missing).
+
+    Returns:
+        The paths written, in order.
+    """
+    return [
+        plot_attention(
+            example["attention"],
+            example["source_words"],
+            example["headline_words"],
+            os.path.join(folder, f"example_{i}.png"),
+            title=title,
+        )
+        for i, (example, title) in enumerate(zip(examples, titles, strict=True))
+    ]

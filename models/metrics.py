@@ -1,13 +1,78 @@
 """ROUGE, the one place it is computed: validation, tuning and evaluation.
 
-Every score comes from rouge-score's `RougeScorer` with the Porter stemmer,
-F1 of each headline against its reference. numpy and rouge-score only (no
-TensorFlow), imported lazily so that command lines answer `--help` fast.
+Every score comes from rouge-score's `RougeScorer`, F1 of each headline
+against its reference, on the tokens of `RougeTokenizer`: rouge-score's own
+(with the Porter stemmer) on ASCII text, and the words of every script on
+other text. numpy, rouge-score and regex only (no TensorFlow), imported
+lazily so that command lines answer `--help` fast.
 """
+
+import functools
+import unicodedata
 
 import numpy as np
 
+from models.cjk import CJK_CHARACTERS
+
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+# What `metrics.json` says the scores were tokenized with.
+ROUGE_TOKENIZER = (
+    "models.metrics.RougeTokenizer: rouge-score's default (Porter stemmer) on "
+    "ASCII text; elsewhere NFKC, lowercased letters, marks and digits of every "
+    "script, ASCII words stemmed, a token per Han, Hiragana or Katakana character"
+)
+
+
+class RougeTokenizer:
+    """ROUGE's tokens of a text in any script, for `RougeScorer(tokenizer=)`.
+
+    ASCII text gets exactly rouge-score's default tokens: lowercased, runs of
+    `[a-z0-9]`, Porter stems of those longer than 3 characters. Other text is
+    put in NFKC form (`café` written with a combining accent is `café`,
+    fullwidth `２０２４` is `2024`) and lowercased; its tokens are the runs of
+    letters, combining marks and digits of any script (`москва`, `zürich`),
+    and each Han, Hiragana or Katakana letter alone (`東京` is `東`, `京`),
+    the Chinese and Japanese headlines' usual unit. Punctuation and symbols
+    are dropped, and only ASCII words are stemmed (Porter's rules are
+    English).
+
+    Example:
+
+    >>> RougeTokenizer().tokenize("Café à Zürich: 東京株式 rallies")
+    ['café', 'à', 'zürich', '東', '京', '株', '式', 'ralli']
+    """
+
+    def __init__(self):
+        from rouge_score import tokenizers
+
+        self._default = tokenizers.DefaultTokenizer(use_stemmer=True)
+
+    def tokenize(self, text):
+        """The list of tokens of `text`, a string."""
+        if text.isascii():
+            return self._default.tokenize(text)
+        text = unicodedata.normalize("NFKC", text).lower()
+        tokens = []
+        for word in _token_pattern().findall(text):
+            if word.isascii():
+                # rouge-score's own rule and stemmer, on the one word.
+                tokens += self._default.tokenize(word)
+            elif _has_word_character(word):
+                tokens.append(word)
+        return tokens
+
+
+@functools.cache
+def _token_pattern():
+    import regex
+
+    word = f"(?:(?![{CJK_CHARACTERS}])[\\p{{L}}\\p{{M}}\\p{{N}}])+"
+    return regex.compile(f"[{CJK_CHARACTERS}]|{word}")
+
+
+def _has_word_character(token):
+    # The CJK symbols (`。`, `「`) are single-character matches to drop.
+    return any(unicodedata.category(c)[0] in "LN" for c in token)
 
 
 def rouge_scores(
@@ -32,7 +97,9 @@ def rouge_scores(
         raise ValueError(
             "`predictions` must hold at least one headline. Received: none"
         )
-    scorer = rouge_scorer.RougeScorer(list(rouge_types), use_stemmer=True)
+    scorer = rouge_scorer.RougeScorer(
+        list(rouge_types), use_stemmer=True, tokenizer=RougeTokenizer()
+    )
     scores = np.empty((len(predictions), len(rouge_types)), dtype=np.float64)
     for i, (prediction, reference) in enumerate(
         zip(predictions, references, strict=True)

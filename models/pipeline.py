@@ -3,19 +3,19 @@
 import contextlib
 import dataclasses
 import json
-import math
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import keras
 import tensorflow as tf
 
 from models import data, distill, text, tuning
+from models.callbacks import TrainingCap
 from models.config import (
     SEARCH_TUNING_FILE,
+    RiskOptions,
     SearchOptions,
     SummarizerConfig,
     TrainOptions,
@@ -25,8 +25,26 @@ from models.ensemble import SummarizerEnsemble
 from models.errors import LostWorker, UserError, first_line
 from models.export import export
 from models.flags import given
-from models.runs import load_trained_model, member_dirs, model_files
-from models.training import ValidationRouge, build_model, fit, prepare_run
+from models.members import (
+    MODEL_FILE,
+    MemberEnd,
+    finished_end,
+    member_dirs,
+    write_end,
+)
+from models.progress import CommandProgress, machine
+from models.run_folder import model_files
+from models.training import (
+    ValidationRouge,
+    backed_up_epoch,
+    build_model,
+    fit,
+    prepare_run,
+)
+
+# In an export: what trained it (members, epochs, stages, machine); evaluation
+# copies it into `metrics.json`.
+TRAINING_RECORD_FILE = "training.json"
 
 _COLLECTIVE_TIMEOUT_S = 600
 
@@ -129,21 +147,24 @@ class _Run:
     validation_batches: object
     sample: list  # validation pairs for ROUGE after each epoch
     initial_weights: list  # member k starts from the k-th `model.keras`, if any
+    progress: CommandProgress
 
 
-def _train_member(run_dir, run, options, member_rank=0):
-    """Trains one model (an ensemble's member) in `run_dir`, resuming."""
+def _train_member(run_dir, run, options, member_rank, cap):
+    """Trains one model (an ensemble's member) in `run_dir`, resuming.
+
+    Returns `(model, FitEnd)`.
+    """
     run_dir.mkdir(parents=True, exist_ok=True)
     keras.utils.set_random_seed(options.seed)
-    train_batches = data.batched(
-        run.encoded, options.batch_size, training=True, seed=options.seed
+    first_epoch = min(backed_up_epoch(run_dir), options.epochs - 1)
+    train_batches, steps = data.epoch_batches(
+        run.encoded,
+        options.batch_size,
+        seed=options.seed,
+        epochs=range(first_epoch, options.epochs),
+        steps_per_epoch=options.steps_per_epoch,
     )
-    if options.steps_per_epoch is None:
-        train_batches = _with_known_length(train_batches)
-    else:
-        # Epochs shorter than the data: without a repeat, Keras stops the
-        # whole fit when the split runs out, however many epochs are left.
-        train_batches = train_batches.repeat()
     callbacks = []
     if run.sample:
         callbacks.append(
@@ -164,8 +185,22 @@ def _train_member(run_dir, run, options, member_rank=0):
             run.initial_weights[member_rank], compile=False
         )
         model.set_weights(source.get_weights())
+
+    def on_epoch(*report):
+        run.progress.epoch_end(member_rank, *report)
+
     try:
-        fit(model, train_batches, run.validation_batches, run_dir, options, callbacks)
+        end = fit(
+            model,
+            train_batches,
+            run.validation_batches,
+            run_dir,
+            options,
+            callbacks,
+            cap=cap,
+            steps_per_epoch=steps,
+            on_epoch=on_epoch,
+        )
     except _COLLECTIVE_ERRORS as error:
         if not in_multi_worker_mode(strategy):
             raise
@@ -174,7 +209,7 @@ def _train_member(run_dir, run, options, member_rank=0):
             f"({type(error).__name__}: {first_line(error)}); "
             "run the same command on every worker to resume from the last backup"
         ) from None
-    return model
+    return model, end
 
 
 def _with_known_length(batches):
@@ -212,6 +247,8 @@ def run(args):
 def _run(args, cleanup):
     options = TrainOptions(**given(args, TrainOptions))
     search = SearchOptions(**given(args, SearchOptions))
+    progress = CommandProgress(options.ensemble, options.epochs, options.patience)
+    progress.stage("data", "loading and encoding")
     strategy = _configure_devices(args)
     keras.utils.set_random_seed(options.seed)
     # Checked before the data loads: a mistyped folder fails at once.
@@ -219,22 +256,68 @@ def _run(args, cleanup):
         getattr(args, "init_from", None), options.ensemble
     )
     splits = load_splits(args)
-    run = _prepare(args, splits, options, strategy, cleanup, initial_weights)
-    members = _train_members(run, options)
+    run = _prepare(args, splits, options, strategy, cleanup, initial_weights, progress)
+    members, ends = _train_members(run, options)
+    risk = RiskOptions(**given(args, RiskOptions))
+    if risk.risk_epochs and run.chief:
+        _fine_tune_members(run, options, risk, members, ends)
     if not run.chief:
         print(
             "Trained in step with the chief, which exports the model", file=sys.stderr
         )
         return None
+    unfinished = [e["member"] for e in ends if not e["finished"]]
+    if not members:
+        progress.finish()
+        print(
+            f"[train.py] no member has finished (member {unfinished[0]} stopped "
+            f"after {ends[unfinished[0] - 1]['epochs']} epochs by the cap), so "
+            "nothing is exported: run the same command again to finish it",
+            file=sys.stderr,
+        )
+        return None
     model = members[0] if len(members) == 1 else SummarizerEnsemble(members)
     if args.tune_decoding and args.tune_examples > 0:
+        progress.stage("tuning", "the search's settings, on validation")
         search = _tune_decoding(
             args, model, run.features, splits["validation"], search, run.run_dir
         )
-    return _export_and_evaluate(args, run, model, search)
+    record = {"members": ends, "served_members": len(members), "machine": _machine()}
+    version_dir = _export_and_evaluate(args, run, model, search, record, progress)
+    _print_summary(version_dir, ends, options, progress)
+    return version_dir
 
 
-def _prepare(args, splits, options, strategy, cleanup, initial_weights):
+def _machine():
+    gpus = [
+        tf.config.experimental.get_device_details(d).get("device_name", d.name)
+        for d in tf.config.list_physical_devices("GPU")
+    ]
+    return {**machine(), **({"gpus": gpus} if gpus else {})}
+
+
+def _print_summary(version_dir, ends, options, progress):
+    """The command's last lines: what is served, what is not, and why."""
+    done = [e for e in ends if e["finished"]]
+    trained = ", ".join(f"{e['epochs']}" for e in done)
+    lines = [
+        f"served: {len(done)} of {options.ensemble} members "
+        f"({trained} epochs) in {version_dir}"
+    ]
+    for e in ends:
+        if not e["finished"]:
+            lines.append(
+                f"member {e['member']} is unfinished ({e['epochs']} of at most "
+                f"{options.epochs} epochs) and is not served: run the same "
+                "command again to finish it and export the whole ensemble"
+            )
+    total = sum(progress.stage_seconds.values())
+    lines.append(f"wall time {total / 60:.1f} min")
+    for line in lines:
+        print(f"[train.py] {line}", file=sys.stderr)
+
+
+def _prepare(args, splits, options, strategy, cleanup, initial_weights, progress):
     """The run folder, its config and vocabulary, and the encoded data."""
     config = SummarizerConfig(**given(args, SummarizerConfig))
     train_split = splits["train"]
@@ -291,6 +374,7 @@ def _prepare(args, splits, options, strategy, cleanup, initial_weights):
         validation_batches=validation_batches,
         sample=sample,
         initial_weights=initial_weights,
+        progress=progress,
     )
 
 
@@ -300,7 +384,11 @@ def _initial_weights(init_from, members):
         return []
     init_from = Path(init_from)
     files = list(model_files(init_from).values())
-    needed = [init_from / "config.json", init_from / "vocab.txt", files[0]]
+    needed = [
+        init_from / "config.json",
+        init_from / "vocab.txt",
+        files[0] if files else init_from / MODEL_FILE,
+    ]
     missing = [p.name for p in needed if not p.is_file()]
     if missing:
         raise UserError(
@@ -318,54 +406,139 @@ def _initial_weights(init_from, members):
 
 
 def _train_members(run, options):
-    """Trains the ensemble's members in turn (one: the model), resuming."""
-    deadline = time.monotonic() + 60 * (options.max_train_minutes or math.inf)
-    members = []
+    """Trains the ensemble's members in turn (one: the model), resuming.
+
+    Returns `(models, ends)`: the finished members' models, in order, and a
+    line of record per member (`MemberEnd` fields, or how far an unfinished
+    one got). Members train in order; once a cap cuts one, the later ones
+    wait for the next command.
+    """
+    cap = TrainingCap(options.max_train_minutes, options.stop_after_epochs)
+    models, ends = [], []
     for k, member_dir in enumerate(member_dirs(run.run_dir, options.ensemble)):
-        if k and (member_dir / "model.keras").exists():
-            members.append(load_trained_model(member_dir))
+        end, note = finished_end(member_dir, options.epochs)
+        if note:
+            print(note, file=sys.stderr)
+            if end is not None and run.chief:
+                write_end(member_dir, end)  # the rule's verdict, kept
+        if end is not None and (
+            end.reason != "epoch_limit" or end.epochs >= options.epochs
+        ):
+            if end.epochs:
+                run.progress.member_done(k, end.epochs)
+            run.progress.stage(
+                f"member {k + 1}/{options.ensemble}",
+                f"finished earlier ({end.epochs} epochs, {end.reason})",
+            )
+            models.append(
+                keras.saving.load_model(member_dir / MODEL_FILE, compile=False)
+            )
+            ends.append({"member": k + 1, "finished": True, **dataclasses.asdict(end)})
             continue
-        minutes_left = (deadline - time.monotonic()) / 60
-        if k and minutes_left <= 0:
-            print(f"No time left for ensemble member {k + 1}", file=sys.stderr)
-            break
-        if options.ensemble > 1:
-            print(f"Ensemble member {k + 1} of {options.ensemble}", file=sys.stderr)
-        member_options = dataclasses.replace(
-            options,
-            seed=options.seed + k,
-            max_train_minutes=options.max_train_minutes and minutes_left,
+        if cap.spent():
+            ends.append(_unfinished(k, member_dir))
+            continue
+        run.progress.stage(
+            f"member {k + 1}/{options.ensemble}",
+            f"training (seed {options.seed + k}, at most {options.epochs} epochs, "
+            f"from epoch {backed_up_epoch(member_dir) + 1})",
         )
-        model = _train_member(member_dir, run, member_options, k)
+        member_options = dataclasses.replace(options, seed=options.seed + k)
+        model, fit_end = _train_member(member_dir, run, member_options, k, cap)
+        if not fit_end.finished(options.epochs):
+            ends.append(_unfinished(k, member_dir))
+            continue
+        end = MemberEnd(
+            epochs=fit_end.epochs,
+            reason="early_stopping" if fit_end.early_stopped else "epoch_limit",
+            best=fit_end.best,
+            best_epoch=fit_end.best_epoch,
+            monitor=fit_end.monitor,
+        )
         if run.chief:
-            model.save(member_dir / "model.keras")
-        members.append(model)
-    return members
+            model.save(member_dir / MODEL_FILE)
+            write_end(member_dir, end)
+        run.progress.member_done(k, end.epochs)
+        models.append(model)
+        ends.append({"member": k + 1, "finished": True, **dataclasses.asdict(end)})
+    return models, ends
 
 
-def _export_and_evaluate(args, run, model, search):
-    """Exports `model`; scores the export unless `--skip-eval`."""
+def _fine_tune_members(run, options, risk, members, ends):
+    """Minimum-risk fine-tuning of each finished member, in place
+    (`models.risk_fine_tuning`); its record joins the member's."""
+    from models.risk_fine_tuning import RISK_DIR, fine_tune
+
+    encoded = run.encoded
+    if risk.risk_examples:
+        encoded = encoded.take(risk.risk_examples)
+    batches = data.batched(
+        encoded, options.batch_size, training=True, seed=options.seed
+    )
+    steps = int(batches.reduce(0, lambda count, _: count + 1))
+    documents = [d for d, _ in run.sample]
+    references = [s.decode("utf-8") for _, s in run.sample]
+    dirs = member_dirs(run.run_dir, options.ensemble)
+    for k, model in enumerate(members):
+        run.progress.stage(
+            f"minimum risk, member {k + 1}/{len(members)}",
+            f"at most {risk.risk_epochs} epochs of {steps} batches",
+        )
+        record = fine_tune(
+            model, batches, steps, (documents, references), run.features, risk, dirs[k]
+        )
+        model.save(dirs[k] / RISK_DIR / MODEL_FILE)
+        ends[k]["minimum_risk"] = record
+
+
+def _unfinished(k, member_dir):
+    return {"member": k + 1, "finished": False, "epochs": backed_up_epoch(member_dir)}
+
+
+def _export_and_evaluate(args, run, model, search, record, progress):
+    """Exports `model`; scores the export unless `--skip-eval`.
+
+    `record` (members, machine) goes into the export as `training.json`
+    with the stages' wall times, and from there into `metrics.json`.
+    """
+    progress.stage("export")
+    export_dir = Path(args.export_dir or f"saved_models/{args.name}")
+    files = {
+        "config.json": run.run_dir / "config.json",
+        "vocab.txt": run.run_dir / "vocab.txt",
+    }
+    files.update(model_files(run.run_dir))
+    # A member fine-tuned by minimum risk is served with those weights.
+    for name, path in list(files.items())[2:]:
+        tuned = Path(path).parent / "risk" / MODEL_FILE
+        if tuned.is_file():
+            files[name] = tuned
     version_dir = export(
-        model,
-        run.features,
-        Path(args.export_dir or f"saved_models/{args.name}"),
-        options=search,
-        extra_files={
-            "config.json": json.dumps(run.config.to_dict(), indent=2),
-            **model_files(run.run_dir),
-        },
+        model, run.features, export_dir, options=search, extra_files=files
     )
     print(f"Exported {version_dir}", file=sys.stderr)
-    if args.skip_eval:
-        return version_dir
-    from models import evaluate
+    if not args.skip_eval:
+        from models import evaluate
 
-    evaluate.evaluate(
-        version_dir,
-        split=args.eval_split,
-        data_dir=args.data_dir,
-        dataset=args.dataset,
-        tfds_dir=args.tfds_dir,
-        max_examples=args.max_eval_examples,
-    )
+        progress.stage("evaluation", f"the {args.eval_split} split")
+        evaluate.evaluate(
+            version_dir,
+            split=args.eval_split,
+            data_dir=args.data_dir,
+            dataset=args.dataset,
+            tfds_dir=args.tfds_dir,
+            max_examples=args.max_eval_examples,
+        )
+    record["stage_seconds"] = progress.finish()
+    _write_training_record(Path(version_dir), record)
     return version_dir
+
+
+def _write_training_record(version_dir, record):
+    """`training.json` in the export, and in its `metrics.json` if written."""
+    (version_dir / TRAINING_RECORD_FILE).write_text(json.dumps(record, indent=2) + "\n")
+    metrics_path = version_dir / "metrics.json"
+    if metrics_path.is_file():
+        metrics = json.loads(metrics_path.read_text())
+        metrics["training"] = record
+        metrics_path.write_text(json.dumps(metrics, indent=2) + "\n")

@@ -9,16 +9,23 @@ to show everything. Importing `models` itself changes nothing.
 """
 
 import contextlib
+import dataclasses
 import os
 import sys
+
+VERBOSE_HELP = "show TensorFlow's start-up lines and C++ logs (hidden by default)"
 
 
 def add_verbose_flag(parser):
     """Adds `--verbose`: TensorFlow's start-up and C++ log lines shown."""
-    parser.add_argument(
-        "--verbose",
-        action="store_true",
-        help="show TensorFlow's start-up lines and C++ logs (hidden by default)",
+    parser.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
+
+
+def verbose_field():
+    """The `verbose` field of a command's settings dataclass: `--verbose`
+    (`models.flags`), TensorFlow's start-up and C++ log lines shown."""
+    return dataclasses.field(
+        default=False, metadata={"action": "store_true", "help": VERBOSE_HELP}
     )
 
 

@@ -19,18 +19,58 @@ from models import data
 from models.callbacks import (
     AveragedWeights,
     Backup,
+    EpochReport,
+    EpochSeeds,
     InterruptBetweenSteps,
-    TimeBudget,
     ValidationRouge,
     uses_ema,
 )
-from models.runs import (
+from models.errors import UserError
+from models.run_folder import (
     load_config_and_vocabulary,
     load_run,
     make_features,
     save_vocabulary,
 )
 from models.summarizer import HeadlineSummarizer
+
+BACKUP_DIR = "backup"
+BEST_WEIGHTS_FILE = "best.weights.h5"
+
+
+@dataclasses.dataclass
+class FitEnd:
+    """How a member's training ended.
+
+    Attributes:
+        epochs: Epochs trained in all, those of earlier (resumed) commands
+            included.
+        early_stopped: Whether early stopping ended it.
+        capped: Whether a `TrainingCap` stopped it.
+        best: The best validation score (`monitor`), None before an epoch.
+        best_epoch: Its epoch, counted from 1.
+        monitor: `"val_rouge1"` or `"val_loss"`.
+    """
+
+    epochs: int
+    early_stopped: bool
+    capped: bool
+    best: float | None
+    best_epoch: int | None
+    monitor: str
+
+    def finished(self, max_epochs):
+        """Whether the member is done: stopped early, or at `max_epochs`."""
+        return self.early_stopped or self.epochs >= max_epochs
+
+
+def backed_up_epoch(run_dir):
+    """The epoch a rerun in `run_dir` resumes at (0: none backed up)."""
+    path = Path(run_dir) / BACKUP_DIR / "training_metadata.json"
+    try:
+        return int(json.loads(path.read_text())["epoch"])
+    except (OSError, ValueError, KeyError):
+        return 0
 
 
 def prepare_run(run_dir, train_split, config, options, init_from=None):
@@ -92,9 +132,26 @@ def build_model(config, options, strategy=None):
     return model
 
 
-def fit(model, train_batches, validation_batches, run_dir, options, callbacks=()):
+def fit(
+    model,
+    train_batches,
+    validation_batches,
+    run_dir,
+    options,
+    callbacks=(),
+    *,
+    cap=None,
+    steps_per_epoch=None,
+    on_epoch=None,
+):
     """Trains with backups (resume), best-model checkpoint, early stopping
     and, if `options.lr_decay` < 1, a learning rate that falls at plateaus.
+
+    `train_batches` starts at the epoch the run's backup holds
+    (`backed_up_epoch`), as `models.data.epoch_batches` makes them;
+    `steps_per_epoch` is its steps an epoch (None: `options`'). `cap`: a
+    `TrainingCap` shared by the command's members. `on_epoch`: called at
+    each epoch's end as `callbacks.EpochReport` says. Returns a `FitEnd`.
 
     The best model and early stopping follow validation ROUGE-1 when a
     `ValidationRouge` callback computes it (the metric the model is for),
@@ -103,7 +160,7 @@ def fit(model, train_batches, validation_batches, run_dir, options, callbacks=()
     all three see it (`AveragedWeights`).
     """
     run_dir = Path(run_dir)
-    best_path = run_dir / "best.weights.h5"
+    best_path = run_dir / BEST_WEIGHTS_FILE
     by_rouge = any(isinstance(c, ValidationRouge) for c in callbacks)
     monitor, mode = ("val_rouge1", "max") if by_rouge else ("val_loss", "min")
     checkpoint = keras.callbacks.ModelCheckpoint(
@@ -140,27 +197,75 @@ def fit(model, train_batches, validation_batches, run_dir, options, callbacks=()
         *decay,
         *[a.restorer() for a in averaged],
         Backup(
-            str(run_dir / "backup"),
-            save_freq=options.checkpoint_every,
+            str(run_dir / BACKUP_DIR),
+            save_freq=options.checkpoint_every or "epoch",
             tracked=[checkpoint, stopping, *decay],
         ),
         # Per epoch: with a batch frequency, Keras records only on those
         # batches, and drops the epoch's scalars (and ValidationRouge's) too.
         keras.callbacks.TensorBoard(str(run_dir / "logs"), update_freq="epoch"),
     ]
-    if options.max_train_minutes:
-        all_callbacks.append(TimeBudget(options.max_train_minutes))
+    if on_epoch is not None:
+        all_callbacks.insert(
+            all_callbacks.index(stopping) + 1, EpochReport(on_epoch, stopping)
+        )
+    if cap is not None:
+        # Before the backup: the epoch at which it stops is backed up.
+        all_callbacks.insert(all_callbacks.index(checkpoint), cap)
+    first_epoch = backed_up_epoch(run_dir)
     interrupt = InterruptBetweenSteps()
     with interrupt.deferring():
-        history = model.fit(
+        model.fit(
             train_batches,
             validation_data=validation_batches,
             epochs=options.epochs,
-            steps_per_epoch=options.steps_per_epoch,
-            callbacks=[*all_callbacks, interrupt],
+            steps_per_epoch=steps_per_epoch or options.steps_per_epoch,
+            callbacks=[
+                EpochCheck(first_epoch),
+                EpochSeeds(options.seed),
+                *all_callbacks,
+                interrupt,
+            ],
             shuffle=False,  # the dataset shuffles itself
             verbose=1,
         )
     if best_path.exists():
         model.load_weights(str(best_path))
-    return history
+    best = (
+        None
+        if checkpoint.best in (None, float("inf"), float("-inf"))
+        else checkpoint.best
+    )
+    return FitEnd(
+        epochs=backed_up_epoch(run_dir),
+        early_stopped=stopping.wait >= stopping.patience > 0
+        or bool(stopping.stopped_epoch),
+        capped=bool(cap is not None and cap.stopped),
+        best=None if best is None else float(best),
+        best_epoch=None if best is None else int(stopping.best_epoch) + 1,
+        monitor=monitor,
+    )
+
+
+class EpochCheck(keras.callbacks.Callback):
+    """Fails a fit that Keras starts at another epoch than its data.
+
+    The data of a resumed run starts at the epoch its backup holds. Keras
+    falls back to the previous backup when the latest one is torn (a kill
+    while it was written); that fallback is copied into place, so the same
+    command, run again, starts both at the same epoch.
+    """
+
+    def __init__(self, first_epoch):
+        super().__init__()
+        self.first_epoch = first_epoch
+        self.checked = False
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if not self.checked and epoch != self.first_epoch:
+            raise UserError(
+                f"the backup of this run was torn and Keras fell back to epoch "
+                f"{epoch}, not {self.first_epoch}: run the same command again "
+                "to resume from it"
+            )
+        self.checked = True

@@ -14,9 +14,9 @@ import functools
 import numpy as np
 import tensorflow as tf
 
-from models.batching import headlines_in_batches
 from models.inference import HeadlineModule
 from models.metrics import mean_rouge
+from models.saved_model_client import headlines_in_batches
 
 
 def tune_search_options(

@@ -6,6 +6,7 @@ another backend they are deselected, not skipped, so every backend's run
 reports only tests that really ran.
 """
 
+import functools
 import os
 import random
 import re
@@ -225,6 +226,27 @@ def backend_gradient(fn, *arrays):
         fn(*xs).backward()
         return [x.grad.detach().cpu().numpy() for x in xs]
     raise NotImplementedError(f"No gradient helper for backend {BACKEND!r}")
+
+
+@pytest.fixture
+def compiled():
+    """`compiled(fn, **kwargs)`: `fn` with `kwargs` bound, under `jax.jit` or
+    `tf.function` (on torch as it is). On JAX one compilation costs less than
+    compiling each op eagerly."""
+    return compile_function
+
+
+def compile_function(fn, **kwargs):
+    fn = functools.partial(fn, **kwargs)
+    if BACKEND == "jax":
+        import jax
+
+        return jax.jit(fn)
+    if BACKEND == "tensorflow":
+        import tensorflow as tf
+
+        return tf.function(fn)
+    return fn
 
 
 @pytest.fixture

@@ -23,8 +23,8 @@ import numpy as np
 import tensorflow as tf
 
 from models.config import SearchOptions
-from models.features import END_ID, PAD_ID, TextFeatures
 from models.text import RESERVED
+from models.text_features import END_ID, PAD_ID, TextFeatures
 
 FILLER = "filler"
 WORDS = list(RESERVED) + [

@@ -16,10 +16,10 @@ from test_summarizer import VOCAB, tiny_batch
 from models.config import SearchOptions
 from models.ensemble import SummarizerEnsemble
 from models.errors import UserError
-from models.features import TextFeatures
 from models.inference import HeadlineModule
-from models.runs import with_dtype_policy
+from models.run_folder import with_dtype_policy
 from models.text import RESERVED
+from models.text_features import TextFeatures
 
 pytestmark = pytest.mark.tf_only
 

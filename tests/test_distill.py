@@ -74,8 +74,7 @@ def test_kill_9_loses_at_most_the_chunk_being_decoded(tmp_path):
     """A real SIGKILL while chunks are written: every chunk file is whole."""
     script = textwrap.dedent(
         f"""
-        import sys, time
-        sys.path.insert(0, {str(ROOT)!r})
+        import time
         from models import distill
         docs = [f"doc {{i}} words" for i in range(400)]
         def decode(batch):
@@ -260,7 +259,7 @@ def test_train_py_distills_a_student_from_a_runs_weights_and_exports_it(
     import numpy as np
     import tensorflow as tf
 
-    from models.runs import load_trained_model
+    from models.run_folder import load_trained_model
 
     write_org_data(tmp_path / "data")
     teacher = _last_two_words_teacher(tmp_path / "teacher" / "1")
@@ -310,3 +309,62 @@ def test_train_py_distills_a_student_from_a_runs_weights_and_exports_it(
     )
     metrics = json.loads((tmp_path / "export" / "1" / "metrics.json").read_text())
     assert {"beam", "greedy"} <= set(metrics["systems"])
+
+
+@pytest.mark.slow
+def test_one_command_makes_the_served_student_from_a_plain_export(trained, tmp_path):
+    """`train.py --distill-from <export>` alone: the student starts from the
+    export's first member (its weights, config and vocabulary), learns from
+    the export's `n_best` lists (Seq-Inter), and its export serves greedy
+    search by default. At learning rate 0 it keeps the teacher's weights."""
+    import numpy as np
+    import tensorflow as tf
+
+    from models.run_folder import load_trained_model
+
+    write_org_data(tmp_path / "data")
+    teacher = trained[0] / "export" / "1"
+    command = train_command(
+        tmp_path,
+        "--distill-from",
+        str(teacher),
+        *("--epochs", "1", "--steps-per-epoch", "2", "--learning-rate", "0"),
+        *("--validation-rouge-examples", "0", "--max-eval-examples", "8"),
+    )
+    # The student recipe's own search: one beam.
+    at = command.index("--beam-size")
+    del command[at : at + 2]
+    result = run(command)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"weights from {teacher}" in result.stderr
+    manifest = json.loads((tmp_path / "run" / "teacher" / "manifest.json").read_text())
+    assert manifest["signature"] == "n_best"
+    options = json.loads(
+        (tmp_path / "export" / "1" / "search_options.json").read_text()
+    )
+    assert options["beam_size"] == 1
+
+    for name in ("config.json", "vocab.txt"):
+        assert (tmp_path / "run" / name).read_text() == (teacher / name).read_text()
+    started = keras_model(teacher / "model.keras")
+    student = load_trained_model(tmp_path / "run")
+    for a, b in zip(started.weights, student.weights, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=a.path)
+
+    export = tf.saved_model.load(str(tmp_path / "export" / "1"))
+    documents = tf.constant(
+        (tmp_path / "data" / "org_data" / "test.src.txt").read_text().splitlines()
+    )
+    default = export.signatures["serving_default"](documents=documents)
+    greedy = export.signatures["greedy"](documents=documents)
+    np.testing.assert_array_equal(
+        default["headlines"].numpy(), greedy["headlines"].numpy()
+    )
+
+
+def keras_model(path):
+    import keras
+
+    import models.summarizer  # noqa: F401  (registers the model with Keras)
+
+    return keras.saving.load_model(path, compile=False)

@@ -8,10 +8,10 @@ from test_summarizer import VOCAB, tiny_batch, tiny_config
 
 from models.config import SearchOptions
 from models.ensemble import SummarizerEnsemble
-from models.features import TextFeatures
 from models.inference import HeadlineModule
 from models.summarizer import HeadlineSummarizer
 from models.text import RESERVED
+from models.text_features import TextFeatures
 
 pytestmark = pytest.mark.tf_only
 

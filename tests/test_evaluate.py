@@ -15,12 +15,14 @@ import tensorflow as tf  # noqa: E402
 
 from models import evaluate as ev  # noqa: E402
 from models import (  # noqa: E402
-    heatmap,  # noqa: E402
-    layout,
+    heatmap,
     metrics,
+    version_folders,
 )
+from models.baselines import lead_baseline  # noqa: E402
 from models.errors import UserError  # noqa: E402
 from models.heatmap import attention_png_bytes, plot_attention  # noqa: E402
+from models.saved_model_client import decode_documents  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -70,7 +72,7 @@ def test_rouge_partial_overlap_by_hand():
     # one bigram among the reference's 3: F(1, 1/3) = 1/2; LCS 2.
     pairs = {"rouge1": (3 / 4, 2 / 3), "rouge2": (2 / 3, 1 / 2)}
     pairs["rougeL"] = pairs["rougeLsum"] = pairs["rouge1"]
-    out = ev.rouge_with_intervals(preds, refs, n_bootstrap=200)
+    out = metrics.rouge_with_intervals(preds, refs, n_bootstrap=200)
     for metric, (first, second) in pairs.items():
         # Scores are rounded to 4 decimals.
         assert out[metric]["f1"] == pytest.approx(50 * (first + second), abs=5e-5)
@@ -114,12 +116,20 @@ def test_rouge_rejects_mismatched_lengths():
 
 
 def test_lead_baseline():
-    assert ev.lead_baseline(["a b c d e f g h i j", "x y", ""]) == [
+    assert lead_baseline(["a b c d e f g h i j", "x y", ""]) == [
         "a b c d e f g h",
         "x y",
         "",
     ]
-    assert ev.lead_baseline(["a  b\tc d"], n_words=3) == ["a b c"]
+    assert lead_baseline(["a  b\tc d"], n_words=3) == ["a b c"]
+    # A Chinese or Japanese character is a word, written as the text writes
+    # it; a no-break space separates words as `str.split` says.
+    assert lead_baseline(
+        ["東京株式市場が上昇した。", "Tokyo 東京。NEC 株価", "a\u00a0b c"], n_words=4
+    ) == ["東京株式", "Tokyo 東京。", "a b c"]
+    assert lead_baseline(["ゲームです。500 B.C. から"], n_words=8) == [
+        "ゲームです。500 B.C."
+    ]
 
 
 # ---------------------------------------------------------------------------
@@ -244,33 +254,33 @@ def data_dir(tmp_path):
 
 
 def test_decode_documents_each_signature(saved_model):
-    beam = ev.decode_documents(saved_model, DOCS, batch_size=2, progress=False)
+    beam = decode_documents(saved_model, DOCS, batch_size=2, progress=False)
     assert beam == [" ".join(d.split()[:3]) for d in DOCS]
-    greedy = ev.decode_documents(
+    greedy = decode_documents(
         saved_model / "1", DOCS[:3], signature="greedy", progress=False
     )
     assert greedy == [" ".join(d.split()[:2]) for d in DOCS[:3]]
-    readable = ev.decode_documents(saved_model, DOCS[:2], output="headlines")
+    readable = decode_documents(saved_model, DOCS[:2], output="headlines")
     assert readable == ["<police> arrest five", "<the> central bank"]
     with pytest.raises(UserError, match="no 'nope' signature"):
-        ev.decode_documents(saved_model, DOCS, signature="nope")
+        decode_documents(saved_model, DOCS, signature="nope")
 
 
 def test_resolve_version_dir_picks_newest_integer(tmp_path):
     for name in ("2", "10", "latest"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "saved_model.pb").write_bytes(b"")
-    assert layout.resolve_version_dir(tmp_path) == str(tmp_path / "10")
-    assert layout.resolve_version_dir(tmp_path / "2") == str(tmp_path / "2")
+    assert version_folders.resolve_version_dir(tmp_path) == str(tmp_path / "10")
+    assert version_folders.resolve_version_dir(tmp_path / "2") == str(tmp_path / "2")
     with pytest.raises(UserError, match="not found"):
-        layout.resolve_version_dir(tmp_path / "missing")
+        version_folders.resolve_version_dir(tmp_path / "missing")
     (tmp_path / "empty" / "3").mkdir(parents=True)  # a version without a model
     with pytest.raises(UserError, match="No SavedModel"):
-        layout.resolve_version_dir(tmp_path / "empty")
+        version_folders.resolve_version_dir(tmp_path / "empty")
 
 
 def test_evaluate_writes_metrics_and_heatmaps(saved_model, data_dir, tmp_path, capsys):
-    metrics = ev.evaluate(
+    record = ev.evaluate(
         saved_model,
         "test",
         data_dir=data_dir,
@@ -282,7 +292,7 @@ def test_evaluate_writes_metrics_and_heatmaps(saved_model, data_dir, tmp_path, c
     version = saved_model / "1"
     with open(version / "metrics.json") as f:
         written = json.load(f)
-    assert written == metrics
+    assert written == record
     assert written["num_examples"] == len(DOCS)
     assert written["split"] == "test"
     assert written["signatures"] == {
@@ -292,7 +302,7 @@ def test_evaluate_writes_metrics_and_heatmaps(saved_model, data_dir, tmp_path, c
     }
     systems = written["systems"]
     assert set(systems) == {"beam", "greedy", "lead_8"}
-    expected = ev.rouge_with_intervals(
+    expected = metrics.rouge_with_intervals(
         [" ".join(d.split()[:3]) for d in DOCS], REFS, n_bootstrap=100
     )
     # TFDS yields its own (fixed) order, so the bootstrap resamples other
@@ -301,7 +311,7 @@ def test_evaluate_writes_metrics_and_heatmaps(saved_model, data_dir, tmp_path, c
         assert score["f1"] == pytest.approx(expected[metric]["f1"], abs=1e-3)
         assert score["low"] <= score["f1"] <= score["high"]
     for scores in systems.values():
-        assert set(scores) == set(ev.ROUGE_TYPES)
+        assert set(scores) == set(metrics.ROUGE_TYPES)
         for value in scores.values():
             assert value["low"] <= value["f1"] <= value["high"]
     assert written["heatmaps"] == ["heatmaps/example_0.png", "heatmaps/example_1.png"]

@@ -29,8 +29,8 @@ import httpx  # noqa: E402
 from servers import ROOT, Server  # noqa: E402
 
 from models.export import TMP_PREFIX, remove_stale_temporaries  # noqa: E402
-from models.layout import version_dirs  # noqa: E402
 from models.serve.servable import ModelManager  # noqa: E402
+from models.version_folders import version_dirs  # noqa: E402
 
 # The trial: at least 20 kills (fewer with `KILL_TRIALS` while
 # working on this file).

@@ -11,22 +11,18 @@ import pytest
 pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
 
 import json  # noqa: E402
-import sys  # noqa: E402
 
 import h5py  # noqa: E402
-import numpy as np  # noqa: E402
-from e2e import ROOT, train_command, write_org_data  # noqa: E402
-
-sys.path.insert(0, str(ROOT))
-
 import keras  # noqa: E402
+import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from e2e import train_command, write_org_data  # noqa: E402
 
 import keras_attn  # noqa: E402
 from models import data, pipeline, training  # noqa: E402
 from models.config import SearchOptions, SummarizerConfig, TrainOptions  # noqa: E402
-from models.features import RESERVED, TextFeatures  # noqa: E402
 from models.inference import HeadlineModule  # noqa: E402
+from models.text_features import RESERVED, TextFeatures  # noqa: E402
 
 WORDS = ["alpha", "beta", "gamma", "delta", "said", "."]
 LAYERS = {
@@ -108,7 +104,7 @@ def _greedy_by_hand(model, source, steps):
     return [" ".join(w) for w in words], total
 
 
-def test_coverage_no_copy_gru_time_budget_export(tmp_path, monkeypatch, capsys):
+def test_coverage_no_copy_gru_epoch_cap_export(tmp_path, monkeypatch, capsys):
     write_org_data(tmp_path / "data", sizes=(48, 8, 8))
     splits, models = [], []
     real_load, real_fit = data.load_split, pipeline.fit
@@ -132,15 +128,14 @@ def test_coverage_no_copy_gru_time_budget_export(tmp_path, monkeypatch, capsys):
         "--attention",
         "bahdanau-normalized",
         "--epochs",
-        "3",
+        "1",
         "--steps-per-epoch",
         "4",
-        # 0.03 s: the budget is spent by the end of the first step, so the
-        # ensemble's later members have no time left.
-        "--max-train-minutes",
-        "0.0005",
+        # Member 1 trains its one epoch; the cap leaves member 2 unstarted.
+        "--stop-after-epochs",
+        "1",
         "--ensemble",
-        "3",
+        "2",
         "--tune-decoding",
         "--tune-examples",
         "4",
@@ -156,11 +151,14 @@ def test_coverage_no_copy_gru_time_budget_export(tmp_path, monkeypatch, capsys):
     assert code == 0, err[-3000:]
     # Training, tuning and export read train and validation only.
     assert set(splits) == {"train", "validation"}
-    # The time budget stopped training after its first step.
+    # The cap stopped the command after member 1, which alone is served.
     [model] = models
-    assert "No time left for ensemble member 2" in err
+    assert "member 2 is unfinished (0 of at most 1 epochs)" in err
     assert not (tmp_path / "run" / "member-1").exists()
-    assert int(model.optimizer.iterations) == 1
+    assert int(model.optimizer.iterations) == 4
+    assert sorted(p.name for p in (tmp_path / "export" / "1").glob("*.keras")) == [
+        "model.keras"
+    ]
     assert isinstance(model.attention, keras_attn.CoverageAttention)
     assert model.attention.normalize
 
@@ -174,7 +172,7 @@ def test_coverage_no_copy_gru_time_budget_export(tmp_path, monkeypatch, capsys):
     reloaded = keras.saving.load_model(version / "model.keras", compile=False)
     assert isinstance(reloaded.attention, keras_attn.CoverageAttention)
     # The export decodes what a search of the saved model decodes.
-    from models.runs import load_run
+    from models.run_folder import load_run
 
     _, features = load_run(tmp_path / "run")
     options = SearchOptions(**json.loads((version / "search_options.json").read_text()))

@@ -7,7 +7,6 @@ weights are a distribution over the past steps.
 The example is pure Keras: it runs on every backend.
 """
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -20,22 +19,14 @@ pytestmark = pytest.mark.slow
 import matplotlib  # noqa: E402, F401
 import statsmodels  # noqa: E402, F401
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "forecast.py"
-
-
-def _load_example():
-    # By path: `examples/` is not an installed package.
-    spec = importlib.util.spec_from_file_location("forecast_example", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 # Session scope: built once per worker process, whatever order the worker
 # runs the tests in.
 @pytest.fixture(scope="session")
 def example():
-    return _load_example()
+    from examples import forecast
+
+    return forecast
 
 
 @pytest.fixture(scope="session")

@@ -235,7 +235,7 @@ ROUGE = [20.0, 35.0, 30.0, 25.0] + [10.0] * 46
 SCRIPTED_ROUGE = f"""
 import sys
 import time
-sys.path.insert(0, {str(ROOT)!r})
+
 import train
 
 ROUGE = {ROUGE!r}
@@ -317,7 +317,6 @@ def test_resume_after_kill(tmp_path, monkeypatch, capsys):
     weights, optimizer (step counter included), best model, early stopping."""
     import keras
 
-    sys.path.insert(0, str(ROOT))
     from models import pipeline, training
     from models.config import TrainOptions
 
@@ -366,9 +365,11 @@ def test_resume_after_kill(tmp_path, monkeypatch, capsys):
 
     real_fit = pipeline.fit
 
-    def fit_with_probe(model, train, validation, run_dir, options, callbacks=()):
+    def fit_with_probe(
+        model, train, validation, run_dir, options, callbacks=(), **kwargs
+    ):
         return real_fit(
-            model, train, validation, run_dir, options, [*callbacks, Probe()]
+            model, train, validation, run_dir, options, [*callbacks, Probe()], **kwargs
         )
 
     def scripted_rouge(self, epoch, logs=None):
@@ -395,7 +396,6 @@ def test_resume_after_kill(tmp_path, monkeypatch, capsys):
 
 def train_main(capsys, argv):
     """train.py's main in this process: error paths fail before training."""
-    sys.path.insert(0, str(ROOT))
     import train
 
     code = train.main(argv)

@@ -189,7 +189,7 @@ def test_max_batch_size_caps_a_batch(servers):
 @pytest.mark.parametrize("value", ["0", "-3"])
 def test_command_line_rejects_non_positive_values(flag, value, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        cli.parse_args(["--model-dir", "m", f"{flag}={value}"])
+        cli.parse_serve_settings(["--model-dir", "m", f"{flag}={value}"])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {flag}: must be > 0. Received: {value}" in err
@@ -199,13 +199,13 @@ def test_command_line_rejects_non_positive_values(flag, value, capsys):
 def test_command_line_rejects_negative_times(flag, capsys):
     assert (
         getattr(
-            cli.parse_args(["--model-dir", "m", f"{flag}=0"]),
+            cli.parse_serve_settings(["--model-dir", "m", f"{flag}=0"]),
             flag[2:].replace("-", "_"),
         )
         == 0
     )
     with pytest.raises(SystemExit) as exit_info:
-        cli.parse_args(["--model-dir", "m", f"{flag}=-1"])
+        cli.parse_serve_settings(["--model-dir", "m", f"{flag}=-1"])
     assert exit_info.value.code == 2
     assert f"argument {flag}: must be >= 0. Received: -1" in capsys.readouterr().err
 

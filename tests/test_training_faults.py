@@ -124,7 +124,7 @@ def test_an_ensemble_killed_in_its_second_member_resumes_that_member(tmp_path, c
     the export is the mean of both members, and `models.export --members 1`
     exports the first alone."""
     import train  # the checkout's command line, from the repository root
-    from models.runs import load_trained_model
+    from models.run_folder import load_trained_model
 
     write_org_data(tmp_path / "data")
     command = train_command(tmp_path, "--epochs", "4", "--ensemble", "2", *SHORT)
@@ -133,7 +133,7 @@ def test_an_ensemble_killed_in_its_second_member_resumes_that_member(tmp_path, c
         command, second, 1, signal.SIGKILL, tmp_path / "first.log"
     )
     assert code == -signal.SIGKILL
-    assert "Ensemble member 2 of 2" in err
+    assert "[train.py] member 2/2: training" in err
     assert 1 <= epoch < 4
     assert (run_dir / "model.keras").is_file()  # the first, finished
     assert not (second / "model.keras").exists()
@@ -145,7 +145,7 @@ def test_an_ensemble_killed_in_its_second_member_resumes_that_member(tmp_path, c
     # The first member has all its epochs: none trained again. The second
     # goes on from its backup.
     assert _epochs(capsys.readouterr().out) == [(e, 4) for e in range(epoch + 1, 5)]
-    # Saved again (a new zip), with the same weights.
+    # Loaded as it was saved.
     for got, want in zip(_weights(run_dir / "model.keras"), first_member, strict=True):
         np.testing.assert_array_equal(np.asarray(got), want)
     # The run, as `models.export` loads it, and the export hold both
@@ -171,7 +171,7 @@ def _assert_ensemble_export(run_dir, version, members, one_dir):
     from models import export
     from models.config import SearchOptions
     from models.inference import HeadlineModule
-    from models.runs import load_run
+    from models.run_folder import load_run
 
     _, features = load_run(run_dir)
     options = SearchOptions(**json.loads((version / "search_options.json").read_text()))

@@ -9,23 +9,25 @@ One module per concern, each importing only those before it:
 * `splits`: one split as `(document, summary)` pairs, from TFDS, a prepared
   TFDS folder, a local copy or plain text files (`load_split`);
 * `batches`: shuffled, length-bucketed, padded batches (`make_batches`);
-* `vocabulary`: the words of a training split (`split_vocabulary`);
+* `word_counts`: the words of a training split, counted and ranked
+  (`count_words`, `split_vocabulary`);
 * `examples`: pairs to the model's examples and batches (`encode_dataset`,
-  `batched`).
+  `batched`, `epoch_batches`).
 """
 
 from models.config import SPLITS
 from models.data.batches import make_batches
-from models.data.examples import batched, encode_dataset
+from models.data.examples import batched, encode_dataset, epoch_batches
 from models.data.offline import prepare_offline
 from models.data.splits import load_split
-from models.data.vocabulary import count_words, split_vocabulary
+from models.data.word_counts import count_words, split_vocabulary
 
 __all__ = [
     "SPLITS",
     "batched",
     "count_words",
     "encode_dataset",
+    "epoch_batches",
     "load_split",
     "make_batches",
     "prepare_offline",

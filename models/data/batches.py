@@ -20,6 +20,7 @@ def make_batches(
     bucket_boundaries=(16, 24, 32, 48, 64),
     shuffle=True,
     seed=None,
+    reshuffle=True,
     cache=True,
 ):
     """Encodes, caches, shuffles, buckets by length, pads and prefetches.
@@ -45,6 +46,8 @@ def make_batches(
             to the longest in its batch (with 0 or b"").
         shuffle: shuffle examples (files are read in order).
         seed: shuffle seed, for reproducible order.
+        reshuffle: a new order each time the dataset is iterated (False:
+            the same order every time, as `seed` sets it).
         cache: cache the encoded examples in memory.
 
     Returns:
@@ -70,7 +73,7 @@ def make_batches(
     if cache:
         ds = ds.cache()
     if shuffle:
-        ds = ds.shuffle(_SHUFFLE_BUFFER, seed=seed, reshuffle_each_iteration=True)
+        ds = ds.shuffle(_SHUFFLE_BUFFER, seed=seed, reshuffle_each_iteration=reshuffle)
     ds = ds.bucket_by_sequence_length(
         element_length_func=length_fn or _default_length,
         bucket_boundaries=boundaries,

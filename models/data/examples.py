@@ -8,7 +8,7 @@ from models.data.batches import make_batches
 def encode_dataset(dataset, features):
     """`(document, summary)` strings to `(inputs, target_out)` examples.
 
-    `features`: the run's `models.features.TextFeatures`.
+    `features`: the run's `models.text_features.TextFeatures`.
     """
 
     def encode(documents, summaries):
@@ -51,7 +51,61 @@ def batched(encoded, batch_size, *, training, seed=0):
     return make_batches(
         encoded,
         batch_size=batch_size,
-        length_fn=lambda inputs, target: tf.shape(inputs["source_ids"])[0],
+        length_fn=_source_length,
         shuffle=training,
         seed=seed,
     )
+
+
+def _source_length(inputs, target):
+    return tf.shape(inputs["source_ids"])[0]
+
+
+def epoch_batches(encoded, batch_size, *, seed, epochs, steps_per_epoch=None):
+    """Training batches of `epochs` (a `range`), each epoch shuffled by its
+    own seed, one after another; and the steps of one epoch.
+
+    Epoch `e` is the same whether it follows epoch `e - 1` in one process or
+    starts a resumed run: the shuffle of each epoch is seeded by `(seed, e)`
+    alone, never by how many epochs this process has iterated. Every epoch
+    has the same number of batches whatever its order (each length bucket
+    gives `ceil(examples / batch_size)` of them), counted once.
+
+    Args:
+        encoded: the training examples (`encode_dataset`), cached here.
+        batch_size: examples per batch.
+        seed: the run's seed.
+        epochs: the epochs to cover, e.g. `range(initial_epoch, 60)`.
+        steps_per_epoch: batches an epoch (None: a pass over the data; more
+            than a pass goes on into the same order again).
+
+    Returns:
+        `(dataset, steps_per_epoch)`.
+    """
+    cached = encoded.cache()
+
+    def one_epoch(epoch):
+        return make_batches(
+            cached,
+            batch_size=batch_size,
+            length_fn=_source_length,
+            seed=_epoch_seed(seed, epoch),
+            reshuffle=False,
+            cache=False,
+        )
+
+    if steps_per_epoch is None:
+        steps_per_epoch = int(one_epoch(0).reduce(0, lambda count, _: count + 1))
+    epochs = list(epochs)
+    if not epochs:
+        raise ValueError(f"`epochs` must not be empty. Received: epochs={epochs}")
+    parts = [one_epoch(e).repeat().take(steps_per_epoch) for e in epochs]
+    dataset = parts[0]
+    for part in parts[1:]:
+        dataset = dataset.concatenate(part)
+    return dataset.prefetch(tf.data.AUTOTUNE), steps_per_epoch
+
+
+def _epoch_seed(seed, epoch):
+    # Distinct for every (seed, epoch) pair a run can meet, and in int64.
+    return (int(seed) * 100_003 + int(epoch)) % (2**31 - 1)

@@ -6,7 +6,7 @@
 * `shards`: a batch decoded as several searches at once
   (`SearchOptions.shards`).
 
-Decoding many documents, batch by batch, is `models.batching`'s.
+Decoding many documents, batch by batch, is `models.saved_model_client`'s.
 """
 
 from models.inference.module import HeadlineModule

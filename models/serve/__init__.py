@@ -16,15 +16,20 @@ the headline and its attention heatmap.
 
 One module per part, each importing only those before it:
 
-* `servable`: a loaded version (`Servable`) and the hot-swapping `ModelManager`;
+* `settings`: the server's settings (`ServerConfig`) and the command
+  line's (`ServeSettings`), plain dataclasses;
+* `servable`: a loaded version (`Servable`, through
+  `models.saved_model_client`) and the hot-swapping `ModelManager`;
 * `batcher`: the `Batcher` worker that merges requests into one call;
 * `codec`: JSON <-> numpy for the row and columnar formats;
-* `app`: the Starlette app (`create_app`, `ServerConfig`);
-* `cli`: the command line (`python -m models.serve`).
+* `app`: the Starlette app (`create_app`);
+* `cli`: the command line (`python -m models.serve`, `parse_serve_settings`).
 
 Only TensorFlow, numpy, starlette and uvicorn are needed: this package must
 never import the model-building code (`keras_attn` or the other `models/`
-modules), so that it can run anywhere the SavedModel can.
+modules but `errors`, `flags`, `startup`, `version_folders` and
+`saved_model_client`, which import none of it), so that it can run anywhere
+the SavedModel can.
 
 The app's names are read from `models.serve.app` when first used, so that
 `python -m models.serve` parses its flags and hides TensorFlow's start-up lines
@@ -33,10 +38,18 @@ The app's names are read from `models.serve.app` when first used, so that
 
 import importlib
 
-from models.serve.cli import main, parse_args
+from models.serve.cli import main, parse_serve_settings
+from models.serve.settings import ServerConfig, ServeSettings
 
-__all__ = ["HeadlineServer", "ServerConfig", "create_app", "main", "parse_args"]
-_APP_NAMES = ("HeadlineServer", "ServerConfig", "create_app")
+__all__ = [
+    "HeadlineServer",
+    "ServeSettings",
+    "ServerConfig",
+    "create_app",
+    "main",
+    "parse_serve_settings",
+]
+_APP_NAMES = ("HeadlineServer", "create_app")
 
 
 def __getattr__(name):

@@ -8,7 +8,6 @@ import queue
 import re
 import time
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
 import tensorflow as tf
@@ -39,21 +38,6 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 # The beam-search signatures whose outputs `length_control` also gives: a
 # request to one of them with length fields is answered by it.
 _LENGTH_CONTROLLED = (DEFAULT_SIGNATURE, "attention")
-
-
-@dataclass
-class ServerConfig:
-    """Settings of one server; the CLI flags map one-to-one onto these fields."""
-
-    model_dir: str
-    model_name: str = "headlines"
-    max_batch_size: int = 64
-    batch_timeout_ms: float = 5.0
-    max_queue: int = 256
-    max_body_bytes: int = 1_000_000
-    max_instances: int = 64
-    request_timeout_s: float = 30.0
-    poll_seconds: float = 2.0
 
 
 # ------------------------------------------------------------------------- the app
@@ -493,6 +477,9 @@ class _AccessLog:
 
 def create_app(config):
     """Loads the newest model version in `config.model_dir` and builds the app.
+
+    Args:
+        config: A `ServerConfig` (or the command line's `ServeSettings`).
 
     Raises:
         FileNotFoundError: if `config.model_dir` holds no complete version folder.

@@ -9,28 +9,16 @@ from typing import Any
 
 import tensorflow as tf
 from google.protobuf import json_format
-from tensorflow.core.protobuf import saved_model_pb2
 
 from models.errors import UserError
-from models.layout import SAVED_MODEL_FILE, version_dirs
+from models.saved_model_client import load_saved_model, signature_defs
+from models.version_folders import SAVED_MODEL_FILE, version_dirs
 
 # Written beside the SavedModel by `models.export`; the server reads it as
 # JSON and imports none of the model code.
 SEARCH_OPTIONS_FILE = "search_options.json"
 
 logger = logging.getLogger("models.serve")
-
-
-def signature_defs(path):
-    """The servable `SignatureDef` protos of the SavedModel in the folder
-    `path`, by name, read from its graph's file (nothing is loaded)."""
-    proto = saved_model_pb2.SavedModel()
-    proto.ParseFromString((Path(path) / SAVED_MODEL_FILE).read_bytes())
-    return {
-        name: sig
-        for name, sig in proto.meta_graphs[0].signature_def.items()
-        if not name.startswith("__")  # __saved_model_init_op is not servable.
-    }
 
 
 def _rendered_signature_defs(path):
@@ -82,7 +70,7 @@ class Servable:
 
     @classmethod
     def load(cls, version, path):
-        loaded = tf.saved_model.load(str(path))
+        loaded = load_saved_model(path)
         signatures = dict(loaded.signatures)
         if not signatures:
             raise UserError(

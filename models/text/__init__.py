@@ -3,8 +3,8 @@
 One module per step, each importing only those before it:
 
 * `vocabulary`: the reserved tokens and `build_vocabulary`;
-* `tokenizing`: raw text to PTB tokens in its own case and digits
-  (`surface`, `surface_words`);
+* `tokenizing`: raw text to PTB tokens in its own case and digits, Chinese
+  and Japanese a character a token (`surface`, `surface_words`);
 * `normalization`: the tokens in the data's form (`fold`, `tokenize`,
   `normalize`, `guess_normalization`);
 * `detokenizing`: PTB tokens back to written text (`detokenize`,

@@ -2,6 +2,8 @@
 
 import tensorflow as tf
 
+from models.cjk import CJK_LETTERS, CJK_SYMBOLS
+
 # The ordinals of a quarter or a half, which Gigaword masks (`#st-qtr`): each
 # one's digits, its spelled forms and the periods it can have (a half is
 # 1st or 2nd).
@@ -35,6 +37,12 @@ _DETOKENIZE = (
 # tokens the next one is written against (`$4.3`, `US$5.2`, `(Python`).
 _CLOSES = "[,.;:?!%)\\]}\u201d']|\\.\\.\\.|(?i:n't|'(?:s|re|ve|ll|d|m))"
 _OPENS = "[$(\\[{\u201c]|\\p{L}{1,3}\\$"
+# Chinese and Japanese are written without spaces: their punctuation against
+# any neighbour (`。NEC`), their letters against each other and against
+# numbers (`2024年`), but a space kept from a Latin word (`B.C. から`).
+_CJK_SYMBOL = f"[{CJK_SYMBOLS}]"
+_CJK_LETTER = f"[{CJK_LETTERS}]"
+_NUMBER = r"[\p{N}#][\p{N}#,.]*"
 # Of those, what cannot open a text: it belonged to a word left out.
 _ORPHANS = "[,;:]|(?i:n't|'(?:s|re|ve|ll|d|m))"
 # Leading punctuation, the first character, the rest.
@@ -66,6 +74,9 @@ def detokenize(tokens):
     escapes restored, ``` `` ``` / `''` as typographic quotes, `--` as a dash,
     punctuation, `'s` and `n't` joined to the word before, `$` and opening
     brackets to the word after; a period after an abbreviation's is dropped.
+    Chinese and Japanese characters are written without spaces between them
+    or around their punctuation or numbers: `東 京 で 2024 年 。 nec の` becomes
+    `東京で2024年。nec の`.
 
     Args:
         tokens: `tf.string` `[batch, T]`, "" for no token, or a ragged
@@ -81,9 +92,10 @@ def detokenize(tokens):
     words = detokenize_words(tokens.flat_values)
     first = tf.equal(tf.ragged.range(tokens.row_lengths()).flat_values, 0)
     previous = tf.concat([[""], words[:-1]], axis=0)
-    glued = tf.logical_or(
-        tf.strings.regex_full_match(words, _CLOSES),
-        tf.strings.regex_full_match(previous, _OPENS),
+    glued = (
+        tf.strings.regex_full_match(words, _CLOSES)
+        | tf.strings.regex_full_match(previous, _OPENS)
+        | _written_against(words, previous)
     )
     # `Calif.` ending the text is followed by the sentence's own period.
     repeated = tf.logical_and(
@@ -97,6 +109,21 @@ def detokenize(tokens):
         tf.strings.regex_replace(x, _FIRST, group) for group in (r"\1", r"\2", r"\3")
     )
     return lead + tf.strings.upper(head, encoding="utf-8") + rest
+
+
+def _written_against(words, previous):
+    """Where a Chinese or Japanese word and the one before take no space."""
+
+    def is_(x, pattern):
+        return tf.strings.regex_full_match(x, pattern)
+
+    letter, letter_before = is_(words, _CJK_LETTER), is_(previous, _CJK_LETTER)
+    return (
+        is_(words, _CJK_SYMBOL)
+        | is_(previous, _CJK_SYMBOL)
+        | (letter & (letter_before | is_(previous, _NUMBER)))
+        | (letter_before & is_(words, _NUMBER))
+    )
 
 
 def _without_leading_closers(tokens):

@@ -7,11 +7,15 @@ token form with stock TensorFlow string ops only (`tf.strings.*`, RE2
 `regex_replace`): no `tensorflow-text`, no `py_function`, so a SavedModel that
 calls it runs on stock TF Serving. RE2 has no look-around, so the rules below
 use capture groups and a private marker character instead.
+Chinese and Japanese, written without spaces, are split one character a token
+(their punctuation too: `。`, `「`), Latin words and numbers among them kept
+whole (`models.cjk`).
 `models.text.normalization` then folds the tokens (lowercase, digits masked).
 """
 
 import tensorflow as tf
 
+from models.cjk import CJK_CHARACTERS
 from models.text.vocabulary import UNK
 
 # Words that the data keeps with their period (`corp.`, `sept.`, `calif.`), also
@@ -73,6 +77,10 @@ _RULES = (
     # Double quotes: opening `` after a space or at the start, closing '' else.
     (r'(^|\s)"', r"\1 `` "),
     ('"', " '' "),
+    # Chinese and Japanese: a token per character. After the quotes, which
+    # so open after a space and close after a character (`"東京"`), and
+    # before the periods, which so see the space after `B.C.` in `B.C.から`.
+    (f"([{CJK_CHARACTERS}])", r" \1 "),
     # Ellipsis -> marker (restored at the end) so the period rules skip it.
     ("\\.\\.\\.+|\u2026", " \u2026 "),
     (r"-{2,}", " -- "),

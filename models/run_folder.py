@@ -1,0 +1,104 @@
+"""A run folder's text features and trained model, for whoever loads a run.
+
+Training writes `runs/<name>/` (config, vocabulary, `model.keras`); export
+and the benchmarks read it back through here, without importing training.
+"""
+
+from pathlib import Path
+
+import keras
+
+from models.config import SummarizerConfig
+from models.ensemble import SummarizerEnsemble
+from models.errors import UserError
+from models.members import MEMBER_PREFIX, finished_end, run_max_epochs
+
+# Also registers `HeadlineSummarizer` with Keras, which `load_trained_model`
+# needs.
+from models.summarizer import HeadlineSummarizer
+from models.text_features import TextFeatures
+
+
+def make_features(vocabulary, config):
+    """`TextFeatures` of `vocabulary` as `config` sets them."""
+    return TextFeatures(
+        vocabulary,
+        config.max_source_length,
+        config.max_target_length,
+        normalization=config.normalization,
+    )
+
+
+def save_vocabulary(vocabulary, path):
+    Path(path).write_text("\n".join(vocabulary) + "\n", encoding="utf-8")
+
+
+def load_vocabulary(path):
+    return Path(path).read_text(encoding="utf-8").rstrip("\n").split("\n")
+
+
+def load_run(run_dir):
+    """Config and text features of an existing run folder."""
+    config, vocabulary = load_config_and_vocabulary(run_dir)
+    return config, make_features(vocabulary, config)
+
+
+def load_config_and_vocabulary(run_dir):
+    """`(config, vocabulary)` of an existing run folder."""
+    run_dir = Path(run_dir)
+    config = SummarizerConfig.load(run_dir / "config.json")
+    return config, load_vocabulary(run_dir / "vocab.txt")
+
+
+def load_trained_model(run_dir, dtype_policy=None, members=None):
+    """A finished run's model (`model.keras`, the best weights), for inference.
+
+    A run trained with `--ensemble N` gives a `SummarizerEnsemble` of its
+    members that finished (`models.members`); `members`: only the
+    first `members` of them (1: the first member alone). `dtype_policy`: a
+    Keras dtype policy to compute in (`"mixed_bfloat16"`), else the trained
+    one.
+    """
+    paths = list(model_files(run_dir, members).values())
+    models = [keras.saving.load_model(p, compile=False) for p in paths]
+    if dtype_policy:
+        models = [with_dtype_policy(m, dtype_policy) for m in models]
+    return models[0] if len(models) == 1 else SummarizerEnsemble(models)
+
+
+def with_dtype_policy(model, dtype_policy):
+    """A copy of `model` whose layers compute in `dtype_policy`."""
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(dtype_policy)
+    try:
+        copy = HeadlineSummarizer(model.config)
+    finally:
+        keras.config.set_dtype_policy(previous)
+    ids = keras.ops.ones((1, 2), "int32")
+    copy({"source_ids": ids, "source_ext_ids": ids, "target_in": ids})
+    copy.set_weights(model.get_weights())
+    return copy
+
+
+def model_files(run_dir, members=None):
+    """`{name in an export: path}` of the trained models of a run folder.
+
+    `model.keras`, then `member-K.keras` for the ensemble members that
+    finished (`models.members`: an unfinished member is never served);
+    `members`: the first `members` of them only.
+    """
+    if members is not None and members < 1:
+        raise UserError(f"`members` must be >= 1. Received: members={members}")
+    run_dir = Path(run_dir)
+    found = sorted(
+        run_dir.glob(f"{MEMBER_PREFIX}*/model.keras"),
+        key=lambda p: int(p.parent.name.removeprefix(MEMBER_PREFIX)),
+    )
+    max_epochs = run_max_epochs(run_dir, default=2**31)
+    files = {
+        name: path
+        for name, path in [("model.keras", run_dir / "model.keras")]
+        + [(f"{p.parent.name}.keras", p) for p in found]
+        if path.is_file() and finished_end(path.parent, max_epochs)[0] is not None
+    }
+    return dict(list(files.items())[:members])

@@ -1,0 +1,73 @@
+"""`train.py --risk-epochs`: minimum-risk fine-tuning after training, its
+record, the weights it exports, and a rerun that resumes instead of
+training again."""
+
+import pytest
+
+pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
+
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+from e2e import ROOT, train_command, write_org_data  # noqa: E402
+
+import models.summarizer  # noqa: E402, F401  (registers the model with Keras)
+from models.config import RiskOptions  # noqa: E402
+from models.errors import UserError  # noqa: E402
+
+RISK = ["--risk-epochs", "1", "--risk-examples", "16", "--risk-candidates", "3"]
+
+
+def _train(command):
+    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+
+
+def _weights(path):
+    return [np.asarray(w) for w in keras.saving.load_model(path, compile=False).weights]
+
+
+def test_risk_stage_records_exports_and_resumes(tmp_path):
+    write_org_data(tmp_path / "data", sizes=(40, 8, 8))
+    command = train_command(
+        tmp_path, "--epochs", "1", "--steps-per-epoch", "2", "--max-eval-examples", "4"
+    )
+    result = _train([*command, *RISK])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stderr.count("minimum risk, epoch 1") == 1
+
+    state = json.loads((tmp_path / "run" / "risk" / "state.json").read_text())
+    assert state["epoch"] == 1 and len(state["rouge1"]) == 2
+    metrics = json.loads((tmp_path / "export" / "1" / "metrics.json").read_text())
+    record = metrics["training"]["members"][0]["minimum_risk"]
+    assert record["epochs"] == 1
+    assert record["rouge1"] == [round(r, 2) for r in state["rouge1"]]
+    # The export serves the fine-tuned weights: the best of before and after.
+    served = _weights(tmp_path / "export" / "1" / "model.keras")
+    tuned = _weights(tmp_path / "run" / "risk" / "model.keras")
+    for a, b in zip(served, tuned, strict=True):
+        np.testing.assert_array_equal(a, b)
+    moved = any(
+        not np.array_equal(a, b)
+        for a, b in zip(served, _weights(tmp_path / "run" / "model.keras"), strict=True)
+    )
+    assert moved == (state["best_epoch"] == 1)
+
+    # The same command again: the stage has run its epoch, nothing retrains.
+    result = _train([*command, *RISK])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "minimum risk, epoch" not in result.stderr
+    state_again = json.loads((tmp_path / "run" / "risk" / "state.json").read_text())
+    assert state_again == state
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("risk_epochs", -1), ("risk_candidates", 1), ("risk_nll_weight", 1.5)],
+)
+def test_risk_options_refuse_bad_values(field, value):
+    with pytest.raises(UserError, match=f"Received: {field}="):
+        RiskOptions(**{field: value})

@@ -1,0 +1,82 @@
+"""The recipe in epochs: a member cut by a cap is never served, and the same
+command finishes it exactly as an uncut run trains it.
+
+The cap is `--stop-after-epochs`, which falls at the same epoch on every
+machine, so these tests do not depend on the machine's speed. Each command
+is its own process, as a user runs it.
+"""
+
+import pytest
+
+pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
+
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+from e2e import ROOT, train_command, write_org_data  # noqa: E402
+
+import models.summarizer  # noqa: E402, F401  (registers the model with Keras)
+
+# Two members of three epochs each; no early stopping within them.
+ENSEMBLE = ["--ensemble", "2", "--epochs", "3", "--patience", "10"]
+ENSEMBLE += ["--steps-per-epoch", "3", "--max-eval-examples", "4"]
+
+
+def _train(command):
+    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    return result.returncode, result.stderr
+
+
+def _member_weights(path):
+    return [np.asarray(w) for w in keras.saving.load_model(path, compile=False).weights]
+
+
+def test_cut_member_is_not_served_then_resumed_exactly(tmp_path):
+    write_org_data(tmp_path / "data", sizes=(40, 8, 8))
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    (cut / "data").symlink_to(tmp_path / "data")
+    command = train_command(cut, *ENSEMBLE)
+
+    # 4 epochs: member 1's three, then one of member 2's.
+    code, err = _train([*command, "--stop-after-epochs", "4"])
+    assert code == 0, err[-3000:]
+    export_1 = cut / "export" / "1"
+    assert sorted(p.name for p in export_1.glob("*.keras")) == ["model.keras"]
+    metrics = json.loads((export_1 / "metrics.json").read_text())
+    members = metrics["training"]["members"]
+    assert [m["finished"] for m in members] == [True, False]
+    assert [m["epochs"] for m in members] == [3, 1]
+    assert members[0]["reason"] == "epoch_limit"
+    assert metrics["training"]["served_members"] == 1
+    assert "member 2 is unfinished (1 of at most 3 epochs)" in err
+    assert not (cut / "run" / "member-1" / "model.keras").exists()
+
+    # The same command, uncapped, finishes member 2 and serves both.
+    code, err = _train(command)
+    assert code == 0, err[-3000:]
+    export_2 = cut / "export" / "2"
+    assert sorted(p.name for p in export_2.glob("*.keras")) == [
+        "member-1.keras",
+        "model.keras",
+    ]
+    training = json.loads((export_2 / "training.json").read_text())
+    assert [m["epochs"] for m in training["members"]] == [3, 3]
+    assert all(m["finished"] for m in training["members"])
+    assert training["machine"]["cores"] >= 1
+
+    # A run never cut trains the same weights.
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    (whole / "data").symlink_to(tmp_path / "data")
+    code, err = _train(train_command(whole, *ENSEMBLE, "--skip-eval"))
+    assert code == 0, err[-3000:]
+    for name in ("model.keras", "member-1.keras"):
+        got = _member_weights(export_2 / name)
+        want = _member_weights(whole / "export" / "1" / name)
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
