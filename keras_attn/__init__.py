@@ -1,12 +1,19 @@
-"""keras-attn: attention layers for Keras 3, on every backend."""
+"""keras-attn: attention layers for Keras 3, on every backend.
+
+The top-level names are what a model is written with. The types the layers
+and the search return (`keras_attn.base.AttentionMemory`,
+`keras_attn.search.DecodingResult`) and the bases for writing a processor of
+one's own (`keras_attn.processors.TokenBan`, `IdBan`, `IdShift`) are
+imported from their modules.
+"""
 
 from keras_attn.additive import BahdanauAttention, ConcatAttention
-from keras_attn.base import AttentionMemory, BaseAttention
+from keras_attn.base import BaseAttention
 from keras_attn.candidates import Candidates, draw_candidates
 from keras_attn.coverage import CoverageAttention, coverage_loss
 from keras_attn.dot import DotAttention, ScaledDotAttention
 from keras_attn.entity_network import EntityMemoryCell, EntityOutput, PositionEncoder
-from keras_attn.general import BilinearAttention, GeneralAttention
+from keras_attn.general import GeneralAttention
 from keras_attn.masking import causal_mask, masked_softmax
 from keras_attn.minimum_risk import minimum_risk_loss
 from keras_attn.network import NetworkAttention
@@ -14,28 +21,23 @@ from keras_attn.pointer import (
     PointerGenerator,
     copy_distribution,
     mix_target_probabilities,
-    pointer_distribution,
-    pointer_log_distribution,
-    pointer_nll,
-    pointer_scores,
+    pointer_generator_distribution,
+    pointer_generator_log_distribution,
+    pointer_generator_nll,
     target_probabilities,
 )
 from keras_attn.pointer_network import (
     PointerNetwork,
-    pointer_log_probs,
+    pointer_network_log_probs,
     pointer_network_nll,
 )
-from keras_attn.pointer_parts import PointerScores
 from keras_attn.processors import (
     BannedIds,
     EndPenalty,
-    IdBan,
-    IdShift,
     LogitsProcessor,
     MaxLength,
     MinLength,
     NoRepeatNgram,
-    TokenBan,
 )
 from keras_attn.recurrent import (
     AttentionCellWrapper,
@@ -47,39 +49,31 @@ from keras_attn.recurrent import (
 from keras_attn.rnn_by_length import bidirectional_by_length
 from keras_attn.rouge import rouge_cost, rouge_l, rouge_n
 from keras_attn.search import (
-    DecodingResult,
     beam_search,
     greedy_search,
     sampling_search,
     tile_batch,
 )
 from keras_attn.shortlist import shortlist_log_distribution
-from keras_attn.token_scores import DenseScores, TokenScores, argmax_first
 from keras_attn.warpers import LogitsWarper, Temperature, TopK, TopP
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AttentionCellWrapper",
-    "AttentionMemory",
     "AttentionRNN",
     "BahdanauAttention",
     "BahdanauAttentionCell",
     "BannedIds",
     "BaseAttention",
-    "BilinearAttention",
     "Candidates",
     "ConcatAttention",
     "CoverageAttention",
-    "DecodingResult",
-    "DenseScores",
     "DotAttention",
     "EndPenalty",
     "EntityMemoryCell",
     "EntityOutput",
     "GeneralAttention",
-    "IdBan",
-    "IdShift",
     "LogitsProcessor",
     "LogitsWarper",
     "LuongAttentionCell",
@@ -89,16 +83,12 @@ __all__ = [
     "NoRepeatNgram",
     "PointerGenerator",
     "PointerNetwork",
-    "PointerScores",
     "PositionEncoder",
     "ScaledDotAttention",
     "SelfAttentionCell",
     "Temperature",
-    "TokenBan",
-    "TokenScores",
     "TopK",
     "TopP",
-    "argmax_first",
     "beam_search",
     "bidirectional_by_length",
     "causal_mask",
@@ -109,12 +99,11 @@ __all__ = [
     "masked_softmax",
     "minimum_risk_loss",
     "mix_target_probabilities",
-    "pointer_distribution",
-    "pointer_log_distribution",
-    "pointer_log_probs",
+    "pointer_generator_distribution",
+    "pointer_generator_log_distribution",
+    "pointer_generator_nll",
+    "pointer_network_log_probs",
     "pointer_network_nll",
-    "pointer_nll",
-    "pointer_scores",
     "rouge_cost",
     "rouge_l",
     "rouge_n",

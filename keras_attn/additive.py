@@ -52,10 +52,20 @@ class BahdanauAttention(BaseAttention):
         kernel_initializer: Initializer of `W1`, `W2` and `v`.
         **kwargs: `BaseAttention` arguments.
 
-    Example:
-    >>> layer = BahdanauAttention(units=128)
-    >>> context, weights = layer(
-    ...     [decoder_states, encoder_outputs], return_attention_scores=True)
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn import BahdanauAttention
+        >>> rng = np.random.default_rng(0)
+        >>> decoder_states = rng.random((2, 3, 8), dtype="float32")
+        >>> encoder_outputs = rng.random((2, 5, 16), dtype="float32")
+        >>> layer = BahdanauAttention(units=32)
+        >>> context, weights = layer(
+        ...     [decoder_states, encoder_outputs], return_attention_scores=True)
+        >>> tuple(context.shape), tuple(weights.shape)
+        ((2, 3, 16), (2, 3, 5))
+        >>> ops.convert_to_numpy(ops.sum(weights, axis=-1)).round(5).tolist()
+        [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
     """
 
     def __init__(

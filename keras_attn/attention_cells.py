@@ -34,7 +34,6 @@ class BahdanauAttentionCell(AttentionCellWrapper):
     """
 
     style = "bahdanau"
-    _legacy_args = ("attention_units", "max_length", "kernel_initializer")
 
     @property
     def _cell_input_dim(self):
@@ -139,7 +138,6 @@ class LuongAttentionCell(_AttentionalStateCell):
     """
 
     style = "luong"
-    _legacy_args = ("max_length",)
 
     def __init__(
         self,

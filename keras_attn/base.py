@@ -51,6 +51,7 @@ class BaseAttention(keras.layers.Layer):
 
     Call arguments:
         inputs: `[query, value]` or `[query, value, key]`:
+
             - `query`: `(batch, Tq, query_dim)`, or `(batch, query_dim)` for a
               single decoder step.
             - `value`: `(batch, Tv, value_dim)`.

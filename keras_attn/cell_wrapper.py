@@ -83,19 +83,27 @@ class AttentionCellWrapper(keras.layers.Layer):
         return_alignments: Append the attention weights to each output.
         **kwargs: The style's arguments, then base `Layer` arguments.
 
-    Example:
-    >>> cell = AttentionCellWrapper(
-    ...     keras.layers.LSTMCell(64), DotAttention(), style="luong")
-    >>> states = cell.get_initial_state_with_memory(
-    ...     encoder_outputs, memory_mask, initial_state=[h, c])
-    >>> outputs = keras.layers.RNN(cell, return_sequences=True)(
-    ...     decoder_inputs, initial_state=states)
+    Examples:
+        >>> import keras
+        >>> import numpy as np
+        >>> from keras_attn import AttentionCellWrapper, DotAttention
+        >>> rng = np.random.default_rng(0)
+        >>> encoder_outputs = rng.random((2, 5, 64), dtype="float32")
+        >>> memory_mask = np.array([[True] * 5, [True] * 3 + [False] * 2])
+        >>> decoder_inputs = rng.random((2, 4, 8), dtype="float32")
+        >>> h = c = np.zeros((2, 64), "float32")
+        >>> cell = AttentionCellWrapper(
+        ...     keras.layers.LSTMCell(64), DotAttention(), style="luong")
+        >>> cell.build((None, 8))  # the step input's shape
+        >>> states = cell.get_initial_state_with_memory(
+        ...     encoder_outputs, memory_mask, initial_state=[h, c])
+        >>> outputs = keras.layers.RNN(cell, return_sequences=True)(
+        ...     decoder_inputs, initial_state=states)
+        >>> tuple(outputs.shape)
+        (2, 4, 64)
     """
 
     style = None
-    # Arguments of the single-class wrapper that this style ignores: configs
-    # saved before the per-style classes carry them.
-    _legacy_args = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -118,11 +126,6 @@ class AttentionCellWrapper(keras.layers.Layer):
         return_alignments=False,
         **kwargs,
     ):
-        # The single-class wrapper took every style's arguments; one that this
-        # style ignores is accepted at its old default (None), never used.
-        for name in self._legacy_args:
-            if name in kwargs and kwargs[name] is None:
-                del kwargs[name]
         super().__init__(**kwargs)
         if style is not None and style != self.style:
             raise ValueError(
@@ -433,9 +436,4 @@ class AttentionCellWrapper(keras.layers.Layer):
         config = dict(config)
         config["cell"] = deserialize_layer(config["cell"], custom_objects)
         config["attention"] = deserialize_layer(config["attention"], custom_objects)
-        target = cls
-        if cls is AttentionCellWrapper:
-            target = _style_class(config.get("style", "luong"))
-        for key in target._legacy_args:
-            config.pop(key, None)
-        return target(**config)
+        return cls(**config)

@@ -80,14 +80,25 @@ class CoverageAttention(BahdanauAttention):
         `context`, `(batch, Tq, value_dim)`; then `weights` if
         `return_attention_scores`; then `coverage` if `return_coverage`.
 
-    Example:
-    >>> layer = CoverageAttention(units=128)
-    >>> context, weights, coverage = layer(
-    ...     [decoder_states, encoder_outputs],
-    ...     value_mask=source_mask,
-    ...     return_attention_scores=True,
-    ...     return_coverage=True)
-    >>> loss = coverage_loss(weights, coverage, mask=target_mask)
+    Examples:
+        >>> import numpy as np
+        >>> from keras_attn import CoverageAttention, coverage_loss
+        >>> rng = np.random.default_rng(0)
+        >>> decoder_states = rng.random((2, 3, 8), dtype="float32")
+        >>> encoder_outputs = rng.random((2, 5, 16), dtype="float32")
+        >>> source_mask = np.array([[True] * 5, [True] * 4 + [False]])
+        >>> target_mask = np.array([[True] * 3, [True] * 2 + [False]])
+        >>> layer = CoverageAttention(units=32)
+        >>> context, weights, coverage = layer(
+        ...     [decoder_states, encoder_outputs],
+        ...     value_mask=source_mask,
+        ...     return_attention_scores=True,
+        ...     return_coverage=True)
+        >>> tuple(context.shape), tuple(weights.shape), tuple(coverage.shape)
+        ((2, 3, 16), (2, 3, 5), (2, 3, 5))
+        >>> loss = coverage_loss(weights, coverage, mask=target_mask)
+        >>> tuple(loss.shape), float(loss) >= 0.0
+        ((), True)
     """
 
     def _build_scores(self, query_dim, key_dim):

@@ -32,9 +32,15 @@ class DotAttention(BaseAttention):
             "scale"); otherwise `g = 1`.
         **kwargs: `BaseAttention` arguments (`dropout`, `seed`, ...).
 
-    Example:
-    >>> layer = DotAttention()
-    >>> context = layer([query, value])  # (batch, Tq, dim)
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn import DotAttention
+        >>> query = np.zeros((1, 1, 2), "float32")  # equal scores: the mean value
+        >>> value = np.arange(10, dtype="float32").reshape(1, 5, 2)
+        >>> context = DotAttention()([query, value])
+        >>> ops.convert_to_numpy(context).round(4).tolist()
+        [[[4.0, 5.0]]]
     """
 
     def __init__(self, use_scale=False, **kwargs):
@@ -61,9 +67,16 @@ class DotAttention(BaseAttention):
 class ScaledDotAttention(BaseAttention):
     """Scaled dot score (Vaswani et al.): `score(q, k) = q . k / sqrt(d)`.
 
-    Example:
-    >>> context, weights = ScaledDotAttention()(
-    ...     [query, value], return_attention_scores=True)
+    Examples:
+        >>> import numpy as np
+        >>> from keras_attn import ScaledDotAttention
+        >>> rng = np.random.default_rng(0)
+        >>> query = rng.random((2, 3, 4), dtype="float32")
+        >>> value = rng.random((2, 5, 4), dtype="float32")
+        >>> context, weights = ScaledDotAttention()(
+        ...     [query, value], return_attention_scores=True)
+        >>> tuple(context.shape), tuple(weights.shape)
+        ((2, 3, 4), (2, 3, 5))
     """
 
     def _build_scores(self, query_dim, key_dim):

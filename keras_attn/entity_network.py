@@ -72,9 +72,15 @@ class PositionEncoder(keras.layers.Layer):
         sentence has at least one word, so that `keras.layers.RNN` skips padded
         sentences.
 
-    Example:
-    >>> words = keras.layers.Embedding(vocab, 100, mask_zero=True)(story)
-    >>> sentences = PositionEncoder(max_words=12)(words)  # (batch, T, 100)
+    Examples:
+        >>> import keras
+        >>> import numpy as np
+        >>> from keras_attn import PositionEncoder
+        >>> story = np.array([[[3, 1, 0], [2, 0, 0]]])  # (batch, T, L) ids, 0: padding
+        >>> words = keras.layers.Embedding(10, 100, mask_zero=True)(story)
+        >>> sentences = PositionEncoder(max_words=3)(words)
+        >>> tuple(sentences.shape)
+        (1, 2, 100)
     """
 
     def __init__(self, max_words, mask_initializer="ones", **kwargs):
@@ -158,10 +164,17 @@ class EntityMemoryCell(keras.layers.Layer):
         bias_initializer: Initializer of both biases (with `use_bias`).
         **kwargs: Base `Layer` arguments.
 
-    Example:
-    >>> cell = EntityMemoryCell(num_slots=20, units=100)
-    >>> memory = keras.layers.RNN(cell)(sentences)  # (batch, 20 * 100)
-    >>> slots = cell.unflatten(memory)              # (batch, 20, 100)
+    Examples:
+        >>> import keras
+        >>> import numpy as np
+        >>> from keras_attn import EntityMemoryCell
+        >>> sentences = np.random.default_rng(0).random((2, 7, 100), dtype="float32")
+        >>> cell = EntityMemoryCell(num_slots=20, units=100)
+        >>> memory = keras.layers.RNN(cell)(sentences)
+        >>> tuple(memory.shape)
+        (2, 2000)
+        >>> tuple(cell.unflatten(memory).shape)
+        (2, 20, 100)
     """
 
     def __init__(
@@ -325,8 +338,15 @@ class EntityOutput(keras.layers.Layer):
     Returns:
         Logits `(batch, output_dim)`, and `p` if asked.
 
-    Example:
-    >>> logits = EntityOutput(num_slots=20, output_dim=vocab)([query, memory])
+    Examples:
+        >>> import numpy as np
+        >>> from keras_attn import EntityOutput
+        >>> rng = np.random.default_rng(0)
+        >>> query = rng.random((2, 100), dtype="float32")
+        >>> memory = rng.random((2, 20 * 100), dtype="float32")
+        >>> logits = EntityOutput(num_slots=20, output_dim=30)([query, memory])
+        >>> tuple(logits.shape)
+        (2, 30)
     """
 
     def __init__(

@@ -22,9 +22,15 @@ class GeneralAttention(BaseAttention):
         kernel_initializer: Initializer of `W`.
         **kwargs: `BaseAttention` arguments.
 
-    Example:
-    >>> layer = GeneralAttention()
-    >>> context = layer([decoder_states, encoder_outputs])
+    Examples:
+        >>> import numpy as np
+        >>> from keras_attn import GeneralAttention
+        >>> rng = np.random.default_rng(0)
+        >>> decoder_states = rng.random((2, 3, 8), dtype="float32")
+        >>> encoder_outputs = rng.random((2, 5, 16), dtype="float32")
+        >>> context = GeneralAttention()([decoder_states, encoder_outputs])
+        >>> tuple(context.shape)
+        (2, 3, 16)
     """
 
     def __init__(self, use_scale=False, kernel_initializer="glorot_uniform", **kwargs):
@@ -58,7 +64,3 @@ class GeneralAttention(BaseAttention):
             "use_scale": self.use_scale,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
         }
-
-
-# The name used in much of the literature for the same score.
-BilinearAttention = GeneralAttention

@@ -1,6 +1,6 @@
 """The reduction of a per-token loss over the valid tokens of a batch.
 
-The losses of `keras_attn` (`pointer_nll`, `coverage_loss`,
+The losses of `keras_attn` (`pointer_generator_nll`, `coverage_loss`,
 `pointer_network_nll`) compute one value per target token and reduce them
 the same way here. A masked token is dropped by a select, not multiplied by
 zero: its value may be `inf` or NaN (the log of a probability that

@@ -22,12 +22,20 @@ class NetworkAttention(BaseAttention):
             layer, so a registered or built-in network reloads with it.
         **kwargs: `BaseAttention` arguments.
 
-    Example:
-    >>> q_in = keras.Input((None, None, 8)); k_in = keras.Input((None, None, 8))
-    >>> h = keras.layers.Dense(16, activation="relu")(
-    ...     keras.layers.Concatenate()([q_in, k_in]))
-    >>> f = keras.Model([q_in, k_in], keras.layers.Dense(1)(h))
-    >>> layer = NetworkAttention(f)
+    Examples:
+        >>> import keras
+        >>> import numpy as np
+        >>> from keras_attn import NetworkAttention
+        >>> q_in, k_in = keras.Input((None, None, 8)), keras.Input((None, None, 8))
+        >>> h = keras.layers.Dense(16, activation="relu")(
+        ...     keras.layers.Concatenate()([q_in, k_in]))
+        >>> f = keras.Model([q_in, k_in], keras.layers.Dense(1)(h))
+        >>> layer = NetworkAttention(f)
+        >>> rng = np.random.default_rng(0)
+        >>> query = rng.random((2, 3, 8), dtype="float32")
+        >>> value = rng.random((2, 5, 8), dtype="float32")
+        >>> tuple(layer([query, value]).shape)
+        (2, 3, 8)
     """
 
     def __init__(self, network, **kwargs):

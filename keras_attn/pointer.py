@@ -13,11 +13,12 @@ of a source sequence gets the id `vocab_size + k` in `source_ids` (and in the
 targets), so the model can copy words it cannot generate.
 
 * `PointerGenerator`: the layer that computes `p_gen`.
-* `pointer_distribution`: the full extended distribution, for decoding. The
+* `pointer_generator_distribution`: the full extended distribution, for
+  decoding (`pointer_generator_log_distribution`: its log, from logits). The
   copy part is a scatter-add (`keras.ops.segment_sum`) of the attention onto
   the source ids, so repeated source words add up, and it never builds a
   `(batch, Tv, vocab)` one-hot.
-* `target_probabilities` and `pointer_nll`: training, where only the target
+* `target_probabilities` and `pointer_generator_nll`: training, where only the target
   words' probabilities are needed: the copy part is
   `sum_i a_i [src_i == target]`, `O(Tv)` per step instead of `O(vocab)`.
 
@@ -28,7 +29,7 @@ import keras
 from keras import ops
 
 from keras_attn.loss_reduction import check_reduction, reduce_masked
-from keras_attn.pointer_parts import PointerScores, source_word_scores, write_rows
+from keras_attn.pointer_parts import source_word_scores, write_rows
 
 _NEG_INF = float("-inf")
 
@@ -57,10 +58,26 @@ class PointerGenerator(keras.layers.Layer):
     Returns:
         `p_gen`, float32, `(batch, [T,] 1)`.
 
-    Example:
-    >>> p_gen = PointerGenerator()([context, decoder_state, decoder_input])
-    >>> probs = pointer_distribution(
-    ...     p_gen, vocab_probs, attention, source_ids, num_oov=max_oovs)
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn import PointerGenerator, pointer_generator_distribution
+        >>> rng = np.random.default_rng(0)
+        >>> context = rng.random((2, 16), dtype="float32")
+        >>> decoder_state = rng.random((2, 32), dtype="float32")
+        >>> decoder_input = rng.random((2, 8), dtype="float32")
+        >>> p_gen = PointerGenerator()([context, decoder_state, decoder_input])
+        >>> tuple(p_gen.shape)
+        (2, 1)
+        >>> vocab_probs = np.full((2, 10), 0.1, "float32")  # 10 words
+        >>> attention = np.full((2, 4), 0.25, "float32")  # over 4 source words
+        >>> source_ids = np.array([[3, 10, 10, 5], [11, 2, 10, 7]])  # 10, 11: OOVs
+        >>> probs = pointer_generator_distribution(
+        ...     p_gen, vocab_probs, attention, source_ids, num_oov=2)
+        >>> tuple(probs.shape)
+        (2, 12)
+        >>> ops.convert_to_numpy(ops.sum(probs, axis=-1)).round(5).tolist()
+        [1.0, 1.0]
     """
 
     _INPUT_NAMES = ("context", "state", "decoder_input")
@@ -260,7 +277,7 @@ def _check_num_oov(num_oov):
         )
 
 
-def pointer_distribution(
+def pointer_generator_distribution(
     p_gen, vocab_probs, attention, source_ids, num_oov=0, from_logits=False
 ):
     """The pointer-generator's distribution over the extended vocabulary.
@@ -318,14 +335,14 @@ def log_partition(logits):
     return ops.where(ops.isfinite(top), top - ops.log(peak), top)
 
 
-def pointer_scores(p_gen, logits, attention, source_ids, num_oov=0):
-    """`pointer_log_distribution`'s scores in parts (`PointerScores`).
+def pointer_generator_log_distribution(p_gen, logits, attention, source_ids, num_oov=0):
+    """`log pointer_generator_distribution(...)` of one decoding step, from logits.
 
-    A word absent from the source has `log P(w) = log p_gen + z_w -
-    logsumexp(z)`: the logits and one offset per row. Only the `Tv` source
-    words need the mixture with the copy distribution (an `O(Tv^2)`
-    comparison per row). Greedy search chooses from these parts without
-    expanding them; `.log_probs()` writes them out.
+    A word absent from the source gets `log p_gen + z_w - logsumexp(z)`, one
+    pass over the vocabulary, and the `Tv` source words' mixtures with the
+    copy distribution are written over it (an `O(Tv^2)` comparison per row).
+    No softmax and no log over the vocabulary (fewer passes over the largest
+    tensor of a decoding step), and no probability underflows to `log 0`.
 
     Args:
         p_gen: `(batch, 1)` (or `(batch,)`), from `PointerGenerator`.
@@ -338,7 +355,8 @@ def pointer_scores(p_gen, logits, attention, source_ids, num_oov=0):
         num_oov: Python int, the number of OOV slots.
 
     Returns:
-        A `PointerScores`.
+        float32 `(batch, vocab_size + num_oov)` log-probabilities, `-inf`
+        where the probability is 0 (OOV slots no source word holds).
     """
     logits = ops.cast(logits, "float32")
     if len(logits.shape) != 2 or logits.shape[-1] is None:
@@ -358,34 +376,11 @@ def pointer_scores(p_gen, logits, attention, source_ids, num_oov=0):
     )
     # The same sum as the other words' `logits + offset`, to the last bit.
     source_generated = ops.where(in_vocab, source_logits + offset, _NEG_INF)
-    return PointerScores(
-        logits,
-        offset,
-        source_ids,
-        source_word_scores(source_generated, source_ids, p_gen, attention),
-        num_oov,
-    )
-
-
-def pointer_log_distribution(p_gen, logits, attention, source_ids, num_oov=0):
-    """`log pointer_distribution(...)` of one decoding step, from logits.
-
-    `pointer_scores(...).dense()`: a word absent from the source gets
-    `log p_gen + z_w - logsumexp(z)`, one pass over the vocabulary, and the
-    `Tv` source words' mixtures with the copy distribution are written over
-    it. No softmax and no log over the vocabulary (fewer passes over the
-    largest tensor of a decoding step), and no probability underflows to
-    `log 0`.
-
-    Args:
-        p_gen, logits, attention, source_ids, num_oov: As in
-            `pointer_scores`.
-
-    Returns:
-        float32 `(batch, vocab_size + num_oov)` log-probabilities, `-inf`
-        where the probability is 0 (OOV slots no source word holds).
-    """
-    return pointer_scores(p_gen, logits, attention, source_ids, num_oov).dense()
+    generated = logits + offset
+    if num_oov:
+        generated = ops.pad(generated, [[0, 0], [0, num_oov]], constant_values=_NEG_INF)
+    source_scores = source_word_scores(source_generated, source_ids, p_gen, attention)
+    return write_rows(generated, source_ids, source_scores)
 
 
 def write_source_words(generated, source_log_vocab, source_ids, p_gen, attention):
@@ -424,7 +419,8 @@ def target_probabilities(
 
     `P(y) = p_gen P_vocab(y) [y < vocab_size] + (1 - p_gen) sum_i a_i
     [src_i == y]`: a gather from `vocab_probs` and an `O(Tv)` comparison per
-    step. Equal to gathering `pointer_distribution(...)` at `target_ids`.
+    step. Equal to gathering `pointer_generator_distribution(...)` at
+    `target_ids`.
 
     Args:
         p_gen: `(batch, [T,] 1)` (or `(batch, [T])`).
@@ -507,7 +503,7 @@ def mix_target_probabilities(
     return _mix(p_gen[..., 0], generated, attention, source_ids, target_ids)
 
 
-def pointer_nll(
+def pointer_generator_nll(
     p_gen,
     vocab_probs,
     attention,
@@ -546,8 +542,8 @@ __all__ = [
     "PointerGenerator",
     "copy_distribution",
     "mix_target_probabilities",
-    "pointer_distribution",
-    "pointer_log_distribution",
-    "pointer_nll",
+    "pointer_generator_distribution",
+    "pointer_generator_log_distribution",
+    "pointer_generator_nll",
     "target_probabilities",
 ]

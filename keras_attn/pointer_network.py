@@ -22,8 +22,8 @@ id are both 0.
 * `PointerNetwork`: the layer; `call` is teacher-forced training,
   `initial_state` and `step` decode one step at a time (the `step(ids, state)`
   the library's search functions take).
-* `pointer_log_probs`: the output of one score layer over a prepared memory,
-  a masked log-softmax.
+* `pointer_network_log_probs`: the output of one score layer over a prepared
+  memory, a masked log-softmax.
 * `pointer_network_nll`: the training loss over padded target sequences.
 * `PointerNetwork.decode`: greedy or beam search through `keras_attn.search`;
   with `permutation=True` only permutations of the input are searched
@@ -45,7 +45,7 @@ END = 0
 _NEG_INF = float("-inf")
 
 
-def pointer_log_probs(attention, query, memory, mask=None):
+def pointer_network_log_probs(attention, query, memory, mask=None):
     """Log-distribution over memory positions: a masked log-softmax of scores.
 
     Unlike `BaseAttention.step`, this never takes the log of a softmax (exact
@@ -127,10 +127,10 @@ class PointerNetwork(keras.layers.Layer):
     """A Pointer Network: an LSTM encoder and an LSTM decoder that points.
 
     Position 0 of the output is END (a learned vector prepended to the
-    encoder outputs); position `j >= 1` is input element `j` (module
-    docstring). The decoder starts from the encoder's final `[h, c]`; its
-    input is the element chosen at the previous step (a learned start vector
-    at step 0).
+    encoder outputs); position `j >= 1` is input element `j` (the
+    `keras_attn.pointer_network` module docstring). The decoder starts from
+    the encoder's final `[h, c]`; its input is the element chosen at the
+    previous step (a learned start vector at step 0).
 
     Args:
         units: Width of both LSTMs (the paper: 256 or 512).
@@ -143,6 +143,7 @@ class PointerNetwork(keras.layers.Layer):
 
     Call arguments:
         inputs: `[points, targets]`:
+
             - `points`: `(batch, n, input_dim)` input elements.
             - `targets`: int `(batch, T)` positions in `[0, n]` ending with
               `END` (0), -1 after it (teacher forcing: step `t` reads the
@@ -155,12 +156,23 @@ class PointerNetwork(keras.layers.Layer):
         Log-probabilities `(batch, T, n + 1)`, float32 (float64 for a float64
         layer), `-inf` at masked positions.
 
-    Example:
-    >>> layer = PointerNetwork(units=128, mask_chosen=True)
-    >>> log_probs = layer([points, targets], points_mask=mask)
-    >>> loss = pointer_network_nll(log_probs, targets)
-    >>> state = layer.initial_state(points, mask)
-    >>> log_probs, state = layer.step(ids, state)  # ids: (batch,) positions
+    Examples:
+        >>> import numpy as np
+        >>> from keras_attn import PointerNetwork, pointer_network_nll
+        >>> rng = np.random.default_rng(0)
+        >>> points = rng.random((2, 5, 2), dtype="float32")
+        >>> mask = np.array([[True] * 5, [True] * 4 + [False]])
+        >>> targets = np.array([[2, 1, 3, 5, 4, 0], [4, 1, 2, 3, 0, -1]])  # END = 0
+        >>> layer = PointerNetwork(units=32, mask_chosen=True)
+        >>> log_probs = layer([points, targets], points_mask=mask)
+        >>> tuple(log_probs.shape)
+        (2, 6, 6)
+        >>> loss = pointer_network_nll(log_probs, targets)
+        >>> state = layer.initial_state(points, mask)
+        >>> ids = np.zeros((2,), "int32")  # the start token: position 0
+        >>> step_log_probs, state = layer.step(ids, state)
+        >>> tuple(step_log_probs.shape)
+        (2, 6)
     """
 
     def __init__(self, units, attention=None, mask_chosen=False, **kwargs):
@@ -290,7 +302,7 @@ class PointerNetwork(keras.layers.Layer):
         if self.mask_chosen:
             chosen = ops.cumsum(self._one_hot(previous, depth, "int32"), axis=1)
             chosen_mask = ops.logical_not(self._without_end(chosen > 0))
-        return pointer_log_probs(self.attention, queries, memory, chosen_mask)
+        return pointer_network_log_probs(self.attention, queries, memory, chosen_mask)
 
     @staticmethod
     def _without_end(chosen):
@@ -365,7 +377,7 @@ class PointerNetwork(keras.layers.Layer):
             state["chosen"] = ops.logical_or(state["chosen"], picked)
             chosen_mask = ops.logical_not(state["chosen"])
         memory = AttentionMemory(state["keys"], state["values"], state["mask"])
-        return pointer_log_probs(self.attention, h, memory, chosen_mask), state
+        return pointer_network_log_probs(self.attention, h, memory, chosen_mask), state
 
     def decode(
         self,

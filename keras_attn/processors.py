@@ -15,16 +15,18 @@ processor states what it does once, by the base class it extends:
 
 * `LogitsProcessor`: any change of the scores, in `__call__`;
 * `TokenBan`: bans tokens (`-inf`), said by `banned(ids, history, step)` for
-  any ids; `__call__` is derived. Greedy search can then apply it to scores
-  it never writes out (a pointer-generator's, `keras_attn.PointerScores`);
+  any ids; `__call__` is derived.
 * `IdBan`, a `TokenBan` that bans a few ids per row and lists them
   (`banned_ids`); `banned` and `__call__` are derived, and `apply_processors`
   bans the ids of neighbouring `IdBan`s in a single scatter: one op over the
   scores rather than one `(N, V)` pass each, which on TensorFlow's executor
   is an op of its own.
 * `IdShift`: lowers the scores of a few ids per row by given amounts, said
-  by `shifts(history, step, rows)`; `__call__` is derived. Like a
-  `TokenBan`, greedy search can apply it to scores in parts.
+  by `shifts(history, step, rows)`; `__call__` is derived.
+
+`LogitsProcessor` and the processors the strategies use are in
+`keras_attn`'s namespace; the bases `TokenBan`, `IdBan` and `IdShift`, for
+writing a processor of one's own, are imported from `keras_attn.processors`.
 
 The warpers that shape sampling (temperature, top-k, top-p) are processors
 too (`keras_attn.warpers`). `keras_attn.search`'s strategies apply their list
@@ -193,8 +195,7 @@ class IdShift(LogitsProcessor):
     """A processor that lowers the scores of a few ids in each row.
 
     Subclasses implement `shifts`; `__call__` follows. Bans and shifts
-    commute (a banned score stays `-inf`), so greedy search can apply both to
-    a pointer-generator's scores in parts (`keras_attn.PointerScores`).
+    commute: a banned score stays `-inf`.
     """
 
     def __call__(self, log_probs, history, step):

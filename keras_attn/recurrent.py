@@ -60,11 +60,20 @@ class AttentionRNN(keras.layers.Layer):
         (`(batch, T, max_length)` for `"self"`, oldest state first); then, if
         `return_state`, the wrapped cell's final states.
 
-    Example:
-    >>> cell = AttentionCellWrapper(keras.layers.GRUCell(64),
-    ...     BahdanauAttention(32), style="bahdanau", return_alignments=True)
-    >>> outputs, alignments = AttentionRNN(cell)(
-    ...     [decoder_embeddings, encoder_outputs], initial_state=encoder_h)
+    Examples:
+        >>> import keras
+        >>> import numpy as np
+        >>> from keras_attn import AttentionCellWrapper, AttentionRNN, BahdanauAttention
+        >>> rng = np.random.default_rng(0)
+        >>> decoder_embeddings = rng.random((2, 4, 8), dtype="float32")
+        >>> encoder_outputs = rng.random((2, 6, 16), dtype="float32")
+        >>> encoder_h = rng.random((2, 64), dtype="float32")
+        >>> cell = AttentionCellWrapper(keras.layers.GRUCell(64),
+        ...     BahdanauAttention(32), style="bahdanau", return_alignments=True)
+        >>> outputs, alignments = AttentionRNN(cell)(
+        ...     [decoder_embeddings, encoder_outputs], initial_state=encoder_h)
+        >>> tuple(outputs.shape), tuple(alignments.shape)
+        ((2, 4, 64), (2, 4, 6))
     """
 
     def __init__(

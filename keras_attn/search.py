@@ -10,11 +10,9 @@ The search knows nothing of the model (the design of OpenNMT-tf's
 * `state`: a nested structure of tensors, each with the rows first `(N, ...)`
   (`None` if the search was given none).
 * `log_probs`: float `(N, V)`; `V` may depend on the batch (a copy
-  mechanism's extended vocabulary) but is the same at every step. Or any
-  `keras_attn.TokenScores`, which greedy search asks for its `argmax` and the
-  other strategies for its `log_probs()`: a pointer-generator's scores in
-  parts (`keras_attn.PointerScores`) let greedy search choose without
-  writing them out.
+  mechanism's extended vocabulary) but is the same at every step. The search
+  applies the processors to them and chooses; the step knows nothing of the
+  constraints.
 * the new `state`: the same structure, dtypes and shapes.
 * `extras`: optional tensor `(N, ...)`, recorded at every step for the chosen
   hypothesis (the step's attention, for heatmaps).
@@ -88,8 +86,8 @@ def greedy_search(
     """Decodes the most probable token at each step.
 
     Args:
-        step: `step(ids, state) -> (log_probs, state[, extras])` (see the
-            module docstring).
+        step: `step(ids, state) -> (log_probs, state[, extras])`, as the
+            `keras_attn.search` module docstring states it.
         initial_state: Nested tensors with the batch first `(B, ...)`, or None.
         start_ids: int32 `(B,)`, the first input token of each example.
         end_id: int scalar, the end token.

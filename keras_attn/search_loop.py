@@ -2,10 +2,9 @@
 
 `SearchLoop` runs a one-token step inside `keras.ops.while_loop`s: it applies
 the processors, lets a strategy's `choose` pick each row's extensions, and
-records the tokens, scores and extras in fixed-size buffers. The step's
-scores are a `keras_attn.TokenScores` (a tensor is wrapped in one): greedy
-search asks them for their `argmax`, the others for their `log_probs`. Greedy
-search may also drop its ended rows (`run_dropping_finished`, `run_halving`).
+records the tokens, scores and extras in fixed-size buffers. Greedy search
+takes each row's best token (`argmax_first`) and may drop its ended rows
+(`run_dropping_finished`, `run_halving`).
 """
 
 from typing import Any, NamedTuple
@@ -15,13 +14,14 @@ from keras import ops
 
 from keras_attn.halving import HALVINGS, next_stage_rows, stage_limit
 from keras_attn.processors import apply_processors
-from keras_attn.token_scores import as_token_scores
 
 _NEG_INF = float("-inf")
+_INT32_MAX = 2**31 - 1
 
 
 class DecodingResult(NamedTuple):
-    """What the strategies return (see the module docstring).
+    """What the strategies return (the `keras_attn.search` module docstring
+    details each field).
 
     Attributes:
         ids: int32 `(B, max_length)`, padded with `end_id` from `lengths` on.
@@ -59,9 +59,38 @@ def tile_batch(nested, beam_size):
     )
 
 
+def argmax_first(scores, ids=None):
+    """Each row's maximum and the smallest id at it, as `argmax` picks ties.
+
+    From a max and a min rather than `argmax`: under XLA on CPU, `argmax`
+    is one reduction over value-index pairs, which runs more slowly than
+    two plain reductions. With `initial` values, an empty batch is no
+    error.
+
+    Args:
+        scores: float `(N, W)`.
+        ids: Optional int32 `(N, W)` or `(1, W)`, the id of each column (the
+            smallest id among a row's maxima is taken); default: the column
+            index.
+
+    Returns:
+        `(best, index)`: `(N, 1)` in the scores' dtype, and int32 `(N,)`. A
+        row with no maximum (NaN) gets the last column (the largest int32
+        with `ids`).
+    """
+    best = ops.max(scores, axis=-1, keepdims=True, initial=_NEG_INF)
+    if ids is None:
+        width = ops.shape(scores)[-1]
+        ids, fill = ops.arange(width, dtype="int32")[None], width - 1
+    else:
+        fill = _INT32_MAX
+    first = ops.where(scores == best, ids, fill)
+    return best, ops.min(first, axis=-1, initial=_INT32_MAX)
+
+
 # ------------------------------------------------------------------ choosers
 # `choose(candidates, log_probs, history, t) -> indices` (beam and sampling;
-# greedy asks the scores for their `argmax`): candidates `(B, K * V)`, the
+# greedy takes `argmax_first` of the running scores): candidates `(B, K * V)`, the
 # running scores of every extension of every beam; log_probs `(B * K, V)`,
 # this step's processed log-probabilities; indices int32 `(B, K)` into the
 # candidates.
@@ -99,7 +128,7 @@ def draw(log_probs, uniforms):
 
 class SearchLoop:
     """The loop all strategies share; they differ in `choose` (None: greedy,
-    the scores' `argmax`)."""
+    each row's best token)."""
 
     def __init__(
         self,
@@ -137,8 +166,8 @@ class SearchLoop:
             return ops.logical_and(more, ops.logical_not(ops.all(done)))
 
         def body(loop):
-            scores, state, extras = self._call_step(loop["ids"], loop["state"])
-            return (self._advance(loop, scores, state, extras, choose, batch),)
+            log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
+            return (self._advance(loop, log_probs, state, extras, choose, batch),)
 
         (loop,) = ops.while_loop(cond, body, (loop,))
         return self._finalize(loop, batch)
@@ -165,8 +194,8 @@ class SearchLoop:
             return ops.logical_and(loop["t"] < self.max_length, open_rows > 0)
 
         def body(loop, out):
-            scores, state, extras = self._call_step(loop["ids"], loop["state"])
-            loop = self._advance(loop, scores, state, extras, None, -1)
+            log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
+            loop = self._advance(loop, log_probs, state, extras, None, -1)
             return self._drop_ended(loop, out)
 
         loop, out = ops.while_loop(cond, body, (loop, out))
@@ -188,8 +217,8 @@ class SearchLoop:
         loop, out, batch = self._start_with_buffers(initial_state, start_ids)
 
         def body(loop):
-            scores, state, extras = self._call_step(loop["ids"], loop["state"])
-            return (self._advance(loop, scores, state, extras, None, -1),)
+            log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
+            return (self._advance(loop, log_probs, state, extras, None, -1),)
 
         for stage in range(HALVINGS + 1):
             rows = ops.shape(loop["ids"])[0]
@@ -237,7 +266,7 @@ class SearchLoop:
         )
 
     def _start(self, initial_state, start_ids):
-        """The loop's variables, step 0's `(scores, state, extras)`, batch.
+        """The loop's variables, step 0's `(log_probs, state, extras)`, batch.
 
         Step 0 runs outside the loop: it gives the shape of the extras'
         buffer.
@@ -264,7 +293,7 @@ class SearchLoop:
             "lengths": ops.zeros((rows,), "int32"),
             "history": ops.full((rows, length), -1, "int32"),
         }
-        scores, state, extras = self._call_step(loop["ids"], loop["state"])
+        log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
         if extras is not None:
             loop["extras"] = ops.zeros(
                 (length,) + tuple(ops.shape(extras)), extras.dtype
@@ -274,11 +303,11 @@ class SearchLoop:
                 loop["parents"] = ops.broadcast_to(
                     ops.arange(rows, dtype="int32")[None], (length, rows)
                 )
-        return loop, batch, (scores, state, extras)
+        return loop, batch, (log_probs, state, extras)
 
     def _call_step(self, ids, state):
-        """`(scores, state, extras)`: the step's scores as `TokenScores`, its
-        state (`()` without one) and its extras (None without)."""
+        """`(log_probs, state, extras)`: the step's float32 scores, its state
+        (`()` without one) and its extras (None without)."""
         out = self.step(ids, state if self.has_state else None)
         if len(out) not in (2, 3):
             raise ValueError(
@@ -286,18 +315,20 @@ class SearchLoop:
                 f"extras)`. Received {len(out)} outputs."
             )
         return (
-            as_token_scores(out[0]),
+            ops.cast(out[0], "float32"),
             (out[1] if self.has_state else ()),
             (out[2] if len(out) == 3 else None),
         )
 
-    def _advance(self, loop, scores, state, extras, choose, batch):
+    def _advance(self, loop, log_probs, state, extras, choose, batch):
         """Constrains, chooses, and records step `loop["t"]`."""
         k, t, history = self.beam_size, loop["t"], loop["history"]
+        log_probs = apply_processors(self.processors, log_probs, history, t)
         if choose is None:
-            word, cum = scores.argmax(self.processors, history, t, loop["cum"])
+            total = loop["cum"][:, None] + log_probs
+            _, word = argmax_first(total)
+            cum = ops.take_along_axis(total, word[:, None], axis=1)[:, 0]
             return self._record(loop, word, cum, cum, None, state, extras)
-        log_probs = apply_processors(self.processors, scores.log_probs(), history, t)
         vocab = ops.shape(log_probs)[1]
         if k > 1:
             # An ended row only continues with the end token, for free: in the

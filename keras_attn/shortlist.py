@@ -33,8 +33,8 @@ def shortlist_log_distribution(
 
     The vocabulary distribution is the softmax over the shortlist: the ids
     below `K` and the source's words (each counted once). With `p_gen` it is
-    mixed with the copy distribution as `pointer_log_distribution` mixes the
-    full one.
+    mixed with the copy distribution as `pointer_generator_log_distribution`
+    mixes the full one.
 
     Args:
         shortlist_logits: `(batch, K)`: the logits of ids `0 .. K - 1`,
@@ -72,7 +72,7 @@ def shortlist_log_distribution(
         return write_source_words(
             generated, source_log_vocab, ops.where(in_vocab, source_ids, 0), None, None
         )
-    # pointer_log_distribution's checks: p_gen (batch, 1), float32 attention.
+    # The pointer-generator's checks: p_gen (batch, 1), float32 attention.
     p_gen, attention, source_ids = check_copy_inputs(
         p_gen, shortlist_logits, attention, source_ids
     )

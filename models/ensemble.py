@@ -51,9 +51,7 @@ class SummarizerEnsemble(keras.Model):
     def output_kernel(self, shortlist=0):
         return [m.output_kernel(shortlist) for m in self.members]
 
-    def step(self, ids, state, memory, output_kernel=None, return_parts=False):
-        # The members' distributions are mixed written out: no parts.
-        del return_parts
+    def step(self, ids, state, memory, output_kernel=None):
         kernels = output_kernel or [None] * len(self.members)
         log_probs, states, attentions = zip(
             *(

@@ -22,7 +22,7 @@ from keras_attn.coverage import CoverageAttention, coverage_loss
 from keras_attn.pointer import (
     PointerGenerator,
     mix_target_probabilities,
-    pointer_scores,
+    pointer_generator_log_distribution,
 )
 from keras_attn.shortlist import shortlist_log_distribution
 from models.config import SummarizerConfig
@@ -421,7 +421,7 @@ class HeadlineSummarizer(keras.Model):
             state["coverage"] = ops.zeros(ops.shape(source_ids), dtype="float32")
         return state, memory
 
-    def step(self, ids, state, memory, output_kernel=None, return_parts=False):
+    def step(self, ids, state, memory, output_kernel=None):
         """Decodes one token.
 
         Args:
@@ -429,9 +429,6 @@ class HeadlineSummarizer(keras.Model):
             state: dict from `initial_decoder_state` or the previous step.
             memory: the fixed memory, rows aligned with `ids`.
             output_kernel: `output_kernel()`, computed once for all steps.
-            return_parts: with copying and no shortlist, return the
-                log-probabilities as `keras_attn.PointerScores` (greedy
-                search chooses from them without writing them out).
 
         Returns:
             `(log_probs, state, attention)`: float32 `(N, V)`, or
@@ -462,15 +459,13 @@ class HeadlineSummarizer(keras.Model):
             log_probs = ops.log_softmax(logits, axis=-1)
         else:
             # Extended ids are vocab_size + a source position.
-            log_probs = pointer_scores(
+            log_probs = pointer_generator_log_distribution(
                 p_gen,
                 logits,
                 weights,
                 memory["source_ext_ids"],
                 num_oov=self.config.max_source_length,
             )
-            if not return_parts:
-                log_probs = log_probs.dense()
         new_state = {f"rnn_{i}": s for i, s in enumerate(new_rnn_states)}
         if self.config.coverage:
             new_state["coverage"] = state["coverage"] + weights

@@ -108,8 +108,8 @@ class ScriptedModel:
         state = {"t": tf.zeros([tf.shape(ids)[0]], tf.int32)}
         return state, {"ids": ids}
 
-    def step(self, ids, state, memory, output_kernel=None, return_parts=False):
-        del ids, output_kernel, return_parts
+    def step(self, ids, state, memory, output_kernel=None):
+        del ids, output_kernel
         t, source = state["t"], memory["ids"]
         length = tf.shape(source)[1]
         position = tf.minimum(t, length - 1)

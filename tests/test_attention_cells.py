@@ -12,7 +12,6 @@ from keras import ops
 from keras_attn import (
     AttentionCellWrapper,
     AttentionRNN,
-    BahdanauAttention,
     BahdanauAttentionCell,
     DotAttention,
     LuongAttentionCell,
@@ -48,35 +47,6 @@ def test_default_style_is_luong_and_a_class_keeps_its_style():
     )
     with pytest.raises(ValueError, match="Received: style='bahdanau'"):
         LuongAttentionCell(keras.layers.GRUCell(3), DotAttention(), style="bahdanau")
-
-
-def test_config_of_the_single_class_wrapper_still_loads():
-    # What `AttentionCellWrapper.get_config()` wrote before the per-style
-    # classes: every style's arguments, under the base class's registered name.
-    old = {
-        "module": "keras_attn.recurrent",
-        "class_name": "AttentionCellWrapper",
-        "registered_name": "keras_attn>AttentionCellWrapper",
-        "config": {
-            "name": "attention_cell_wrapper",
-            "trainable": True,
-            "cell": keras.saving.serialize_keras_object(keras.layers.GRUCell(4)),
-            "attention": keras.saving.serialize_keras_object(BahdanauAttention(3)),
-            "style": "bahdanau",
-            "attention_units": 4,
-            "max_length": None,
-            "memory_dim": 5,
-            "return_alignments": True,
-            "kernel_initializer": "glorot_uniform",
-        },
-    }
-    cell = keras.saving.deserialize_keras_object(old)
-    assert type(cell) is BahdanauAttentionCell
-    assert cell.memory_dim == 5 and cell.return_alignments
-    outputs, alignments = AttentionRNN(cell)(
-        [np.ones((2, 3, 2), "float32"), np.ones((2, 4, 5), "float32")]
-    )
-    assert tuple(outputs.shape) == (2, 3, 4) and tuple(alignments.shape) == (2, 3, 4)
 
 
 def test_luong_options_are_checked():

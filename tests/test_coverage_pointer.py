@@ -31,9 +31,9 @@ from keras_attn.pointer import (
     copy_distribution,
     log_partition,
     mix_target_probabilities,
-    pointer_distribution,
-    pointer_log_distribution,
-    pointer_nll,
+    pointer_generator_distribution,
+    pointer_generator_log_distribution,
+    pointer_generator_nll,
     target_probabilities,
 )
 
@@ -255,7 +255,9 @@ def reference_distribution(p_gen, vocab, attention, source_ids, num_oov):
 @pytest.mark.parametrize("steps", [True, False])
 def test_pointer_distribution_reference(rng, steps):
     p_gen, vocab, attention, source_ids = pointer_inputs(rng, steps)
-    probs = np_(pointer_distribution(p_gen, vocab, attention, source_ids, NUM_OOV))
+    probs = np_(
+        pointer_generator_distribution(p_gen, vocab, attention, source_ids, NUM_OOV)
+    )
     ref = reference_distribution(p_gen, vocab, attention, source_ids, NUM_OOV)
     assert probs.dtype == np.float32
     assert probs.shape == (*vocab.shape[:-1], VOCAB + NUM_OOV)
@@ -289,11 +291,13 @@ def test_copy_distribution_and_from_logits(rng):
     logits = np.log(vocab) + 1.7  # same softmax
     np.testing.assert_allclose(
         np_(
-            pointer_distribution(
+            pointer_generator_distribution(
                 p_gen, logits, attention, source_ids, NUM_OOV, from_logits=True
             )
         ),
-        np_(pointer_distribution(p_gen, vocab, attention, source_ids, NUM_OOV)),
+        np_(
+            pointer_generator_distribution(p_gen, vocab, attention, source_ids, NUM_OOV)
+        ),
         atol=1e-6,
     )
 
@@ -302,7 +306,9 @@ def test_pointer_log_distribution_equals_log_of_the_dense_one(rng):
     p_gen, vocab, attention, source_ids = pointer_inputs(rng, steps=False)
     logits = (np.log(vocab) + 0.3).astype("float32")
     log_probs = np_(
-        pointer_log_distribution(p_gen, logits, attention, source_ids, NUM_OOV)
+        pointer_generator_log_distribution(
+            p_gen, logits, attention, source_ids, NUM_OOV
+        )
     )
     ref = reference_distribution(p_gen, vocab, attention, source_ids, NUM_OOV)
     assert log_probs.dtype == np.float32 and log_probs.shape == ref.shape
@@ -320,11 +326,15 @@ def test_pointer_log_distribution_equals_log_of_the_dense_one(rng):
     # Where the dense probability underflows in float32, the log stays exact.
     far = logits.copy()
     far[:, 7] -= 200.0
-    log_far = np_(pointer_log_distribution(p_gen, far, attention, source_ids, NUM_OOV))
+    log_far = np_(
+        pointer_generator_log_distribution(p_gen, far, attention, source_ids, NUM_OOV)
+    )
     expected = far[:, 7] - np.log(np.exp(far.astype("float64")).sum(-1))
     np.testing.assert_allclose(log_far[:, 7], expected + np.log(p_gen[:, 0]), rtol=1e-5)
     with pytest.raises(ValueError, match="logits shape"):
-        pointer_log_distribution(p_gen, logits[:, None], attention, source_ids)
+        pointer_generator_log_distribution(
+            p_gen, logits[:, None], attention, source_ids
+        )
 
 
 def test_log_partition_equals_logsumexp(rng):
@@ -347,7 +357,7 @@ def test_target_probabilities_equal_gather(rng, from_logits):
     p_gen, vocab, attention, source_ids = pointer_inputs(rng)
     vocab_in = np.log(vocab) - 0.5 if from_logits else vocab
     full = np_(
-        pointer_distribution(
+        pointer_generator_distribution(
             p_gen, vocab_in, attention, source_ids, NUM_OOV, from_logits=from_logits
         )
     )
@@ -371,7 +381,9 @@ def test_target_probabilities_equal_gather(rng, from_logits):
 
 def test_mix_target_probabilities_from_the_target_vocab_probability(rng):
     p_gen, vocab, attention, source_ids = pointer_inputs(rng)
-    full = np_(pointer_distribution(p_gen, vocab, attention, source_ids, NUM_OOV))
+    full = np_(
+        pointer_generator_distribution(p_gen, vocab, attention, source_ids, NUM_OOV)
+    )
     targets = np.array([[3, VOCAB, 7, VOCAB + 2], [VOCAB + 1, 2, 0, 8]], "int32")
     in_vocab = targets < VOCAB
     generated = np.where(
@@ -398,10 +410,12 @@ def test_pointer_nll_reference(rng):
     full = reference_distribution(p_gen, vocab, attention, source_ids, NUM_OOV)
     ref_p = np.take_along_axis(full, targets[..., None], -1)[..., 0]
     ref = -np.log(ref_p + 1e-10) * mask
-    loss = pointer_nll(p_gen, vocab, attention, source_ids, targets, mask=mask)
+    loss = pointer_generator_nll(
+        p_gen, vocab, attention, source_ids, targets, mask=mask
+    )
     np.testing.assert_allclose(np_(loss), ref.sum() / mask.sum(), rtol=1e-5)
     per_token = np_(
-        pointer_nll(
+        pointer_generator_nll(
             p_gen, vocab, attention, source_ids, targets, mask=mask, reduction="none"
         )
     )
@@ -409,9 +423,9 @@ def test_pointer_nll_reference(rng):
     # The masked target has P = 0: finite loss, not counted.
     assert np.isfinite(np_(loss))
     with pytest.raises(ValueError, match="Received: num_oov"):
-        pointer_distribution(p_gen, vocab, attention, source_ids, num_oov=-1)
+        pointer_generator_distribution(p_gen, vocab, attention, source_ids, num_oov=-1)
     with pytest.raises(ValueError, match="Received source_ids shape"):
-        pointer_distribution(p_gen, vocab, attention, source_ids[:, :2])
+        pointer_generator_distribution(p_gen, vocab, attention, source_ids[:, :2])
 
 
 def test_pointer_nll_gradient_finite_difference(rng, gradient):
@@ -424,7 +438,7 @@ def test_pointer_nll_gradient_finite_difference(rng, gradient):
         pg, vl, al = ops.split(x, np.cumsum(sizes)[:-1].tolist())
         p_gen = ops.sigmoid(ops.reshape(pg, (1, t, 1)))
         attention = ops.softmax(ops.reshape(al, (1, t, tv)), axis=-1)
-        return pointer_nll(
+        return pointer_generator_nll(
             p_gen,
             ops.reshape(vl, (1, t, v)),
             attention,

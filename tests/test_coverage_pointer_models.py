@@ -26,7 +26,11 @@ from keras import ops
 from reference_math import coverage_attention
 
 from keras_attn.coverage import CoverageAttention, coverage_loss
-from keras_attn.pointer import PointerGenerator, pointer_distribution, pointer_nll
+from keras_attn.pointer import (
+    PointerGenerator,
+    pointer_generator_distribution,
+    pointer_generator_nll,
+)
 
 
 def build_model():
@@ -166,11 +170,11 @@ def _coverage_and_copy(rng, value_mask, normalize=False, weights=None):
     p_gen = p_layer([context, query, query])
     _, vocab, _, source_ids = pointer_inputs(rng)
     logits = ops.cast(np.log(vocab), layer.compute_dtype)
-    probs = pointer_distribution(
+    probs = pointer_generator_distribution(
         p_gen, logits, attention, source_ids, NUM_OOV, from_logits=True
     )
     targets = np.array([[3, VOCAB, 7, VOCAB + 2], [VOCAB + 1, 2, 0, 8]])
-    nll = pointer_nll(
+    nll = pointer_generator_nll(
         p_gen, logits, attention, source_ids, targets, mask=query_mask, from_logits=True
     )
     outputs = {

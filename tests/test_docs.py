@@ -13,9 +13,24 @@ names what it needs:
   `tf_only`.
 
 Pages under docs/summarizer/ are the summarizer's: `tf_only` too.
+
+What a page shows is checked as it runs, statement by statement:
+
+* `print(...)  # <output>`: the printed text is `<output>`, up to an
+  explanation after `: ` (whitespace-insensitive);
+* `name = ...  # (2, 3, 100)`: the shape of each assigned name, one
+  parenthesised shape each (`a, b = ...  # (2, 6) (2, 5)`); a word in a
+  shape (`batch`) stands for any size, a number or a product of numbers
+  (`5 * 20`) must match.
 """
 
+import ast
+import contextlib
+import io
+import math
+import pkgutil
 import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -30,6 +45,8 @@ _FENCE = re.compile(
     re.MULTILINE | re.DOTALL,
 )
 _API_LINE = re.compile(r"^::: keras_attn\.(\w+)\s*$", re.MULTILINE)
+_SHAPE = re.compile(r"\(([^()]*)\)")
+_SIZE = re.compile(r"^\d+(\s*\*\s*\d+)*$")
 
 
 def python_blocks(page):
@@ -46,8 +63,75 @@ def run_blocks(page, blocks):
     namespace = {"__name__": "__docs__"}
     name = str(page.relative_to(ROOT))
     for line, _, code in blocks:
-        # Blank lines in front, so that a traceback names the page's own line.
-        exec(compile("\n" * (line - 1) + code, name, "exec"), namespace)
+        # Blank lines in front, so that a traceback and a statement's line
+        # numbers are the page's own.
+        source = "\n" * (line - 1) + code
+        comments = trailing_comments(source)
+        for statement in ast.parse(source, name).body:
+            module = ast.Module(body=[statement], type_ignores=[])
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                exec(compile(module, name, "exec"), namespace)
+            comment = comments.get(statement.end_lineno)
+            if comment is not None:
+                where = f"{name}:{statement.end_lineno}"
+                check_shown(statement, comment, printed.getvalue(), namespace, where)
+            print(printed.getvalue(), end="")
+
+
+def trailing_comments(source):
+    """`{line: text}` of the comments that follow code on their line."""
+    comments, code_lines = {}, set()
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        row = token.start[0]
+        if token.type == tokenize.COMMENT and row in code_lines:
+            comments[row] = token.string.lstrip("#").strip()
+        elif token.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
+            code_lines.add(row)
+    return comments
+
+
+def check_shown(statement, comment, printed, namespace, where):
+    """Fails where `statement`'s trailing `comment` is not what it shows."""
+    value = statement.value if isinstance(statement, ast.Expr) else None
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == "print"
+    ):
+        expected = comment.split(": ", 1)[0]
+        assert " ".join(printed.split()) == " ".join(expected.split()), (
+            f"{where} prints {printed!r}; the page shows {expected!r}"
+        )
+        return
+    if not isinstance(statement, ast.Assign) or not comment.startswith("("):
+        return
+    target = statement.targets[0]
+    names = target.elts if isinstance(target, ast.Tuple) else [target]
+    shown = _leading_shapes(comment)
+    for node, sizes in zip(names, shown, strict=False):
+        assert isinstance(node, ast.Name), f"{where}: a shape shown for {node!r}"
+        actual = tuple(namespace[node.id].shape)
+        assert len(actual) == len(sizes) and all(
+            size is None or size == got for size, got in zip(sizes, actual, strict=True)
+        ), f"{where}: `{node.id}` has shape {actual}; the page shows {comment!r}"
+
+
+def _size(text):
+    """`"5 * 20"` -> 100."""
+    return math.prod(int(factor) for factor in text.split("*"))
+
+
+def _leading_shapes(comment):
+    """The shapes a comment opens with, each a tuple of int or None (any)."""
+    shapes, rest = [], comment
+    while (match := _SHAPE.match(rest)) is not None:
+        sizes = [size.strip() for size in match.group(1).split(",") if size.strip()]
+        shapes.append(
+            tuple(_size(size) if _SIZE.match(size) else None for size in sizes)
+        )
+        rest = rest[match.end() :].lstrip(", ")
+    return shapes
 
 
 def _page_params():
@@ -101,7 +185,8 @@ def test_every_public_name_has_an_api_entry():
         documented |= set(_API_LINE.findall(page.read_text(encoding="utf-8")))
     missing = sorted(set(keras_attn.__all__) - documented)
     assert not missing, f"no `::: keras_attn.<name>` in docs/api/ for {missing}"
-    unknown = sorted(documented - set(keras_attn.__all__))
+    modules = {info.name for info in pkgutil.iter_modules(keras_attn.__path__)}
+    unknown = sorted(documented - set(keras_attn.__all__) - modules)
     assert not unknown, f"docs/api/ names what keras_attn does not export: {unknown}"
 
 

@@ -1,5 +1,5 @@
 """keras_attn.loss_reduction: one masked reduction for the library's losses
-(`pointer_nll`, `coverage_loss`, `pointer_network_nll`). A masked entry is
+(`pointer_generator_nll`, `coverage_loss`, `pointer_network_nll`). A masked entry is
 dropped by a select, whatever it holds (inf, NaN). Numbers by hand."""
 
 import numpy as np

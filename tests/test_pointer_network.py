@@ -25,7 +25,7 @@ def assert_log_probs(got, expected, atol=1e-6):
     np.testing.assert_allclose(got[finite], expected[finite], atol=atol)
 
 
-# ------------------------------------------------------------ pointer_log_probs
+# ------------------------------------------------------------ pointer_network_log_probs
 
 
 def dot_memory(value_mask=None):
@@ -41,9 +41,9 @@ def test_pointer_log_probs_by_hand():
     query = np.array([[1.0, 0.0]], "float32")
     # Scores q.k = [0, 1, 0, 2]; log(1 + e + 1 + e^2) = log(12.10734) = 2.493812.
     expected = np.array([[-2.493812, -1.493812, -2.493812, -0.493812]])
-    assert_log_probs(ka.pointer_log_probs(attention, query, memory), expected)
+    assert_log_probs(ka.pointer_network_log_probs(attention, query, memory), expected)
     # A rank-3 query gives one row per query step.
-    got = ka.pointer_log_probs(attention, query[:, None], memory)
+    got = ka.pointer_network_log_probs(attention, query[:, None], memory)
     assert tuple(got.shape) == (1, 1, 4)
     assert_log_probs(got[:, 0], expected)
 
@@ -53,13 +53,13 @@ def test_pointer_log_probs_masks():
     attention, memory = dot_memory(value_mask=np.array([[1, 1, 1, 0]], bool))
     query = np.array([[1.0, 0.0]], "float32")
     assert_log_probs(
-        ka.pointer_log_probs(attention, query, memory),
+        ka.pointer_network_log_probs(attention, query, memory),
         [[-1.551445, -0.551445, -1.551445, NEG_INF]],
     )
     # Position 1 already chosen, on top of the padding: log(1 + 1) = 0.693147.
     chosen = np.array([[1, 0, 1, 1]], bool)
     assert_log_probs(
-        ka.pointer_log_probs(attention, query, memory, mask=chosen),
+        ka.pointer_network_log_probs(attention, query, memory, mask=chosen),
         [[-0.693147, NEG_INF, -0.693147, NEG_INF]],
     )
 

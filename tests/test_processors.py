@@ -9,7 +9,13 @@ import pytest
 from keras import ops
 
 import keras_attn as ka
-from keras_attn.processors import apply_processors, ban_listed, shift_amounts
+from keras_attn.processors import (
+    IdShift,
+    TokenBan,
+    apply_processors,
+    ban_listed,
+    shift_amounts,
+)
 
 NEG = -np.inf
 # Two rows of six scores; row 0 generated [4, 2], row 1 [2] (then -1).
@@ -85,7 +91,7 @@ def test_an_empty_batch():
     assert ops.convert_to_numpy(out).shape == (0, 6)
 
 
-class Odd(ka.TokenBan):
+class Odd(TokenBan):
     """Bans the odd ids from step 1 on: stated once, by `banned`."""
 
     def banned(self, ids, history, step):
@@ -131,7 +137,7 @@ def test_shift_amounts_by_hand():
     # The processor's scores: those ids lowered, the rest as they were.
     scores = np.zeros((2, 6), "float32")
 
-    class Listed(ka.IdShift):
+    class Listed(IdShift):
         def shifts(self, history, step, rows):
             return shifted, amounts
 
@@ -154,3 +160,31 @@ def test_shift_amounts_with_a_number_of_ids_unknown_when_traced():
     shifted = np.array([[1, 4], [0, 5]], "int32")
     amounts = np.array([[0.5, 2.0], [1.0, -3.0]], "float32")
     np.testing.assert_array_equal(traced(shifted, amounts).numpy(), _expected_shifts())
+
+
+def test_processors_ban_the_same_ids_both_ways():
+    # What `banned` says of every column is what `__call__` bans.
+    history = np.array([[4, 5, 4, -1, -1], [2, 2, -1, -1, -1]], "int32")
+    width = 16
+    ids = np.broadcast_to(np.arange(width, dtype="int32")[None], (2, width))
+    zeros = np.zeros((2, width), "float32")
+    for processor in (
+        ka.MinLength(4, 1),
+        ka.MaxLength(2, 1),
+        ka.BannedIds([3, 13]),
+        ka.NoRepeatNgram(1),
+        ka.NoRepeatNgram(2),
+    ):
+        for step in (2, 3):
+            written = np.isinf(ops.convert_to_numpy(processor(zeros, history, step)))
+            said = ops.convert_to_numpy(processor.banned(ids, history, step))
+            np.testing.assert_array_equal(said, written, err_msg=repr(processor))
+            assert written.any() or step == 3
+
+
+def test_no_repeat_ignores_followers_beyond_the_columns():
+    # Token 14 was generated; scores of 12 columns have no column for it,
+    # and nothing else is banned.
+    history = np.array([[14, -1, -1]], "int32")
+    out = ka.NoRepeatNgram(1)(np.zeros((1, 12), "float32"), history, 1)
+    assert not np.isinf(ops.convert_to_numpy(out)).any()

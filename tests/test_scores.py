@@ -11,6 +11,7 @@ import pytest
 from keras import ops
 
 import keras_attn as ka
+from keras_attn.base import AttentionMemory
 
 BACKEND = keras.backend.backend()
 B, TQ, TV, DQ = 2, 3, 5, 4
@@ -120,7 +121,7 @@ def test_prepare_memory_and_step_equal_call(spec, ref, rng):
     ref.randomize_weights(layer, rng)
 
     memory = layer.prepare_memory(value, key=key, value_mask=VALUE_MASK)
-    assert isinstance(memory, ka.AttentionMemory)
+    assert isinstance(memory, AttentionMemory)
     context, weights = layer.step(query, memory)
     expected_context, expected_weights = layer(
         [query, value, key], value_mask=VALUE_MASK, return_attention_scores=True

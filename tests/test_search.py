@@ -26,6 +26,8 @@ from toy_search import (
 )
 
 import keras_attn as ka
+from keras_attn.search import DecodingResult
+from keras_attn.search_loop import argmax_first
 
 STARTS = [0, 2, 3, 4]
 MAX_LEN = 4
@@ -174,6 +176,17 @@ def test_greedy_takes_the_first_of_tied_tokens(drop_finished):
     np.testing.assert_array_equal(result.lengths[:2], [1, 1])
 
 
+def test_argmax_first_takes_the_smallest_id_of_ties():
+    scores = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]], "float32")
+    best, index = (ops.convert_to_numpy(x) for x in argmax_first(scores))
+    np.testing.assert_array_equal(best, [[3.0], [2.0]])
+    np.testing.assert_array_equal(index, [1, 0])
+    # With ids: the smallest id among the maxima, wherever it stands.
+    ids = np.array([[5, 9, 4], [7, 6, 1]], "int32")
+    _, index = argmax_first(scores, ids)
+    np.testing.assert_array_equal(ops.convert_to_numpy(index), [4, 6])
+
+
 @pytest.mark.parametrize("seed", [0, 5, 9])
 def test_no_search_beats_the_exhaustive_beam(seed):
     # "Beam >= greedy" holds only for some inputs; what always holds is that
@@ -205,7 +218,7 @@ def test_beam_size_one_equals_greedy(options):
     args = (initial_state(STARTS), STARTS, END, 8)
     greedy = np_result(ka.greedy_search(make_step(*tables), *args, **options))
     beam = np_result(ka.beam_search(make_step(*tables), *args, 1, **options))
-    for field in ka.DecodingResult._fields:
+    for field in DecodingResult._fields:
         np.testing.assert_allclose(
             getattr(beam, field), getattr(greedy, field), rtol=1e-6, err_msg=field
         )
@@ -426,7 +439,7 @@ def test_sampling_that_keeps_one_token_is_greedy(kwargs):
         ka.greedy_search(make_step(*tables), initial_state(STARTS), STARTS, END, 6)
     )
     sampled = sample(tables, seed=3, **kwargs)
-    for field in ka.DecodingResult._fields:
+    for field in DecodingResult._fields:
         np.testing.assert_allclose(
             getattr(sampled, field), getattr(greedy, field), rtol=1e-5, err_msg=field
         )

@@ -114,7 +114,3 @@ def test_config_round_trip(spec, ref, rng):
 def test_registered_name(cls):
     assert keras.saving.get_registered_name(cls) == f"keras_attn>{cls.__name__}"
     assert keras.saving.get_registered_object(f"keras_attn>{cls.__name__}") is cls
-
-
-def test_bilinear_is_general():
-    assert ka.BilinearAttention is ka.GeneralAttention

@@ -64,7 +64,9 @@ def test_shortlist_equals_the_renormalised_distribution(k, copy):
 
 def test_the_whole_vocabulary_is_the_exact_distribution():
     z = logits(1)
-    exact = ka.pointer_log_distribution(P_GEN, z, ATTENTION, SOURCE, num_oov=OOV)
+    exact = ka.pointer_generator_log_distribution(
+        P_GEN, z, ATTENTION, SOURCE, num_oov=OOV
+    )
     np.testing.assert_allclose(call(z, V, True), ops.convert_to_numpy(exact), atol=1e-5)
 
 

@@ -12,7 +12,7 @@ import keras
 import numpy as np
 from keras import ops
 
-import keras_attn as ka
+from keras_attn.search import DecodingResult
 
 BACKEND = keras.backend.backend()
 V, END = 5, 1
@@ -107,7 +107,7 @@ def ranked_sequences(
 
 
 def np_result(result):
-    return ka.DecodingResult(
+    return DecodingResult(
         *(None if x is None else ops.convert_to_numpy(x) for x in result)
     )
 

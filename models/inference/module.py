@@ -190,7 +190,7 @@ class HeadlineModule(tf.Module):
         end_penalty=None,
         num_hypotheses=1,
     ):
-        """Source ids to a `keras_attn.DecodingResult`: encoder and search."""
+        """Source ids to a `keras_attn.search.DecodingResult`: encoder and search."""
         options = self.options
         processors = []
         if max_length is not None:
@@ -242,7 +242,6 @@ class HeadlineModule(tf.Module):
                 state["decoder"],
                 state["memory"],
                 output_kernel=kernel,
-                return_parts=True,
             )
             return log_probs, dict(state, decoder=decoder), attention
 

@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-import keras_attn
+from keras_attn.search import DecodingResult
 from models.text_features import PAD_ID
 
 # The source lengths XLA compiles for are multiples of this.
@@ -33,7 +33,7 @@ def padded_for_xla(decode):
             return tf.gather(tf.pad(x, padding, constant_values=PAD_ID), copies)
 
         result = compiled(pad(ids), pad(ext_ids), *args)
-        return keras_attn.DecodingResult(
+        return DecodingResult(
             ids=result.ids[:rows],
             lengths=result.lengths[:rows],
             scores=result.scores[:rows],
