@@ -259,3 +259,83 @@ def test_bad_arguments_are_refused(kwargs, match):
     log_probs = arguments.pop("log_probs")
     with pytest.raises(ValueError, match=match):
         ka.minimum_risk_loss(log_probs, case["ids"], case["reference_ids"], **arguments)
+
+
+# ------------------------------------------------------------------ training
+# A teacher-forced model whose next token depends on the previous one and
+# the source: `log_softmax(W[y_t-1] + U[source])`. Its step holds the
+# source's row `U[source]` as the state, which `draw_candidates` tiles.
+
+START, SOURCES, STEPS, ROUNDS = 1, 4, 6, 12
+REFERENCES = np.array(
+    [
+        [3, 4, 5, END, PAD, PAD],
+        [6, 3, END, PAD, PAD, PAD],
+        [5, 6, 4, 3, END, PAD],
+        [4, 6, END, PAD, PAD, PAD],
+    ],
+    "int32",
+)
+
+
+class BigramDecoder(keras.Model):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.previous = keras.layers.Embedding(V, V)
+        self.source = keras.layers.Embedding(SOURCES, V)
+
+    def call(self, inputs):
+        logits = self.previous(inputs["target_in"])
+        logits = logits + self.source(inputs["source"])[:, None]
+        return ops.log_softmax(logits)
+
+    def step(self, ids, state):
+        return ops.log_softmax(self.previous(ids) + state), state
+
+    def compute_loss(self, x, y, y_pred, sample_weight=None, training=True):
+        candidates = y["candidates"]  # (batch, K, T): y_pred's rows b * K + k
+        return ka.minimum_risk_loss(
+            ops.reshape(y_pred, (-1, *candidates.shape[1:], V)),
+            candidates,
+            y["references"],
+            token_mask=y["token_mask"],
+            candidate_mask=y["candidate_mask"],
+            end_id=END,
+            pad_id=PAD,
+        )
+
+
+def test_training_with_minimum_risk_lowers_the_expected_cost():
+    sources = np.arange(SOURCES, dtype="int32")
+    starts = np.full((SOURCES,), START, "int32")
+    model = BigramDecoder()
+    model({"source": sources, "target_in": starts[:, None]})
+    model.compile(optimizer=keras.optimizers.Adam(0.2))
+
+    def draw(seed, count, references=None):
+        return ka.draw_candidates(
+            model.step, model.source(sources), starts, END, STEPS, count,
+            reference_ids=references, seed=seed, banned_ids=[PAD, START],
+        )  # fmt: skip
+
+    def expected_cost():  # The same draws each time: one seed.
+        samples = draw(1000, 16, None)
+        costs = ka.rouge_cost(samples.ids, REFERENCES, end_id=END, pad_id=PAD)
+        return float(ops.mean(costs))
+
+    before = expected_cost()
+    for seed in range(ROUNDS):
+        candidates = draw(seed, 6, REFERENCES)
+        ids = ops.reshape(candidates.ids, (-1, STEPS))
+        start = ops.full((SOURCES * 6, 1), START, "int32")
+        target_in = ops.concatenate([start, ids[:, :-1]], axis=1)
+        model.train_on_batch(
+            {"source": np.repeat(sources, 6), "target_in": target_in},
+            {
+                "candidates": candidates.ids,
+                "references": REFERENCES,
+                "token_mask": candidates.token_mask,
+                "candidate_mask": candidates.candidate_mask,
+            },
+        )
+    assert expected_cost() < before - 0.2
