@@ -109,28 +109,23 @@ def draw_candidates(
         `Candidates` (ids, lengths, token_mask, candidate_mask), `K =
         num_candidates` per example, the reference first when given.
 
-    Example:
-        ```python
-        import numpy as np
-        from keras import ops
-
-        import keras_attn as ka
-
-        V, END = 6, 2
-        table = ops.convert_to_tensor(np.random.default_rng(0).normal(size=(V, V)))
-
-        def step(ids, state):  # a bigram model
-            return ops.log_softmax(ops.take(table, ids, axis=0)), state
-
-        start_ids = np.array([1, 1], "int32")
-        references = np.array([[3, 4, 5, END], [4, 4, END, 0]])
-        candidates = ka.draw_candidates(
-            step, None, start_ids, END, max_length=5, num_candidates=4,
-            reference_ids=references, temperature=1.2, seed=0,
-            banned_ids=[0, 1],  # never padding or the start token
-        )
-        print(candidates.ids.shape)  # (2, 4, 5)
-        ```
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> import keras_attn as ka
+        >>> V, END = 6, 2
+        >>> table = ops.convert_to_tensor(np.random.default_rng(0).normal(size=(V, V)))
+        >>> def step(ids, state):  # a bigram model
+        ...     return ops.log_softmax(ops.take(table, ids, axis=0)), state
+        >>> start_ids = np.array([1, 1], "int32")
+        >>> references = np.array([[3, 4, 5, END], [4, 4, END, 0]])
+        >>> candidates = ka.draw_candidates(
+        ...     step, None, start_ids, END, max_length=5, num_candidates=4,
+        ...     reference_ids=references, temperature=1.2, seed=0,
+        ...     banned_ids=[0, 1],  # never padding or the start token
+        ... )
+        >>> tuple(candidates.ids.shape)
+        (2, 4, 5)
     """
     if method not in METHODS:
         raise ValueError(

@@ -90,19 +90,18 @@ def minimum_risk_loss(
         float32 (float64 for float64 log-probabilities) scalar, or `(batch,)`
         for `"none"`. A source without a present candidate has risk 0.
 
-    Example:
-        ```python
-        import numpy as np
-
-        import keras_attn as ka
-
-        END = 2
-        # One source, three candidates of up to 4 tokens (END padded).
-        candidates = np.array([[[5, 7, 8, END], [5, 6, END, END], [9, END, END, END]]])
-        reference = np.array([[5, 7, 8, END]])
-        log_probs = np.log(np.full((1, 3, 4), 0.5, "float32"))  # the model's
-        loss = ka.minimum_risk_loss(log_probs, candidates, reference, end_id=END)
-        ```
+    Examples:
+        >>> import numpy as np
+        >>> import keras_attn as ka
+        >>> END = 2
+        >>> # One source, three candidates of up to 4 tokens (END padded).
+        >>> candidates = np.array(
+        ...     [[[5, 7, 8, END], [5, 6, END, END], [9, END, END, END]]])
+        >>> reference = np.array([[5, 7, 8, END]])
+        >>> log_probs = np.log(np.full((1, 3, 4), 0.5, "float32"))  # the model's
+        >>> loss = ka.minimum_risk_loss(log_probs, candidates, reference, end_id=END)
+        >>> round(float(loss), 3)
+        0.781
     """
     check_reduction(reduction)
     _check_weights(alpha, nll_weight, reference_log_probs)

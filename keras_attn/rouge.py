@@ -66,13 +66,13 @@ def rouge_n(candidate_ids, reference_ids, n=1, *, end_id=None, pad_id=0):
     Returns:
         float32 F1 in `[0, 1]`, the candidates' leading shape (`(batch, K)`).
 
-    Example:
-        ```python
-        import keras_attn as ka
-
-        # The sequences are [5, 6, 7] and [5, 7, 8]: P = R = F1 = 2/3.
-        ka.rouge_n([[5, 6, 7, 2, 0]], [[5, 7, 8, 2]], n=1, end_id=2)
-        ```
+    Examples:
+        >>> from keras import ops
+        >>> import keras_attn as ka
+        >>> # The sequences are [5, 6, 7] and [5, 7, 8]: P = R = F1 = 2/3.
+        >>> f1 = ka.rouge_n([[5, 6, 7, 2, 0]], [[5, 7, 8, 2]], n=1, end_id=2)
+        >>> print(ops.convert_to_numpy(f1).round(4))
+        [0.6667]
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"`n` must be a Python int >= 1. Received: n={n!r}")
@@ -106,13 +106,13 @@ def rouge_l(candidate_ids, reference_ids, *, end_id=None, pad_id=0):
     Returns:
         float32 F1 in `[0, 1]`, the candidates' leading shape.
 
-    Example:
-        ```python
-        import keras_attn as ka
-
-        # The LCS of [5, 6, 7] and [5, 7, 8] is [5, 7]: F1 = 2/3.
-        ka.rouge_l([[5, 6, 7, 2, 0]], [[5, 7, 8, 2]], end_id=2)
-        ```
+    Examples:
+        >>> from keras import ops
+        >>> import keras_attn as ka
+        >>> # The LCS of [5, 6, 7] and [5, 7, 8] is [5, 7]: F1 = 2/3.
+        >>> f1 = ka.rouge_l([[5, 6, 7, 2, 0]], [[5, 7, 8, 2]], end_id=2)
+        >>> print(ops.convert_to_numpy(f1).round(4))
+        [0.6667]
     """
     candidates, references = _align(candidate_ids, reference_ids)
     cand_length = sequence_lengths(candidates, end_id, pad_id)
@@ -138,15 +138,14 @@ def rouge_cost(
     Returns:
         float32 cost in `[0, 1]`, the candidates' leading shape.
 
-    Example:
-        ```python
-        import functools
-
-        import keras_attn as ka
-
-        cost = functools.partial(ka.rouge_cost, end_id=2, rouge_types=["rouge1"])
-        cost([[[5, 6, 7, 2], [5, 7, 8, 2]]], [[5, 7, 8, 2]])  # [[1/3, 0]]
-        ```
+    Examples:
+        >>> import functools
+        >>> from keras import ops
+        >>> import keras_attn as ka
+        >>> cost = functools.partial(ka.rouge_cost, end_id=2, rouge_types=["rouge1"])
+        >>> costs = cost([[[5, 6, 7, 2], [5, 7, 8, 2]]], [[5, 7, 8, 2]])
+        >>> print(ops.convert_to_numpy(costs).round(4))
+        [[0.3333 0.    ]]
     """
     rouge_types = list(rouge_types)
     if not rouge_types:
