@@ -200,6 +200,7 @@ def _as_candidate(reference_ids, end_id, pad_id, max_length):
     # (a length-bucketed batch).
     padding = ops.full((ops.shape(reference)[0], max_length), end_id, "int32")
     reference = ops.concatenate([reference, padding], axis=1)[:, :max_length]
+    reference = ops.reshape(reference, (-1, max_length))  # a static width
     lengths = sequence_lengths(reference, end_id, pad_id)
     inside = ops.arange(max_length) < lengths[:, None]
     return ops.where(inside, reference, ops.cast(end_id, "int32")), lengths

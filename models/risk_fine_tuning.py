@@ -78,8 +78,19 @@ class _Step:
 
     def _train_step(self, inputs, target_out):
         model, k = self.model, self.options.risk_candidates
+        # ROUGE on ids compares static widths; a bucketed batch has none.
+        padding = ops.zeros((ops.shape(target_out)[0], self.max_length), "int32")
+        target_out = ops.concatenate([ops.cast(target_out, "int32"), padding], 1)
+        target_out = ops.reshape(
+            target_out[:, : self.max_length], (-1, self.max_length)
+        )
         drawn = self._candidates(inputs, target_out)
-        ids = ops.reshape(drawn.ids, (-1, self.max_length))
+        # Static ranks and widths for the in-graph ROUGE.
+        length = self.max_length
+        candidates = ops.reshape(drawn.ids, (-1, k, length))
+        token_mask = ops.reshape(drawn.token_mask, (-1, k, length))
+        candidate_mask = ops.reshape(drawn.candidate_mask, (-1, k))
+        ids = ops.reshape(candidates, (-1, length))
         # The decoder reads a copied word as <unk>, as in likelihood training.
         previous = ops.where(ids < model.config.vocab_size, ids, UNK_ID)
         start = ops.full((ops.shape(ids)[0], 1), START_ID, "int32")
@@ -94,16 +105,16 @@ class _Step:
             log_probs = ops.reshape(log_probs, (-1, k, self.max_length))
             loss = keras_attn.minimum_risk_loss(
                 log_probs,
-                drawn.ids,
+                candidates,
                 target_out,
-                token_mask=drawn.token_mask,
-                candidate_mask=drawn.candidate_mask,
+                token_mask=token_mask,
+                candidate_mask=candidate_mask,
                 end_id=END_ID,
                 pad_id=PAD_ID,
                 alpha=self.options.risk_alpha,
                 nll_weight=self.options.risk_nll_weight,
                 reference_log_probs=log_probs[:, 0],
-                reference_mask=drawn.token_mask[:, 0],
+                reference_mask=token_mask[:, 0],
             )
         gradients = tape.gradient(loss, model.trainable_variables)
         self.optimizer.apply(gradients, model.trainable_variables)
