@@ -47,7 +47,12 @@ class _Step:
         self.optimizer = keras.optimizers.Adam(options.risk_learning_rate, clipnorm=2.0)
         self.optimizer.build(model.trainable_variables)
         self.seed = keras.random.SeedGenerator(0)
-        self.call = tf.function(self._train_step, reduce_retracing=True)
+        # One trace for every batch shape: with shapes relaxed one input at a
+        # time, the batch of the candidates and of the references could
+        # differ statically, which the in-graph ROUGE cannot broadcast.
+        ids = tf.TensorSpec([None, None], tf.int32)
+        inputs = {"source_ids": ids, "source_ext_ids": ids, "target_in": ids}
+        self.call = tf.function(self._train_step, input_signature=[inputs, ids])
 
     def _candidates(self, inputs, target_out):
         model, k = self.model, self.options.risk_candidates
