@@ -35,6 +35,10 @@ def _parser():
     p.add_argument("--examples", type=int, default=3000, help="training pairs")
     p.add_argument("--candidates", type=int, default=4, help="reference + sampled")
     p.add_argument("--epochs", type=int, default=1, help="fine-tuning epochs")
+    p.add_argument("--learning-rate", type=float, default=1e-4)
+    p.add_argument("--alpha", type=float, default=1.0, help="sharpness")
+    p.add_argument("--nll-weight", type=float, default=0.3)
+    p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--validation-examples", type=int, default=1000)
     p.add_argument("--json-out", help="append the result to this JSON file")
     return p
@@ -75,6 +79,10 @@ def main(argv=None):
         risk_epochs=args.epochs,
         risk_candidates=args.candidates,
         risk_patience=args.epochs + 1,
+        risk_learning_rate=args.learning_rate,
+        risk_alpha=args.alpha,
+        risk_nll_weight=args.nll_weight,
+        risk_temperature=args.temperature,
     )
     folder = Path(tempfile.mkdtemp(prefix="risk-pilot-"))
     try:
@@ -87,6 +95,10 @@ def main(argv=None):
         "run_dir": str(args.run_dir),
         "examples": args.examples,
         "candidates": args.candidates,
+        "options": {
+            k: getattr(options, k)
+            for k in ("risk_learning_rate", "risk_alpha", "risk_nll_weight")
+        },
         "validation_rouge1": record["rouge1"],
         "risk_examples_per_second": record["examples_per_second"],
         "likelihood_examples_per_second": round(likelihood_rate, 1),
