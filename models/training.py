@@ -50,6 +50,8 @@ class FitEnd:
         best: The best validation score (`monitor`), None before an epoch.
         best_epoch: Its epoch, counted from 1.
         monitor: `"val_rouge1"` or `"val_loss"`.
+        history: This command's logs, Keras' `History.history`
+            (`{metric: [value per epoch]}`).
     """
 
     epochs: int
@@ -58,6 +60,7 @@ class FitEnd:
     best: float | None
     best_epoch: int | None
     monitor: str
+    history: dict = dataclasses.field(default_factory=dict, repr=False)
 
     def finished(self, max_epochs):
         """Whether the member is done: stopped early, or at `max_epochs`."""
@@ -215,7 +218,7 @@ def fit(
     first_epoch = backed_up_epoch(run_dir)
     interrupt = InterruptBetweenSteps()
     with interrupt.deferring():
-        model.fit(
+        history = model.fit(
             train_batches,
             validation_data=validation_batches,
             epochs=options.epochs,
@@ -244,6 +247,7 @@ def fit(
         best=None if best is None else float(best),
         best_epoch=None if best is None else int(stopping.best_epoch) + 1,
         monitor=monitor,
+        history=history.history,
     )
 
 

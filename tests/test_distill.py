@@ -279,6 +279,9 @@ def test_train_py_distills_a_student_from_a_runs_weights_and_exports_it(
         "0",
         "--distill-from",
         str(teacher),
+        # This teacher lists no n-best hypotheses: its headlines are the targets.
+        "--distill-targets",
+        "teacher",
         "--hidden-size",
         "32",  # the source run's config wins
         "--init-from",

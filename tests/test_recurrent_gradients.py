@@ -22,8 +22,8 @@ def _layer(style, dtype):
         keras.layers.GRUCell(UNITS, dtype=dtype),
         BahdanauAttention(4, dtype=dtype),
         style=style,
-        max_length=T if style == "self" else None,
         dtype=dtype,
+        **({"max_length": T} if style == "self" else {}),
     )
     return AttentionRNN(cell, dtype=dtype)
 

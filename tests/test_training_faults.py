@@ -101,9 +101,14 @@ def test_ctrl_c_then_the_same_command_resumes(tmp_path, capsys, monkeypatch):
     # Resumed here: the model that goes to the export is recorded (the
     # export after a resume is test_pipeline.py's resume test's).
     exported = []
-    monkeypatch.setattr(
-        pipeline, "export", lambda model, *args, **kwargs: exported.append(model)
-    )
+
+    def export(model, *args, **kwargs):
+        exported.append(model)
+        folder = tmp_path / "recorded-export"
+        folder.mkdir(exist_ok=True)
+        return folder
+
+    monkeypatch.setattr(pipeline, "export", export)
     capsys.readouterr()
     argv = train_command(tmp_path, "--epochs", str(epoch + 1), *long)[2:]
     assert train.main(argv) == 0
