@@ -17,7 +17,7 @@ import time
 # Tuning, export and evaluation after training, in epochs of training time:
 # they decode the validation and test documents with the ensemble, whose
 # cost grows with the model as an epoch's does.
-AFTER_TRAINING_EPOCHS = 8
+AFTER_TRAINING_EPOCHS = 6
 
 
 def _minutes(seconds):
