@@ -134,7 +134,8 @@ def test_raw_utf8_strings_on_predict_and_the_page_api(servers):
             main.url + "/api/headline", json={"document": document}, timeout=60
         )
         assert page.status_code == 200, page.text
-        assert document.split()[0].encode("utf-8") in page.content
+        # Raw UTF-8 in the body, not \u escapes.
+        assert tokens[i][0].encode("utf-8") in page.content
         answer = page.json()
         assert answer["headline"] == raw["headlines"][i]
         # The batch's padding ("") is cropped per request.
