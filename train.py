@@ -9,12 +9,15 @@ and writes `metrics.json` and attention heatmaps beside it.
 """
 
 import argparse
+import dataclasses
 import os
 import sys
 
 from models.config import RiskOptions, SearchOptions, SummarizerConfig, TrainOptions
-from models.flags import add_config_flags
+from models.errors import LostWorker, UserError
+from models.flags import add_config_flags, given
 from models.startup import add_verbose_flag, import_tensorflow
+from models.train_settings import FLAG_GROUPS, TrainSettings
 
 # Before anything imports Keras (the modules above do not).
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -41,12 +44,27 @@ STUDENT_DEFAULTS = {
 }
 
 
-def parse_args(argv=None):
+def parse_settings(argv=None):
+    """`train.py`'s command line (`sys.argv[1:]` by default) as a `TrainSettings`."""
     p = _parser()
     known, _ = p.parse_known_args(argv)
     if known.distill_from:
         p.set_defaults(**STUDENT_DEFAULTS, init_from=known.distill_from)
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    groups = {
+        name: cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})
+        for name, cls in FLAG_GROUPS.items()
+    }
+    return TrainSettings(
+        **groups,
+        model=SummarizerConfig(**given(args, SummarizerConfig)),
+        training=TrainOptions(**given(args, TrainOptions)),
+        search=SearchOptions(**given(args, SearchOptions)),
+        risk=RiskOptions(**given(args, RiskOptions)),
+        # The flag's None default: the pipeline chooses from the data.
+        choose_normalization=args.normalization is None,
+        verbose=args.verbose,
+    )
 
 
 def _parser():
@@ -186,13 +204,16 @@ def _add_decoding_flags(g):
 
 
 def main(argv=None):
-    args = parse_args(argv)
-    import_tensorflow(args.verbose)
+    try:
+        settings = parse_settings(argv)
+    except UserError as error:  # a flag's value that its settings refuse
+        print(f"train.py: error: {error}", file=sys.stderr)
+        return 2
+    import_tensorflow(settings.verbose)
     from models import pipeline
-    from models.errors import LostWorker, UserError
 
     try:
-        pipeline.run(args)
+        pipeline.run(settings)
     except LostWorker as error:
         print(f"train.py: error: {error}", file=sys.stderr, flush=True)
         # TensorFlow's shutdown would wait for the lost worker: none of it.

@@ -128,12 +128,13 @@ def _load_export(model_dir):
     from pathlib import Path
 
     from models.config import SearchOptions
+    from models.folder_layout import SEARCH_OPTIONS_FILE
     from models.saved_model_client import load_saved_model
     from models.version_folders import resolve_version_dir
 
     version = resolve_version_dir(model_dir)
     options = SearchOptions(
-        **json.loads((Path(version) / "search_options.json").read_text())
+        **json.loads((Path(version) / SEARCH_OPTIONS_FILE).read_text())
     )
     return load_saved_model(version), options
 

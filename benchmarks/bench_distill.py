@@ -38,6 +38,12 @@ import numpy as np
 
 from benchmarks.common import interleaved, machine_info, markdown_table
 from benchmarks.flops import search_flops
+from models.folder_layout import (
+    CONFIG_FILE,
+    MEMBER_PREFIX,
+    METRICS_FILE,
+    SEARCH_OPTIONS_FILE,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 METRICS_SYSTEM = {"serving_default": "beam", "greedy": "greedy"}
@@ -56,7 +62,7 @@ def parse_system(spec):
 
 def rouge(system):
     """The export's test ROUGE of this signature, `{metric: (f1, low, high)}`."""
-    metrics = json.loads((system["dir"] / "metrics.json").read_text())
+    metrics = json.loads((system["dir"] / METRICS_FILE).read_text())
     scores = metrics["systems"][METRICS_SYSTEM[system["signature"]]]
     return {
         m: (scores[m]["f1"], scores[m]["low"], scores[m]["high"])
@@ -68,11 +74,11 @@ def gflop_per_headline(system, saved, documents):
     """FLOPs of decoding `documents`, counted on the headlines written."""
     from models.config import SearchOptions, SummarizerConfig
 
-    config = SummarizerConfig.load(system["dir"] / "config.json")
+    config = SummarizerConfig.load(system["dir"] / CONFIG_FILE)
     options = SearchOptions(
-        **json.loads((system["dir"] / "search_options.json").read_text())
+        **json.loads((system["dir"] / SEARCH_OPTIONS_FILE).read_text())
     )
-    members = 1 + len(list(system["dir"].glob("member-*.keras")))
+    members = 1 + len(list(system["dir"].glob(f"{MEMBER_PREFIX}*.keras")))
     out = saved.signatures["attention"](documents=documents)
     source_lengths = np.sum(out["source_tokens"].numpy() != b"", axis=1)
     headlines = saved.signatures[system["signature"]](documents=documents)

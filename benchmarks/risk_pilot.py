@@ -51,12 +51,13 @@ def main(argv=None):
     from benchmarks.common import machine_info
     from models import data
     from models.config import RiskOptions, TrainOptions
+    from models.folder_layout import MODEL_FILE
     from models.risk_fine_tuning import fine_tune
     from models.run_folder import load_run
     from models.training import build_model
 
     config, features = load_run(args.run_dir)
-    trained = keras.saving.load_model(Path(args.run_dir) / "model.keras", compile=False)
+    trained = keras.saving.load_model(Path(args.run_dir) / MODEL_FILE, compile=False)
     splits = {
         s: data.load_split(s, data_dir=args.data_dir) for s in ("train", "validation")
     }

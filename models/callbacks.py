@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from models.config import SearchOptions
 from models.distribute import in_multi_worker_mode
+from models.folder_layout import CALLBACK_STATE_FILE
 from models.inference import HeadlineModule
 from models.metrics import mean_rouge
 from models.saved_model_client import headlines_in_batches
@@ -45,7 +46,7 @@ class Backup(keras.callbacks.BackupAndRestore):
             double_checkpoint=True,
         )
         self.tracked = list(tracked)
-        self._state_path = Path(backup_dir) / "callback_state.json"
+        self._state_path = Path(backup_dir) / CALLBACK_STATE_FILE
 
     def callback_state(self):
         """`{class name: {attribute: value}}`, one entry per tracked callback."""

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from models.errors import UserError
+from models.folder_layout import SEARCH_TUNING_FILE
 
 ATTENTION_CHOICES = (
     "bahdanau",
@@ -304,10 +305,6 @@ class RiskOptions:
                 "`risk_nll_weight` must be in [0, 1]. Received: "
                 f"risk_nll_weight={self.risk_nll_weight}"
             )
-
-
-# In a run folder: the decoding settings chosen on validation, and the grid.
-SEARCH_TUNING_FILE = "search_tuning.json"
 
 
 @dataclasses.dataclass

@@ -32,9 +32,9 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from models.errors import UserError
+from models.folder_layout import SAVED_MODEL_FILE, TEACHER_CACHE_DIR
 
 TARGETS = ("teacher", "mixed", "inter")
-CACHE_DIR = "teacher"
 N_BEST_SIGNATURE = "n_best"
 # How a cache line holds a document's n-best list (decoded headlines have no
 # tab: the text's tokenizer splits on it).
@@ -55,7 +55,7 @@ def teacher_digest(teacher_dir):
     """What identifies an exported teacher: its graph and its weights' index."""
     teacher_dir = Path(teacher_dir)
     h = hashlib.sha256()
-    for name in ("saved_model.pb", "variables/variables.index"):
+    for name in (SAVED_MODEL_FILE, "variables/variables.index"):
         path = teacher_dir / name
         if not path.is_file():
             raise UserError(
@@ -275,7 +275,7 @@ def distilled_split(train_split, teacher_dir, run_dir, targets="teacher"):
         )
     print(
         f"Distilling from {teacher_dir}: its headlines for {len(documents)} "
-        f"training documents (cached in {Path(run_dir) / CACHE_DIR})",
+        f"training documents (cached in {Path(run_dir) / TEACHER_CACHE_DIR})",
         file=sys.stderr,
     )
     loaded = []  # the teacher, loaded only if a chunk is missing
@@ -285,7 +285,9 @@ def distilled_split(train_split, teacher_dir, run_dir, targets="teacher"):
             loaded.append(load_saved_model(teacher_dir))
         return decode_documents(loaded[0], batch, signature=signature, progress=False)
 
-    headlines = cached_headlines(documents, decode, Path(run_dir) / CACHE_DIR, manifest)
+    headlines = cached_headlines(
+        documents, decode, Path(run_dir) / TEACHER_CACHE_DIR, manifest
+    )
     docs, summaries = distillation_pairs(
         documents, [s for _, s in pairs], headlines, targets
     )

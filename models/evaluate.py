@@ -30,6 +30,7 @@ from models.config import SPLITS
 from models.errors import UserError, first_line
 from models.evaluation_report import print_report
 from models.flags import SettingsParser, add_config_flags, parse_settings
+from models.folder_layout import HEATMAPS_DIR, METRICS_FILE
 from models.metrics import ROUGE_TOKENIZER, ROUGE_TYPES, rouge_with_intervals
 from models.saved_model_client import (
     decode_documents,
@@ -129,7 +130,7 @@ def _write_heatmaps(model, documents, references, version_dir, n_heatmaps):
         for i, reference in enumerate(references[: len(examples)])
     ]
     return heatmap.plot_examples(
-        examples, titles, os.path.join(version_dir, "heatmaps")
+        examples, titles, os.path.join(version_dir, HEATMAPS_DIR)
     )
 
 
@@ -313,9 +314,9 @@ def _write_json(metrics, path):
 
 def _save_and_report(metrics, output, version_dir):
     """Writes `metrics` to `output` (default `<version>/metrics.json`), prints it."""
-    output = os.fspath(output) if output else os.path.join(version_dir, "metrics.json")
+    output = os.fspath(output) if output else os.path.join(version_dir, METRICS_FILE)
     _write_json(metrics, output)
-    print_report(metrics, output, os.path.join(version_dir, "heatmaps"))
+    print_report(metrics, output, os.path.join(version_dir, HEATMAPS_DIR))
 
 
 # ---------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from pathlib import Path
 from models.config import SearchOptions
 from models.errors import UserError
 from models.flags import FLAG, SettingsParser, add_config_flags, given, parse_settings
+from models.folder_layout import CONFIG_FILE, SEARCH_OPTIONS_FILE, VOCABULARY_FILE
 from models.startup import import_tensorflow, verbose_field
 from models.version_folders import next_version
 
@@ -86,9 +87,7 @@ def export(
     tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=export_dir))
     try:
         tf.saved_model.save(module, str(tmp), signatures=signatures)
-        files = {
-            "search_options.json": json.dumps(dataclasses.asdict(options), indent=2)
-        }
+        files = {SEARCH_OPTIONS_FILE: json.dumps(dataclasses.asdict(options), indent=2)}
         files.update(extra_files or {})
         for name, content in files.items():
             if isinstance(content, Path):
@@ -120,8 +119,8 @@ def export_run(run_dir, export_dir, options=None, dtype_policy=None, members=Non
     _, features = load_run(run_dir)
     model = load_trained_model(run_dir, dtype_policy, members)
     files = {
-        "config.json": run_dir / "config.json",
-        "vocab.txt": run_dir / "vocab.txt",
+        CONFIG_FILE: run_dir / CONFIG_FILE,
+        VOCABULARY_FILE: run_dir / VOCABULARY_FILE,
         **model_files(run_dir, members),
     }
     return export(model, features, export_dir, options=options, extra_files=files)

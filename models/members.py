@@ -19,19 +19,20 @@ import dataclasses
 import json
 from pathlib import Path
 
-# An ensemble's member K >= 1 lives in `<run>/member-K/`; member 0 is the run.
-MEMBER_PREFIX = "member-"
-MODEL_FILE = "model.keras"
-END_RECORD_FILE = "training_end.json"
-TRAIN_OPTIONS_FILE = "train_options.json"
-_BACKUP_METADATA = ("backup", "training_metadata.json")
-_BACKUP_STATE = ("backup", "callback_state.json")
+from models.folder_layout import (
+    END_RECORD_FILE,
+    MODEL_FILE,
+    TRAIN_OPTIONS_FILE,
+    backup_metadata_path,
+    callback_state_path,
+    member_dir_name,
+)
 
 
 def member_dirs(run_dir, count):
     """The folders of an ensemble's members: the run's own, then `member-K`."""
     run_dir = Path(run_dir)
-    return [run_dir] + [run_dir / f"{MEMBER_PREFIX}{k}" for k in range(1, count)]
+    return [run_dir] + [run_dir / member_dir_name(k) for k in range(1, count)]
 
 
 @dataclasses.dataclass
@@ -84,7 +85,7 @@ def infer_end(member_dir, max_epochs):
         else None (it is to be resumed); `note` is one line that says which.
     """
     member_dir = Path(member_dir)
-    metadata = _read_json(member_dir.joinpath(*_BACKUP_METADATA))
+    metadata = _read_json(backup_metadata_path(member_dir))
     if metadata is None:
         return (
             MemberEnd(epochs=0, reason="unknown"),
@@ -92,7 +93,7 @@ def infer_end(member_dir, max_epochs):
             "and no backup: taken as finished",
         )
     epochs = int(metadata.get("epoch", 0))
-    stopping = (_read_json(member_dir.joinpath(*_BACKUP_STATE)) or {}).get(
+    stopping = (_read_json(callback_state_path(member_dir)) or {}).get(
         "EarlyStopping", {}
     )
     if stopping.get("stopped_epoch") or epochs >= max_epochs:

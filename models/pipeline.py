@@ -13,20 +13,23 @@ import tensorflow as tf
 
 from models import data, distill, text, tuning
 from models.callbacks import TrainingCap
-from models.config import (
-    SEARCH_TUNING_FILE,
-    RiskOptions,
-    SearchOptions,
-    SummarizerConfig,
-    TrainOptions,
-)
+from models.config import SummarizerConfig
 from models.distribute import in_multi_worker_mode
 from models.ensemble import SummarizerEnsemble
 from models.errors import LostWorker, UserError, first_line
 from models.export import export
-from models.flags import given
-from models.members import (
+from models.folder_layout import (
+    BACKUP_DIR,
+    CONFIG_FILE,
+    LOGS_DIR,
+    METRICS_FILE,
     MODEL_FILE,
+    RISK_DIR,
+    SEARCH_TUNING_FILE,
+    TRAINING_RECORD_FILE,
+    VOCABULARY_FILE,
+)
+from models.members import (
     MemberEnd,
     finished_end,
     member_dirs,
@@ -34,6 +37,12 @@ from models.members import (
 )
 from models.progress import CommandProgress, machine
 from models.run_folder import model_files
+from models.text_features import TextFeatures
+from models.train_settings import (
+    DataSettings,
+    TrainSettings,
+    TuningSettings,
+)
 from models.training import (
     ValidationRouge,
     backed_up_epoch,
@@ -41,10 +50,6 @@ from models.training import (
     fit,
     prepare_run,
 )
-
-# In an export: what trained it (members, epochs, stages, machine); evaluation
-# copies it into `metrics.json`.
-TRAINING_RECORD_FILE = "training.json"
 
 _COLLECTIVE_TIMEOUT_S = 600
 
@@ -58,19 +63,20 @@ _COLLECTIVE_ERRORS = (
 )
 
 
-def _configure_devices(args):
-    if args.cpu_devices > 1:
+def _configure_devices(settings: TrainSettings):
+    cpu_devices, strategy = settings.run.cpu_devices, settings.run.strategy
+    if cpu_devices > 1:
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(
-            cpu, [tf.config.LogicalDeviceConfiguration()] * args.cpu_devices
+            cpu, [tf.config.LogicalDeviceConfiguration()] * cpu_devices
         )
-    if args.mixed_precision:
+    if settings.training.mixed_precision:
         import keras
 
-        keras.mixed_precision.set_global_policy(args.mixed_precision)
-    if args.strategy == "mirrored":
+        keras.mixed_precision.set_global_policy(settings.training.mixed_precision)
+    if strategy == "mirrored":
         return tf.distribute.MirroredStrategy()
-    if args.strategy == "multi_worker":
+    if strategy == "multi_worker":
         # A killed worker's peers fail at once (its connections close); one
         # that hangs would keep them waiting forever but for a timeout, far
         # longer than the gap between two workers reaching the same step.
@@ -82,32 +88,35 @@ def _configure_devices(args):
     return None
 
 
-def load_splits(args):
+def load_splits(settings: DataSettings):
+    """The training and validation splits that `settings` name."""
     kwargs = dict(
-        data_dir=args.data_dir,
-        dataset=args.dataset,
-        document_key=args.document_key,
-        summary_key=args.summary_key,
+        data_dir=settings.data_dir,
+        dataset=settings.dataset,
+        document_key=settings.document_key,
+        summary_key=settings.summary_key,
     )
-    if getattr(args, "tfds_dir", None):
-        kwargs["tfds_dir"] = args.tfds_dir
+    if settings.tfds_dir:
+        kwargs["tfds_dir"] = settings.tfds_dir
     return {s: data.load_split(s, **kwargs) for s in ("train", "validation")}
 
 
-def default_normalization(args, train_split, sample=1000):
+def default_normalization(settings: DataSettings, train_split, sample=1000):
     """`gigaword` for Gigaword's own text, `general` for any other data."""
-    if args.dataset != "gigaword":
+    if settings.dataset != "gigaword":
         return "general"
-    if not args.data_dir:
+    if not settings.data_dir:
         return "gigaword"
     pairs = train_split.take(sample).as_numpy_iterator()
     return text.guess_normalization(s.decode("utf-8") for p in pairs for s in p)
 
 
-def _tune_decoding(args, model, features, validation, search, run_dir):
+def _tune_decoding(
+    settings: TuningSettings, model, features, validation, search, run_dir
+):
     """`search` with the validation-best length penalty and n-gram blocking,
     and greedy search's end penalty."""
-    pairs = list(validation.take(args.tune_examples).as_numpy_iterator())
+    pairs = list(validation.take(settings.tune_examples).as_numpy_iterator())
     if not pairs:
         return search
     print(
@@ -117,14 +126,14 @@ def _tune_decoding(args, model, features, validation, search, run_dir):
     )
     sample = (model, features, [d for d, _ in pairs], [s.decode() for _, s in pairs])
     chosen, rows = tuning.tune_search_options(
-        *sample, search, args.tune_length_penalties, args.tune_ngram_sizes
+        *sample, search, settings.tune_length_penalties, settings.tune_ngram_sizes
     )
     print(tuning.format_rows(rows, chosen), file=sys.stderr)
     record = {"grid": rows}
-    if args.tune_end_penalties:
+    if settings.tune_end_penalties:
         print("Tuning greedy search's end penalty", file=sys.stderr)
         chosen, greedy_rows = tuning.tune_greedy_end_penalty(
-            *sample, chosen, args.tune_end_penalties
+            *sample, chosen, settings.tune_end_penalties
         )
         print(tuning.format_greedy_rows(greedy_rows, chosen), file=sys.stderr)
         record["greedy_grid"] = greedy_rows
@@ -140,13 +149,15 @@ class _Run:
 
     run_dir: Path
     chief: bool  # the one worker (of several) that keeps and exports
-    strategy: object
+    strategy: tf.distribute.Strategy | None  # None: the default strategy
     config: SummarizerConfig
-    features: object
-    encoded: object  # the training split's examples
-    validation_batches: object
-    sample: list  # validation pairs for ROUGE after each epoch
-    initial_weights: list  # member k starts from the k-th `model.keras`, if any
+    features: TextFeatures
+    encoded: tf.data.Dataset  # the training split's examples
+    validation_batches: tf.data.Dataset
+    # Validation (document, summary) pairs for ROUGE after each epoch.
+    sample: list[tuple[bytes, bytes]]
+    # Member k starts from the k-th `model.keras`, if any.
+    initial_weights: list[Path]
     progress: CommandProgress
 
 
@@ -172,7 +183,7 @@ def _train_member(run_dir, run, options, member_rank, cap):
                 run.features,
                 [d for d, _ in run.sample],
                 [s.decode("utf-8") for _, s in run.sample],
-                log_dir=run_dir / "logs" / "rouge",
+                log_dir=run_dir / LOGS_DIR / "rouge",
             )
         )
     strategy = run.strategy
@@ -233,32 +244,33 @@ def _worker_run_dir(run_dir, cleanup):
     the copy starts from it, so that every worker restores the same state.
     """
     scratch = Path(cleanup.enter_context(tempfile.TemporaryDirectory()))
-    if (run_dir / "backup").exists():
-        shutil.copytree(run_dir, scratch / "run", ignore=shutil.ignore_patterns("logs"))
+    if (run_dir / BACKUP_DIR).exists():
+        shutil.copytree(
+            run_dir, scratch / "run", ignore=shutil.ignore_patterns(LOGS_DIR)
+        )
     return scratch / "run"
 
 
-def run(args):
-    """Trains, exports and evaluates as `train.py`'s flags say."""
+def run(settings: TrainSettings):
+    """Trains, exports and evaluates as `train.py`'s settings say."""
     with contextlib.ExitStack() as cleanup:
-        return _run(args, cleanup)
+        return _run(settings, cleanup)
 
 
-def _run(args, cleanup):
-    options = TrainOptions(**given(args, TrainOptions))
-    search = SearchOptions(**given(args, SearchOptions))
+def _run(settings, cleanup):
+    options, search = settings.training, settings.search
     progress = CommandProgress(options.ensemble, options.epochs, options.patience)
     progress.stage("data", "loading and encoding")
-    strategy = _configure_devices(args)
+    strategy = _configure_devices(settings)
     keras.utils.set_random_seed(options.seed)
     # Checked before the data loads: a mistyped folder fails at once.
     initial_weights = _initial_weights(
-        getattr(args, "init_from", None), options.ensemble
+        settings.distillation.init_from, options.ensemble
     )
-    splits = load_splits(args)
-    run = _prepare(args, splits, options, strategy, cleanup, initial_weights, progress)
+    splits = load_splits(settings.data)
+    run = _prepare(settings, splits, strategy, cleanup, initial_weights, progress)
     members, ends = _train_members(run, options)
-    risk = RiskOptions(**given(args, RiskOptions))
+    risk = settings.risk
     if risk.risk_epochs and run.chief:
         _fine_tune_members(run, options, risk, members, ends)
     if not run.chief:
@@ -277,13 +289,18 @@ def _run(args, cleanup):
         )
         return None
     model = members[0] if len(members) == 1 else SummarizerEnsemble(members)
-    if args.tune_decoding and args.tune_examples > 0:
+    if settings.tuning.tune_decoding and settings.tuning.tune_examples > 0:
         progress.stage("tuning", "the search's settings, on validation")
         search = _tune_decoding(
-            args, model, run.features, splits["validation"], search, run.run_dir
+            settings.tuning,
+            model,
+            run.features,
+            splits["validation"],
+            search,
+            run.run_dir,
         )
     record = {"members": ends, "served_members": len(members), "machine": _machine()}
-    version_dir = _export_and_evaluate(args, run, model, search, record, progress)
+    version_dir = _export_and_evaluate(settings, run, model, search, record, progress)
     _print_summary(version_dir, ends, options, progress)
     return version_dir
 
@@ -317,22 +334,28 @@ def _print_summary(version_dir, ends, options, progress):
         print(f"[train.py] {line}", file=sys.stderr)
 
 
-def _prepare(args, splits, options, strategy, cleanup, initial_weights, progress):
+def _prepare(settings, splits, strategy, cleanup, initial_weights, progress):
     """The run folder, its config and vocabulary, and the encoded data."""
-    config = SummarizerConfig(**given(args, SummarizerConfig))
+    options = settings.training
+    # A copy: the run sets the vocabulary size (and may set the normalization).
+    config = dataclasses.replace(settings.model)
     train_split = splits["train"]
-    if args.max_train_examples:
-        train_split = train_split.take(args.max_train_examples)
-    if getattr(args, "normalization", None) is None:
-        config.normalization = default_normalization(args, train_split)
-    run_dir = Path(args.run_dir or f"runs/{args.name}")
+    if settings.data.max_train_examples:
+        train_split = train_split.take(settings.data.max_train_examples)
+    if settings.choose_normalization:
+        config.normalization = default_normalization(settings.data, train_split)
+    run_dir = settings.run.run_path()
     chief = strategy is None or strategy.extended.should_checkpoint
     if not chief:
         run_dir = _worker_run_dir(run_dir, cleanup)
-    init_from = getattr(args, "init_from", None)
-    if getattr(args, "distill_from", None):
+    distillation = settings.distillation
+    init_from = distillation.init_from
+    if distillation.distill_from:
         train_split = distill.distilled_split(
-            train_split, args.distill_from, run_dir, args.distill_targets
+            train_split,
+            distillation.distill_from,
+            run_dir,
+            distillation.distill_targets,
         )
     config, features, resumed = prepare_run(
         run_dir, train_split, config, options, init_from
@@ -385,8 +408,8 @@ def _initial_weights(init_from, members):
     init_from = Path(init_from)
     files = list(model_files(init_from).values())
     needed = [
-        init_from / "config.json",
-        init_from / "vocab.txt",
+        init_from / CONFIG_FILE,
+        init_from / VOCABULARY_FILE,
         files[0] if files else init_from / MODEL_FILE,
     ]
     missing = [p.name for p in needed if not p.is_file()]
@@ -467,7 +490,7 @@ def _train_members(run, options):
 def _fine_tune_members(run, options, risk, members, ends):
     """Minimum-risk fine-tuning of each finished member, in place
     (`models.risk_fine_tuning`); its record joins the member's."""
-    from models.risk_fine_tuning import RISK_DIR, fine_tune
+    from models.risk_fine_tuning import fine_tune
 
     encoded = run.encoded
     if risk.risk_examples:
@@ -495,39 +518,40 @@ def _unfinished(k, member_dir):
     return {"member": k + 1, "finished": False, "epochs": backed_up_epoch(member_dir)}
 
 
-def _export_and_evaluate(args, run, model, search, record, progress):
+def _export_and_evaluate(settings, run, model, search, record, progress):
     """Exports `model`; scores the export unless `--skip-eval`.
 
     `record` (members, machine) goes into the export as `training.json`
     with the stages' wall times, and from there into `metrics.json`.
     """
     progress.stage("export")
-    export_dir = Path(args.export_dir or f"saved_models/{args.name}")
+    export_dir = settings.run.export_path()
     files = {
-        "config.json": run.run_dir / "config.json",
-        "vocab.txt": run.run_dir / "vocab.txt",
+        CONFIG_FILE: run.run_dir / CONFIG_FILE,
+        VOCABULARY_FILE: run.run_dir / VOCABULARY_FILE,
     }
     files.update(model_files(run.run_dir))
     # A member fine-tuned by minimum risk is served with those weights.
     for name, path in list(files.items())[2:]:
-        tuned = Path(path).parent / "risk" / MODEL_FILE
+        tuned = Path(path).parent / RISK_DIR / MODEL_FILE
         if tuned.is_file():
             files[name] = tuned
     version_dir = export(
         model, run.features, export_dir, options=search, extra_files=files
     )
     print(f"Exported {version_dir}", file=sys.stderr)
-    if not args.skip_eval:
+    evaluation, data_settings = settings.evaluation, settings.data
+    if not evaluation.skip_eval:
         from models import evaluate
 
-        progress.stage("evaluation", f"the {args.eval_split} split")
+        progress.stage("evaluation", f"the {evaluation.eval_split} split")
         evaluate.evaluate(
             version_dir,
-            split=args.eval_split,
-            data_dir=args.data_dir,
-            dataset=args.dataset,
-            tfds_dir=args.tfds_dir,
-            max_examples=args.max_eval_examples,
+            split=evaluation.eval_split,
+            data_dir=data_settings.data_dir,
+            dataset=data_settings.dataset,
+            tfds_dir=data_settings.tfds_dir,
+            max_examples=evaluation.max_eval_examples,
         )
     record["stage_seconds"] = progress.finish()
     _write_training_record(Path(version_dir), record)
@@ -537,7 +561,7 @@ def _export_and_evaluate(args, run, model, search, record, progress):
 def _write_training_record(version_dir, record):
     """`training.json` in the export, and in its `metrics.json` if written."""
     (version_dir / TRAINING_RECORD_FILE).write_text(json.dumps(record, indent=2) + "\n")
-    metrics_path = version_dir / "metrics.json"
+    metrics_path = version_dir / METRICS_FILE
     if metrics_path.is_file():
         metrics = json.loads(metrics_path.read_text())
         metrics["training"] = record

@@ -26,15 +26,16 @@ from keras import ops
 
 import keras_attn
 from models.config import SearchOptions
+from models.folder_layout import (
+    BEST_WEIGHTS_FILE,
+    LATEST_WEIGHTS_FILE,
+    RISK_DIR,
+    RISK_STATE_FILE,
+)
 from models.inference import HeadlineModule
 from models.metrics import mean_rouge
 from models.saved_model_client import headlines_in_batches
 from models.text_features import END_ID, PAD_ID, START_ID, UNK_ID
-
-RISK_DIR = "risk"
-_STATE = "state.json"
-_LATEST = "latest.weights.h5"
-_BEST = "best.weights.h5"
 
 
 class _Step:
@@ -154,17 +155,17 @@ def fine_tune(model, batches, steps, validation, features, options, member_dir):
     """
     folder = Path(member_dir) / RISK_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    state_path = folder / _STATE
+    state_path = folder / RISK_STATE_FILE
     state = json.loads(state_path.read_text()) if state_path.exists() else None
     step = _Step(model, options, features.max_target_length + 1)
     if state is None:
         score = validation_rouge1(model, features, *validation)
-        model.save_weights(folder / _BEST)
+        model.save_weights(folder / BEST_WEIGHTS_FILE)
         state = {"epoch": 0, "best_epoch": 0, "rouge1": [score], "seconds": 0.0}
         state["examples"] = 0
         _write_state(state_path, state)
     elif state["epoch"]:
-        model.load_weights(folder / _LATEST)
+        model.load_weights(folder / LATEST_WEIGHTS_FILE)
         step.optimizer.iterations.assign(state["steps"])
     while not _done(state, options):
         start, examples = time.monotonic(), 0
@@ -181,8 +182,8 @@ def fine_tune(model, batches, steps, validation, features, options, member_dir):
         state["steps"] = int(step.optimizer.iterations)
         if score > max(state["rouge1"][:-1]):
             state["best_epoch"] = state["epoch"]
-            model.save_weights(folder / _BEST)
-        model.save_weights(folder / _LATEST)
+            model.save_weights(folder / BEST_WEIGHTS_FILE)
+        model.save_weights(folder / LATEST_WEIGHTS_FILE)
         _write_state(state_path, state)
         print(
             f"minimum risk, epoch {state['epoch']}: validation ROUGE-1 "
@@ -190,7 +191,7 @@ def fine_tune(model, batches, steps, validation, features, options, member_dir):
             f"{state['best_epoch']})",
             file=sys.stderr,
         )
-    model.load_weights(folder / _BEST)
+    model.load_weights(folder / BEST_WEIGHTS_FILE)
     return {
         "epochs": state["epoch"],
         "best_epoch": state["best_epoch"],

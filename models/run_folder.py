@@ -11,7 +11,14 @@ import keras
 from models.config import SummarizerConfig
 from models.ensemble import SummarizerEnsemble
 from models.errors import UserError
-from models.members import MEMBER_PREFIX, finished_end, run_max_epochs
+from models.folder_layout import (
+    CONFIG_FILE,
+    MEMBER_PREFIX,
+    MODEL_FILE,
+    VOCABULARY_FILE,
+    member_rank,
+)
+from models.members import finished_end, run_max_epochs
 
 # Also registers `HeadlineSummarizer` with Keras, which `load_trained_model`
 # needs.
@@ -46,8 +53,8 @@ def load_run(run_dir):
 def load_config_and_vocabulary(run_dir):
     """`(config, vocabulary)` of an existing run folder."""
     run_dir = Path(run_dir)
-    config = SummarizerConfig.load(run_dir / "config.json")
-    return config, load_vocabulary(run_dir / "vocab.txt")
+    config = SummarizerConfig.load(run_dir / CONFIG_FILE)
+    return config, load_vocabulary(run_dir / VOCABULARY_FILE)
 
 
 def load_trained_model(run_dir, dtype_policy=None, members=None):
@@ -91,13 +98,13 @@ def model_files(run_dir, members=None):
         raise UserError(f"`members` must be >= 1. Received: members={members}")
     run_dir = Path(run_dir)
     found = sorted(
-        run_dir.glob(f"{MEMBER_PREFIX}*/model.keras"),
-        key=lambda p: int(p.parent.name.removeprefix(MEMBER_PREFIX)),
+        run_dir.glob(f"{MEMBER_PREFIX}*/{MODEL_FILE}"),
+        key=lambda p: member_rank(p.parent.name),
     )
     max_epochs = run_max_epochs(run_dir, default=2**31)
     files = {
         name: path
-        for name, path in [("model.keras", run_dir / "model.keras")]
+        for name, path in [(MODEL_FILE, run_dir / MODEL_FILE)]
         + [(f"{p.parent.name}.keras", p) for p in found]
         if path.is_file() and finished_end(path.parent, max_epochs)[0] is not None
     }

@@ -26,6 +26,15 @@ from models.callbacks import (
     uses_ema,
 )
 from models.errors import UserError
+from models.folder_layout import (
+    BACKUP_DIR,
+    BEST_WEIGHTS_FILE,
+    CONFIG_FILE,
+    LOGS_DIR,
+    TRAIN_OPTIONS_FILE,
+    VOCABULARY_FILE,
+    backup_metadata_path,
+)
 from models.run_folder import (
     load_config_and_vocabulary,
     load_run,
@@ -33,9 +42,6 @@ from models.run_folder import (
     save_vocabulary,
 )
 from models.summarizer import HeadlineSummarizer
-
-BACKUP_DIR = "backup"
-BEST_WEIGHTS_FILE = "best.weights.h5"
 
 
 @dataclasses.dataclass
@@ -69,7 +75,7 @@ class FitEnd:
 
 def backed_up_epoch(run_dir):
     """The epoch a rerun in `run_dir` resumes at (0: none backed up)."""
-    path = Path(run_dir) / BACKUP_DIR / "training_metadata.json"
+    path = backup_metadata_path(run_dir)
     try:
         return int(json.loads(path.read_text())["epoch"])
     except (OSError, ValueError, KeyError):
@@ -85,7 +91,7 @@ def prepare_run(run_dir, train_split, config, options, init_from=None):
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    config_path, vocab_path = run_dir / "config.json", run_dir / "vocab.txt"
+    config_path, vocab_path = run_dir / CONFIG_FILE, run_dir / VOCABULARY_FILE
     if config_path.exists() and vocab_path.exists():
         return (*load_run(run_dir), True)
     if init_from is not None:
@@ -101,7 +107,7 @@ def prepare_run(run_dir, train_split, config, options, init_from=None):
     features = make_features(vocabulary, config)
     save_vocabulary(vocabulary, vocab_path)
     config.save(config_path)
-    (run_dir / "train_options.json").write_text(
+    (run_dir / TRAIN_OPTIONS_FILE).write_text(
         json.dumps(dataclasses.asdict(options), indent=2) + "\n"
     )
     return config, features, False
@@ -206,7 +212,7 @@ def fit(
         ),
         # Per epoch: with a batch frequency, Keras records only on those
         # batches, and drops the epoch's scalars (and ValidationRouge's) too.
-        keras.callbacks.TensorBoard(str(run_dir / "logs"), update_freq="epoch"),
+        keras.callbacks.TensorBoard(str(run_dir / LOGS_DIR), update_freq="epoch"),
     ]
     if on_epoch is not None:
         all_callbacks.insert(

@@ -12,8 +12,7 @@ import os
 from pathlib import Path
 
 from models.errors import UserError
-
-SAVED_MODEL_FILE = "saved_model.pb"
+from models.folder_layout import SAVED_MODEL_FILE
 
 
 def version_dirs(model_dir):

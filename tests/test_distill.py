@@ -237,14 +237,14 @@ def test_distill_from_a_folder_that_is_no_export(tmp_path):
 @pytest.mark.slow
 def test_init_from_refuses_a_folder_that_is_not_a_trained_run(tmp_path):
     from models.pipeline import run as run_pipeline
-    from train import parse_args
+    from train import parse_settings
 
     (tmp_path / "config.json").write_text("{}")
-    args = parse_args(
+    settings = parse_settings(
         ["--run-dir", str(tmp_path / "new"), "--init-from", str(tmp_path)]
     )
     with pytest.raises(UserError, match=r"vocab.txt, model.keras missing"):
-        run_pipeline(args)
+        run_pipeline(settings)
 
 
 @pytest.mark.slow

@@ -25,7 +25,6 @@ from e2e import ROOT, train_command, write_org_data  # noqa: E402
 
 from models.config import SummarizerConfig, TrainOptions  # noqa: E402
 from models.ensemble import SummarizerEnsemble  # noqa: E402
-from models.flags import given  # noqa: E402
 from models.training import build_model  # noqa: E402
 
 EPOCH_LINE = re.compile(r"^Epoch (\d+)/(\d+)$", re.MULTILINE)
@@ -225,8 +224,8 @@ def _weights(path):
 def test_word_dropout_drops_whole_words_in_training_only():
     import train  # the checkout's command line, from the repository root
 
-    args = train.parse_args(["--word-dropout", "0.5", "--vocab-size", "60"])
-    config = SummarizerConfig(**given(args, SummarizerConfig))
+    settings = train.parse_settings(["--word-dropout", "0.5", "--vocab-size", "60"])
+    config = settings.model
     assert config.word_dropout == 0.5
     config = SummarizerConfig(
         **{**config.to_dict(), "embedding_dim": 8, "hidden_size": 8}

@@ -11,12 +11,9 @@ import tensorflow as tf
 from google.protobuf import json_format
 
 from models.errors import UserError
+from models.folder_layout import SAVED_MODEL_FILE, SEARCH_OPTIONS_FILE
 from models.saved_model_client import load_saved_model, signature_defs
-from models.version_folders import SAVED_MODEL_FILE, version_dirs
-
-# Written beside the SavedModel by `models.export`; the server reads it as
-# JSON and imports none of the model code.
-SEARCH_OPTIONS_FILE = "search_options.json"
+from models.version_folders import version_dirs
 
 logger = logging.getLogger("models.serve")
 
