@@ -240,20 +240,22 @@ def fit(
         )
     if best_path.exists():
         model.load_weights(str(best_path))
-    best = (
-        None
-        if checkpoint.best in (None, float("inf"), float("-inf"))
-        else checkpoint.best
-    )
+    return _fit_end(run_dir, checkpoint, stopping, cap, history.history)
+
+
+def _fit_end(run_dir, checkpoint, stopping, cap, history):
+    """The `FitEnd` of a finished `model.fit`, from its callbacks' state."""
+    best = checkpoint.best
+    known = best is not None and abs(best) != float("inf")
     return FitEnd(
         epochs=backed_up_epoch(run_dir),
         early_stopped=stopping.wait >= stopping.patience > 0
         or bool(stopping.stopped_epoch),
         capped=bool(cap is not None and cap.stopped),
-        best=None if best is None else float(best),
-        best_epoch=None if best is None else int(stopping.best_epoch) + 1,
-        monitor=monitor,
-        history=history.history,
+        best=float(best) if known else None,
+        best_epoch=int(stopping.best_epoch) + 1 if known else None,
+        monitor=checkpoint.monitor,
+        history=history,
     )
 
 
