@@ -30,8 +30,8 @@ above it:
   the run folder, as a student's summaries;
 * `pipeline`: what `train.py` runs, all of the above in order;
 * `serve/`: the TF-Serving-compatible server, which imports none of the
-  model code (only `errors`, `flags`, `startup`, `version_folders` and
-  `saved_model_client`).
+  model code (only `errors`, `flags`, `startup`, `folder_layout`,
+  `version_folders` and `saved_model_client`).
 
 Importing `models` changes nothing in the process: the command lines hide
 TensorFlow's start-up lines themselves (`models.startup`).

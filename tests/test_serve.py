@@ -94,6 +94,7 @@ def test_server_imports_no_model_code():
     allowed = {
         "models.errors",
         "models.flags",
+        "models.folder_layout",
         "models.saved_model_client",
         "models.startup",
         "models.version_folders",
