@@ -289,6 +289,15 @@ class AveragedWeights(keras.callbacks.Callback):
         )
 
 
+def greedy_search_function(model, features):
+    """`model`'s greedy search, traced: documents to normalized headlines
+    (the data's form, which ROUGE compares with the references)."""
+    module = HeadlineModule(model, features, SearchOptions())
+    return tf.function(
+        lambda d: module.search(d, 1)["normalized_headlines"], autograph=False
+    )
+
+
 class ValidationRouge(keras.callbacks.Callback):
     """ROUGE of greedy headlines on a validation sample after each epoch."""
 
@@ -302,10 +311,7 @@ class ValidationRouge(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         if self._greedy is None:
-            module = HeadlineModule(self.model, self.features, SearchOptions())
-            self._greedy = tf.function(
-                lambda d: module.search(d, 1)["normalized_headlines"], autograph=False
-            )
+            self._greedy = greedy_search_function(self.model, self.features)
         headlines = headlines_in_batches(self._greedy, self.documents)
         scores = mean_rouge(headlines, self.summaries, ("rouge1", "rouge2", "rougeL"))
         for key, value in scores.items():

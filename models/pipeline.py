@@ -531,11 +531,6 @@ def _export_and_evaluate(settings, run, model, search, record, progress):
         VOCABULARY_FILE: run.run_dir / VOCABULARY_FILE,
     }
     files.update(model_files(run.run_dir))
-    # A member fine-tuned by minimum risk is served with those weights.
-    for name, path in list(files.items())[2:]:
-        tuned = Path(path).parent / RISK_DIR / MODEL_FILE
-        if tuned.is_file():
-            files[name] = tuned
     version_dir = export(
         model, run.features, export_dir, options=search, extra_files=files
     )

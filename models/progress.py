@@ -128,19 +128,11 @@ class CommandProgress:
 
 
 def machine():
-    """The machine a run ran on: CPU model, cores, and the GPUs if any."""
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    flags = _cpu_flags()
+    """The machine a run ran on: CPU model, cores and SIMD flags."""
+    fields = _cpuinfo()
+    flags = set(fields.get("flags", "").split())
     return {
-        "cpu": model,
+        "cpu": fields.get("model name") or platform.processor() or platform.machine(),
         "cores": os.cpu_count(),
         "cpu_flags": [
             f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if f in flags
@@ -148,12 +140,16 @@ def machine():
     }
 
 
-def _cpu_flags():
+def _cpuinfo():
+    """The first processor's `/proc/cpuinfo` fields (none off Linux)."""
+    fields = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
+                if not line.strip():
+                    break
+                key, _, value = line.partition(":")
+                fields[key.strip()] = value.strip()
     except OSError:
         pass
-    return set()
+    return fields

@@ -15,6 +15,7 @@ from models.folder_layout import (
     CONFIG_FILE,
     MEMBER_PREFIX,
     MODEL_FILE,
+    RISK_DIR,
     VOCABULARY_FILE,
     member_rank,
 )
@@ -91,8 +92,9 @@ def model_files(run_dir, members=None):
     """`{name in an export: path}` of the trained models of a run folder.
 
     `model.keras`, then `member-K.keras` for the ensemble members that
-    finished (`models.members`: an unfinished member is never served);
-    `members`: the first `members` of them only.
+    finished (`models.members`: an unfinished member is never served), each
+    its minimum-risk fine-tuned weights where that stage ran; `members`: the
+    first `members` of them only.
     """
     if members is not None and members < 1:
         raise UserError(f"`members` must be >= 1. Received: members={members}")
@@ -103,9 +105,16 @@ def model_files(run_dir, members=None):
     )
     max_epochs = run_max_epochs(run_dir, default=2**31)
     files = {
-        name: path
+        name: _served_weights(path)
         for name, path in [(MODEL_FILE, run_dir / MODEL_FILE)]
         + [(f"{p.parent.name}.keras", p) for p in found]
         if path.is_file() and finished_end(path.parent, max_epochs)[0] is not None
     }
     return dict(list(files.items())[:members])
+
+
+def _served_weights(model_file):
+    """A member's minimum-risk fine-tuned model where the stage ran, else
+    `model_file` (`models.risk_fine_tuning`)."""
+    tuned = model_file.parent / RISK_DIR / MODEL_FILE
+    return tuned if tuned.is_file() else model_file
