@@ -41,6 +41,11 @@ def _parser():
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--validation-examples", type=int, default=1000)
     p.add_argument("--json-out", help="append the result to this JSON file")
+    p.add_argument(
+        "--save-model",
+        help="write the model after the last epoch (whatever validation says) "
+        "to this .keras file, to be exported and scored as its own row",
+    )
     return p
 
 
@@ -51,7 +56,7 @@ def main(argv=None):
     from benchmarks.common import machine_info
     from models import data
     from models.config import RiskOptions, TrainOptions
-    from models.folder_layout import MODEL_FILE
+    from models.folder_layout import LATEST_WEIGHTS_FILE, MODEL_FILE
     from models.risk_fine_tuning import fine_tune
     from models.run_folder import load_run
     from models.training import build_model
@@ -90,6 +95,9 @@ def main(argv=None):
         record = fine_tune(
             trained, batches, steps, validation, features, options, folder
         )
+        if args.save_model:
+            trained.load_weights(folder / LATEST_WEIGHTS_FILE)
+            trained.save(args.save_model)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     result = {
