@@ -56,7 +56,7 @@ def main(argv=None):
     from benchmarks.common import machine_info
     from models import data
     from models.config import RiskOptions, TrainOptions
-    from models.folder_layout import LATEST_WEIGHTS_FILE, MODEL_FILE
+    from models.folder_layout import LATEST_WEIGHTS_FILE, MODEL_FILE, RISK_DIR
     from models.risk_fine_tuning import fine_tune
     from models.run_folder import load_run
     from models.training import build_model
@@ -96,7 +96,7 @@ def main(argv=None):
             trained, batches, steps, validation, features, options, folder
         )
         if args.save_model:
-            trained.load_weights(folder / LATEST_WEIGHTS_FILE)
+            trained.load_weights(folder / RISK_DIR / LATEST_WEIGHTS_FILE)
             trained.save(args.save_model)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
