@@ -36,7 +36,10 @@ def shorten(text, limit):
 
 
 def cell(text):
-    return text.replace("|", "\\|").replace("\n", " ")
+    """`text` as one Markdown table cell: `<unk>` shows, `|` splits nothing."""
+    for raw, escaped in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|")):
+        text = text.replace(raw, escaped)
+    return text.replace("\n", " ")
 
 
 def table(sources, headlines, normalized, references, source_chars=120):
