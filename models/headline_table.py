@@ -12,6 +12,7 @@ tokens (`normalized_headlines`, what ROUGE scores) and the reference.
 from __future__ import annotations
 
 import argparse
+import html
 import os
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -37,9 +38,7 @@ def shorten(text, limit):
 
 def cell(text):
     """`text` as one Markdown table cell: `<unk>` shows, `|` splits nothing."""
-    for raw, escaped in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|")):
-        text = text.replace(raw, escaped)
-    return text.replace("\n", " ")
+    return html.escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
 
 
 def table(sources, headlines, normalized, references, source_chars=120):
