@@ -155,6 +155,8 @@ class ConcatAttention(BahdanauAttention):
     Args:
         units: Size of the hidden layer of the score.
         normalize: Weight-normalise `v`.
+        use_bias: Whether to add a bias `b` inside the `tanh` (Luong's
+            score has none).
         kernel_initializer: Initializer of `W` and `v`.
         **kwargs: `BaseAttention` arguments.
     """

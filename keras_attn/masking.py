@@ -16,6 +16,10 @@ _MASK_VALUE = -1e9
 def causal_mask(query_length, value_length):
     """Lower-triangular mask: query position `i` sees value positions `<= i`.
 
+    Args:
+        query_length: int, the number of query positions `Tq`.
+        value_length: int, the number of value positions `Tv`.
+
     Returns:
         Boolean tensor of shape `(1, query_length, value_length)`.
     """
