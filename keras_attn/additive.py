@@ -159,6 +159,17 @@ class ConcatAttention(BahdanauAttention):
             score has none).
         kernel_initializer: Initializer of `W` and `v`.
         **kwargs: `BaseAttention` arguments.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras_attn import ConcatAttention
+        >>> rng = np.random.default_rng(0)
+        >>> decoder_states = rng.random((2, 3, 8), dtype="float32")
+        >>> encoder_outputs = rng.random((2, 5, 16), dtype="float32")
+        >>> context, weights = ConcatAttention(units=32)(
+        ...     [decoder_states, encoder_outputs], return_attention_scores=True)
+        >>> tuple(context.shape), tuple(weights.shape)
+        ((2, 3, 16), (2, 3, 5))
     """
 
     def __init__(self, units, normalize=False, use_bias=False, **kwargs):

@@ -22,6 +22,12 @@ def causal_mask(query_length, value_length):
 
     Returns:
         Boolean tensor of shape `(1, query_length, value_length)`.
+
+    Examples:
+        >>> from keras import ops
+        >>> from keras_attn import causal_mask
+        >>> ops.convert_to_numpy(causal_mask(3, 3)).astype(int).tolist()
+        [[[1, 0, 0], [1, 1, 0], [1, 1, 1]]]
     """
     ones = ops.ones((1, query_length, value_length), dtype="int32")
     rows = ops.cumsum(ones, axis=-2)
@@ -58,6 +64,15 @@ def masked_softmax(scores, mask=None):
     Returns:
         Tensor with the shape of `scores`: float32, or float64 for float64
         scores (never a narrowing cast).
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn import masked_softmax
+        >>> scores = np.zeros((2, 4), "float32")
+        >>> mask = np.array([[True, True, False, False], [False] * 4])
+        >>> ops.convert_to_numpy(masked_softmax(scores, mask)).tolist()
+        [[0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]
     """
     scores = ops.cast(scores, softmax_dtype(scores.dtype))
     if mask is None:
