@@ -35,11 +35,13 @@ class BahdanauAttentionCell(AttentionCellWrapper):
     Examples:
         >>> import keras
         >>> import numpy as np
-        >>> from keras_attn import AttentionRNN, BahdanauAttention, BahdanauAttentionCell
+        >>> from keras_attn import AttentionRNN, BahdanauAttention
+        >>> from keras_attn import BahdanauAttentionCell
         >>> rng = np.random.default_rng(0)
         >>> decoder_embeddings = rng.random((2, 4, 8), dtype="float32")
         >>> encoder_outputs = rng.random((2, 6, 16), dtype="float32")
-        >>> cell = BahdanauAttentionCell(keras.layers.GRUCell(32), BahdanauAttention(16))
+        >>> cell = BahdanauAttentionCell(
+        ...     keras.layers.GRUCell(32), BahdanauAttention(16))
         >>> outputs = AttentionRNN(cell)([decoder_embeddings, encoder_outputs])
         >>> tuple(outputs.shape)
         (2, 4, 32)

@@ -38,8 +38,8 @@ class AttentionMemory(NamedTuple):
         >>> layer = BahdanauAttention(units=16)
         >>> layer.build([(2, 4), (2, 5, 8)])  # query and value shapes
         >>> memory = layer.prepare_memory(np.ones((2, 5, 8), "float32"))
-        >>> tuple(memory.keys.shape), tuple(memory.values.shape), tuple(memory.mask.shape)
-        ((2, 5, 16), (2, 5, 8), (2, 5))
+        >>> [tuple(x.shape) for x in (memory.keys, memory.values, memory.mask)]
+        [(2, 5, 16), (2, 5, 8), (2, 5)]
     """
 
     keys: object

@@ -70,8 +70,10 @@ def pointer_network_log_probs(attention, query, memory, mask=None):
         >>> layer = DotAttention()
         >>> layer.build([(1, 2), (1, 3, 2)])
         >>> points = np.ones((1, 3, 2), "float32")
-        >>> memory = layer.prepare_memory(points, value_mask=np.array([[True, True, False]]))
-        >>> log_probs = pointer_network_log_probs(layer, np.ones((1, 2), "float32"), memory)
+        >>> points_mask = np.array([[True, True, False]])
+        >>> memory = layer.prepare_memory(points, value_mask=points_mask)
+        >>> query = np.ones((1, 2), "float32")
+        >>> log_probs = pointer_network_log_probs(layer, query, memory)
         >>> np.exp(ops.convert_to_numpy(log_probs), dtype="float64").round(4).tolist()
         [[0.5, 0.5, 0.0]]
     """
@@ -105,7 +107,7 @@ def pointer_network_nll(log_probs, targets, reduction="mean"):
     Examples:
         >>> import numpy as np
         >>> from keras_attn import pointer_network_nll
-        >>> log_probs = np.log(np.full((1, 3, 3), 1 / 3, "float32"))  # (batch, T, n + 1)
+        >>> log_probs = np.log(np.full((1, 3, 3), 1 / 3, "float32"))  # (batch, T, n+1)
         >>> targets = np.array([[2, 0, -1]], "int32")  # point at 2, then END, padding
         >>> round(float(pointer_network_nll(log_probs, targets)), 4)  # log(3)
         1.0986

@@ -41,7 +41,8 @@ def bidirectional_by_length(layer, inputs, lengths):
         >>> import numpy as np
         >>> from keras import ops
         >>> from keras_attn import bidirectional_by_length
-        >>> layer = keras.layers.Bidirectional(keras.layers.GRU(4, return_sequences=True))
+        >>> gru = keras.layers.GRU(4, return_sequences=True)
+        >>> layer = keras.layers.Bidirectional(gru)
         >>> inputs = np.random.default_rng(0).random((2, 5, 3), dtype="float32")
         >>> outputs = bidirectional_by_length(layer, inputs, np.array([5, 2], "int32"))
         >>> tuple(outputs.shape)
