@@ -53,7 +53,8 @@ class LogitsProcessor:
         ...         self.token, self.bonus = token, bonus
         ...     def __call__(self, log_probs, history, step):
         ...         columns = ops.arange(ops.shape(log_probs)[1])
-        ...         return log_probs + ops.where(columns == self.token, self.bonus, 0.0)
+        ...         bonus = ops.where(columns == self.token, self.bonus, 0.0)
+        ...         return ops.add(log_probs, bonus)
         >>> scores = np.zeros((1, 4), "float32")
         >>> history = np.full((1, 3), -1, "int32")  # nothing generated yet
         >>> ops.convert_to_numpy(Prefer(3, 1.5)(scores, history, 0)).tolist()

@@ -28,9 +28,10 @@ class LogitsWarper(LogitsProcessor):
         ...     def __init__(self, p):
         ...         self.p = p
         ...     def __call__(self, log_probs, history, step):
-        ...         floor = ops.max(log_probs, axis=-1, keepdims=True) + np.log(self.p)
-        ...         return ops.where(log_probs < floor, float("-inf"), log_probs)
-        >>> log_probs = np.log(np.array([[0.5, 0.3, 0.15, 0.05]], "float32"))
+        ...         top = ops.max(log_probs, axis=-1, keepdims=True)
+        ...         kept = ops.greater_equal(log_probs, top + float(np.log(self.p)))
+        ...         return ops.where(kept, log_probs, float("-inf"))
+        >>> log_probs = ops.log(ops.convert_to_tensor([[0.5, 0.3, 0.15, 0.05]]))
         >>> warped = ops.convert_to_numpy(MinP(0.25)(log_probs, None, 0))
         >>> np.isfinite(warped).tolist()  # sampling_search(processors=[MinP(0.25)])
         [[True, True, True, False]]
@@ -47,7 +48,7 @@ class Temperature(LogitsWarper):
         >>> import numpy as np
         >>> from keras import ops
         >>> from keras_attn import Temperature
-        >>> log_probs = np.log(np.array([[0.8, 0.2]], "float32"))
+        >>> log_probs = ops.log(ops.convert_to_tensor([[0.8, 0.2]]))
         >>> warped = Temperature(0.5)(log_probs, None, 0)  # sharper
         >>> probs = ops.convert_to_numpy(ops.softmax(warped)).astype("float64")
         >>> probs.round(4).tolist()
@@ -75,7 +76,7 @@ class TopK(LogitsWarper):
         >>> import numpy as np
         >>> from keras import ops
         >>> from keras_attn import TopK
-        >>> log_probs = np.log(np.array([[0.5, 0.3, 0.15, 0.05]], "float32"))
+        >>> log_probs = ops.log(ops.convert_to_tensor([[0.5, 0.3, 0.15, 0.05]]))
         >>> np.isfinite(ops.convert_to_numpy(TopK(2)(log_probs, None, 0))).tolist()
         [[True, True, False, False]]
     """
@@ -104,7 +105,7 @@ class TopP(LogitsWarper):
         >>> import numpy as np
         >>> from keras import ops
         >>> from keras_attn import TopP
-        >>> log_probs = np.log(np.array([[0.5, 0.3, 0.15, 0.05]], "float32"))
+        >>> log_probs = ops.log(ops.convert_to_tensor([[0.5, 0.3, 0.15, 0.05]]))
         >>> np.isfinite(ops.convert_to_numpy(TopP(0.7)(log_probs, None, 0))).tolist()
         [[True, True, False, False]]
     """
