@@ -155,8 +155,21 @@ class ConcatAttention(BahdanauAttention):
     Args:
         units: Size of the hidden layer of the score.
         normalize: Weight-normalise `v`.
+        use_bias: Whether to add a bias `b` inside the `tanh` (Luong's
+            score has none).
         kernel_initializer: Initializer of `W` and `v`.
         **kwargs: `BaseAttention` arguments.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras_attn import ConcatAttention
+        >>> rng = np.random.default_rng(0)
+        >>> decoder_states = rng.random((2, 3, 8), dtype="float32")
+        >>> encoder_outputs = rng.random((2, 5, 16), dtype="float32")
+        >>> context, weights = ConcatAttention(units=32)(
+        ...     [decoder_states, encoder_outputs], return_attention_scores=True)
+        >>> tuple(context.shape), tuple(weights.shape)
+        ((2, 3, 16), (2, 3, 5))
     """
 
     def __init__(self, units, normalize=False, use_bias=False, **kwargs):

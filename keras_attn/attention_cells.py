@@ -31,6 +31,20 @@ class BahdanauAttentionCell(AttentionCellWrapper):
         cell, attention, style, memory_dim, return_alignments: As in
             `AttentionCellWrapper`.
         **kwargs: Base `Layer` arguments.
+
+    Examples:
+        >>> import keras
+        >>> import numpy as np
+        >>> from keras_attn import AttentionRNN, BahdanauAttention
+        >>> from keras_attn import BahdanauAttentionCell
+        >>> rng = np.random.default_rng(0)
+        >>> decoder_embeddings = rng.random((2, 4, 8), dtype="float32")
+        >>> encoder_outputs = rng.random((2, 6, 16), dtype="float32")
+        >>> cell = BahdanauAttentionCell(
+        ...     keras.layers.GRUCell(32), BahdanauAttention(16))
+        >>> outputs = AttentionRNN(cell)([decoder_embeddings, encoder_outputs])
+        >>> tuple(outputs.shape)
+        (2, 4, 32)
     """
 
     style = "bahdanau"
@@ -135,6 +149,21 @@ class LuongAttentionCell(_AttentionalStateCell):
             (`h~_t` is still fed to the next step, in a state of its own).
         kernel_initializer: Initializer of `W_c`.
         **kwargs: Base `Layer` arguments.
+
+    Examples:
+        >>> import keras
+        >>> import numpy as np
+        >>> from keras_attn import AttentionRNN, GeneralAttention, LuongAttentionCell
+        >>> rng = np.random.default_rng(0)
+        >>> decoder_embeddings = rng.random((2, 4, 8), dtype="float32")
+        >>> encoder_outputs = rng.random((2, 6, 32), dtype="float32")
+        >>> h = c = np.zeros((2, 32), "float32")  # the encoder's final states
+        >>> cell = LuongAttentionCell(keras.layers.LSTMCell(32), GeneralAttention(),
+        ...     attention_units=24, return_alignments=True)
+        >>> outputs, alignments = AttentionRNN(cell)(
+        ...     [decoder_embeddings, encoder_outputs], initial_state=[h, c])
+        >>> tuple(outputs.shape), tuple(alignments.shape)
+        ((2, 4, 24), (2, 4, 6))
     """
 
     style = "luong"
@@ -238,6 +267,17 @@ class SelfAttentionCell(_AttentionalStateCell):
         attention_activation: Activation of `h~_t`.
         kernel_initializer: Initializer of `W_c`.
         **kwargs: Base `Layer` arguments.
+
+    Examples:
+        >>> import keras
+        >>> import numpy as np
+        >>> from keras_attn import ScaledDotAttention, SelfAttentionCell
+        >>> series = np.random.default_rng(0).random((2, 10, 3), dtype="float32")
+        >>> cell = SelfAttentionCell(keras.layers.GRUCell(16), ScaledDotAttention(),
+        ...     max_length=4)
+        >>> outputs = keras.layers.RNN(cell, return_sequences=True)(series)
+        >>> tuple(outputs.shape)
+        (2, 10, 16)
     """
 
     style = "self"

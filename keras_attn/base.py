@@ -31,6 +31,15 @@ class AttentionMemory(NamedTuple):
             `_project_keys`, so a decoder step never re-projects the memory.
         values: Values, `(batch, Tv, value_dim)`.
         mask: Boolean, `(batch, Tv)`; False marks padding.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras_attn import BahdanauAttention
+        >>> layer = BahdanauAttention(units=16)
+        >>> layer.build([(2, 4), (2, 5, 8)])  # query and value shapes
+        >>> memory = layer.prepare_memory(np.ones((2, 5, 8), "float32"))
+        >>> [tuple(x.shape) for x in (memory.keys, memory.values, memory.mask)]
+        [(2, 5, 16), (2, 5, 8), (2, 5)]
     """
 
     keys: object
@@ -71,6 +80,23 @@ class BaseAttention(keras.layers.Layer):
     Returns:
         The context, `(batch, Tq, value_dim)` (`(batch, value_dim)` for a
         rank-2 query), in the layer's compute dtype; and the weights if asked.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn import DotAttention
+        >>> rng = np.random.default_rng(0)
+        >>> encoder_outputs = rng.random((2, 5, 8), dtype="float32")
+        >>> source_mask = np.array([[True] * 5, [True] * 3 + [False] * 2])
+        >>> layer = DotAttention()  # any subclass: the memory once, then steps
+        >>> layer.build([(2, 8), (2, 5, 8)])  # query and value shapes
+        >>> memory = layer.prepare_memory(encoder_outputs, value_mask=source_mask)
+        >>> decoder_state = rng.random((2, 8), dtype="float32")
+        >>> context, weights = layer.step(decoder_state, memory)
+        >>> tuple(context.shape), tuple(weights.shape)
+        ((2, 8), (2, 5))
+        >>> ops.convert_to_numpy(weights)[1, 3:].tolist()  # padding gets no weight
+        [0.0, 0.0]
     """
 
     def __init__(self, dropout=0.0, seed=None, **kwargs):

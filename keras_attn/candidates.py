@@ -32,6 +32,23 @@ class Candidates(NamedTuple):
         candidate_mask: bool `(batch, K)`, False for a missing candidate: a
             beam's filler (a beam with fewer live hypotheses than asked) or,
             with `drop_duplicates`, a repeat of an earlier candidate.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> import keras_attn as ka
+        >>> END = 2
+        >>> log_probs = ops.log(ops.convert_to_tensor([[0.1, 0.1, 0.5, 0.3]]))
+        >>> def step(ids, state):  # the same distribution at every step
+        ...     return ops.tile(log_probs, (ops.shape(ids)[0], 1)), state
+        >>> candidates = ka.draw_candidates(step, None, np.array([1], "int32"), END,
+        ...     max_length=3, num_candidates=2, method="beam")
+        >>> tuple(candidates.ids.shape)
+        (1, 2, 3)
+        >>> ops.convert_to_numpy(candidates.ids).tolist()
+        [[[2, 2, 2], [3, 2, 2]]]
+        >>> ops.convert_to_numpy(candidates.token_mask).astype(int).tolist()
+        [[[1, 0, 0], [1, 1, 0]]]
     """
 
     ids: Any

@@ -378,6 +378,14 @@ def coverage_loss(attention, coverage, mask=None, reduction="mean"):
     Returns:
         A float32 (float64 for float64 inputs) scalar, or `(batch, Tq)`
         (`(batch,)`) for `"none"`.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras_attn import coverage_loss
+        >>> attention = np.array([[[0.5, 0.5], [0.875, 0.125]]], "float32")
+        >>> coverage = np.array([[[0.0, 0.0], [0.5, 0.5]]], "float32")  # earlier steps
+        >>> float(coverage_loss(attention, coverage))  # (0 + (0.5 + 0.125)) / 2 steps
+        0.3125
     """
     check_reduction(reduction)
     dtype = softmax_dtype(attention.dtype)

@@ -67,6 +67,11 @@ class DotAttention(BaseAttention):
 class ScaledDotAttention(BaseAttention):
     """Scaled dot score (Vaswani et al.): `score(q, k) = q . k / sqrt(d)`.
 
+    Args:
+        dropout: Fraction of the attention weights to drop in training.
+        seed: Seed of the dropout.
+        **kwargs: Base `Layer` arguments (`name`, `dtype`, ...).
+
     Examples:
         >>> import numpy as np
         >>> from keras_attn import ScaledDotAttention

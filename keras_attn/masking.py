@@ -16,8 +16,18 @@ _MASK_VALUE = -1e9
 def causal_mask(query_length, value_length):
     """Lower-triangular mask: query position `i` sees value positions `<= i`.
 
+    Args:
+        query_length: int, the number of query positions `Tq`.
+        value_length: int, the number of value positions `Tv`.
+
     Returns:
         Boolean tensor of shape `(1, query_length, value_length)`.
+
+    Examples:
+        >>> from keras import ops
+        >>> from keras_attn import causal_mask
+        >>> ops.convert_to_numpy(causal_mask(3, 3)).astype(int).tolist()
+        [[[1, 0, 0], [1, 1, 0], [1, 1, 1]]]
     """
     ones = ops.ones((1, query_length, value_length), dtype="int32")
     rows = ops.cumsum(ones, axis=-2)
@@ -54,6 +64,15 @@ def masked_softmax(scores, mask=None):
     Returns:
         Tensor with the shape of `scores`: float32, or float64 for float64
         scores (never a narrowing cast).
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn import masked_softmax
+        >>> scores = np.zeros((2, 4), "float32")
+        >>> mask = np.array([[True, True, False, False], [False] * 4])
+        >>> ops.convert_to_numpy(masked_softmax(scores, mask)).tolist()
+        [[0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]
     """
     scores = ops.cast(scores, softmax_dtype(scores.dtype))
     if mask is None:

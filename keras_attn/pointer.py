@@ -244,6 +244,15 @@ def copy_distribution(attention, source_ids, extended_vocab_size):
 
     Returns:
         float32 `(batch, [T,] extended_vocab_size)`.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn import copy_distribution
+        >>> attention = np.array([[0.5, 0.25, 0.25]], "float32")
+        >>> source_ids = np.array([[4, 2, 4]], "int32")  # word 4 twice
+        >>> ops.convert_to_numpy(copy_distribution(attention, source_ids, 6)).tolist()
+        [[0.0, 0.0, 0.25, 0.0, 0.75, 0.0]]
     """
     if not isinstance(extended_vocab_size, int) or extended_vocab_size <= 0:
         raise ValueError(
@@ -299,6 +308,19 @@ def pointer_generator_distribution(
     Returns:
         float32 `(batch, [T,] vocab_size + num_oov)`; each row sums to 1 when
         the rows of `vocab_probs` and `attention` do.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> import keras_attn as ka
+        >>> p_gen = np.array([[0.5]], "float32")
+        >>> vocab_probs = np.full((1, 4), 0.25, "float32")  # vocab_size 4
+        >>> attention = np.array([[0.5, 0.5]], "float32")
+        >>> source_ids = np.array([[1, 4]], "int32")  # 4: the first OOV slot
+        >>> probs = ka.pointer_generator_distribution(
+        ...     p_gen, vocab_probs, attention, source_ids, num_oov=1)
+        >>> ops.convert_to_numpy(probs).tolist()
+        [[0.125, 0.375, 0.125, 0.125, 0.25]]
     """
     _check_num_oov(num_oov)
     vocab = _vocab_probs(vocab_probs, from_logits)
@@ -357,6 +379,20 @@ def pointer_generator_log_distribution(p_gen, logits, attention, source_ids, num
     Returns:
         float32 `(batch, vocab_size + num_oov)` log-probabilities, `-inf`
         where the probability is 0 (OOV slots no source word holds).
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> import keras_attn as ka
+        >>> p_gen = np.array([[0.5]], "float32")
+        >>> vocab_probs = np.full((1, 4), 0.25, "float32")  # vocab_size 4
+        >>> attention = np.array([[0.5, 0.5]], "float32")
+        >>> source_ids = np.array([[1, 4]], "int32")  # 4: the first OOV slot
+        >>> logits = np.zeros((1, 4), "float32")  # the uniform vocab_probs
+        >>> log_probs = ka.pointer_generator_log_distribution(
+        ...     p_gen, logits, attention, source_ids, num_oov=1)
+        >>> np.exp(ops.convert_to_numpy(log_probs), dtype="float64").round(4).tolist()
+        [[0.125, 0.375, 0.125, 0.125, 0.25]]
     """
     logits = ops.cast(logits, "float32")
     if len(logits.shape) != 2 or logits.shape[-1] is None:
@@ -436,6 +472,19 @@ def target_probabilities(
 
     Returns:
         float32 `(batch, [T])`.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> import keras_attn as ka
+        >>> p_gen = np.array([[0.5]], "float32")
+        >>> vocab_probs = np.full((1, 4), 0.25, "float32")  # vocab_size 4
+        >>> attention = np.array([[0.5, 0.5]], "float32")
+        >>> source_ids = np.array([[1, 4]], "int32")  # 4: the first OOV slot
+        >>> target_ids = np.array([1], "int32")  # (batch,): one step
+        >>> ops.convert_to_numpy(ka.target_probabilities(
+        ...     p_gen, vocab_probs, attention, source_ids, target_ids)).tolist()
+        [0.375]
     """
     vocab = ops.cast(vocab_probs, "float32")
     vocab_size = vocab.shape[-1]
@@ -493,6 +542,20 @@ def mix_target_probabilities(
 
     Returns:
         float32 `(batch, [T])`.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> import keras_attn as ka
+        >>> p_gen = np.array([[0.5]], "float32")
+        >>> vocab_probs = np.full((1, 4), 0.25, "float32")  # vocab_size 4
+        >>> attention = np.array([[0.5, 0.5]], "float32")
+        >>> source_ids = np.array([[1, 4]], "int32")  # 4: the first OOV slot
+        >>> target_ids = np.array([1], "int32")
+        >>> target_vocab_probs = np.array([0.25], "float32")  # P_vocab(target)
+        >>> ops.convert_to_numpy(ka.mix_target_probabilities(
+        ...     p_gen, target_vocab_probs, attention, source_ids, target_ids)).tolist()
+        [0.375]
     """
     generated = ops.cast(target_vocab_probs, "float32")
     # A stand-in of the vocabulary's rank, for the shape checks.
@@ -530,6 +593,20 @@ def pointer_generator_nll(
 
     Returns:
         A float32 scalar, or `(batch, [T])` for `"none"`.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> import keras_attn as ka
+        >>> p_gen = np.array([[0.5]], "float32")
+        >>> vocab_probs = np.full((1, 4), 0.25, "float32")  # vocab_size 4
+        >>> attention = np.array([[0.5, 0.5]], "float32")
+        >>> source_ids = np.array([[1, 4]], "int32")  # 4: the first OOV slot
+        >>> target_ids = np.array([1], "int32")  # P = 0.375
+        >>> loss = ka.pointer_generator_nll(
+        ...     p_gen, vocab_probs, attention, source_ids, target_ids)
+        >>> round(float(loss), 4)
+        0.9808
     """
     check_reduction(reduction)
     probs = target_probabilities(

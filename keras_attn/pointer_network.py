@@ -62,6 +62,20 @@ def pointer_network_log_probs(attention, query, memory, mask=None):
     Returns:
         Log-probabilities `(batch, Tq, Tv)` (`(batch, Tv)` for a rank-2
         query), float32 (float64 for a float64 layer), `-inf` where masked.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn import DotAttention, pointer_network_log_probs
+        >>> layer = DotAttention()
+        >>> layer.build([(1, 2), (1, 3, 2)])
+        >>> points = np.ones((1, 3, 2), "float32")
+        >>> points_mask = np.array([[True, True, False]])
+        >>> memory = layer.prepare_memory(points, value_mask=points_mask)
+        >>> query = np.ones((1, 2), "float32")
+        >>> log_probs = pointer_network_log_probs(layer, query, memory)
+        >>> np.exp(ops.convert_to_numpy(log_probs), dtype="float64").round(4).tolist()
+        [[0.5, 0.5, 0.0]]
     """
     single_step = len(query.shape) == 2
     if single_step:
@@ -89,6 +103,14 @@ def pointer_network_nll(log_probs, targets, reduction="mean"):
 
     Returns:
         The loss, float32.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras_attn import pointer_network_nll
+        >>> log_probs = np.log(np.full((1, 3, 3), 1 / 3, "float32"))  # (batch, T, n+1)
+        >>> targets = np.array([[2, 0, -1]], "int32")  # point at 2, then END, padding
+        >>> round(float(pointer_network_nll(log_probs, targets)), 4)  # log(3)
+        1.0986
     """
     check_reduction(reduction)
     targets = ops.cast(targets, "int32")

@@ -41,7 +41,25 @@ _NEG_INF = float("-inf")
 
 
 class LogitsProcessor:
-    """Base class of the processors (subclassing it is optional)."""
+    """Base class of the processors (subclassing it is optional).
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn import LogitsProcessor
+        >>> class Prefer(LogitsProcessor):
+        ...     # Adds `bonus` to the score of `token` at every step.
+        ...     def __init__(self, token, bonus):
+        ...         self.token, self.bonus = token, bonus
+        ...     def __call__(self, log_probs, history, step):
+        ...         columns = ops.arange(ops.shape(log_probs)[1])
+        ...         bonus = ops.where(columns == self.token, self.bonus, 0.0)
+        ...         return ops.add(log_probs, bonus)
+        >>> scores = np.zeros((1, 4), "float32")
+        >>> history = np.full((1, 3), -1, "int32")  # nothing generated yet
+        >>> ops.convert_to_numpy(Prefer(3, 1.5)(scores, history, 0)).tolist()
+        [[0.0, 0.0, 0.0, 1.5]]
+    """
 
     def __call__(self, log_probs, history, step):
         """Returns the processed `log_probs` `(N, V)`."""
@@ -55,7 +73,21 @@ class LogitsProcessor:
 
 
 class TokenBan(LogitsProcessor):
-    """A processor that only bans tokens; subclasses implement `banned`."""
+    """A processor that only bans tokens; subclasses implement `banned`.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn.processors import TokenBan
+        >>> class BanOdd(TokenBan):
+        ...     # Bans the odd ids.
+        ...     def banned(self, ids, history, step):
+        ...         return ids % 2 == 1
+        >>> scores = np.zeros((1, 4), "float32")
+        >>> history = np.full((1, 3), -1, "int32")  # nothing generated yet
+        >>> ops.convert_to_numpy(BanOdd()(scores, history, 0)).tolist()
+        [[0.0, -inf, 0.0, -inf]]
+    """
 
     def __call__(self, log_probs, history, step):
         columns = ops.arange(ops.shape(log_probs)[1], dtype="int32")[None]
@@ -80,6 +112,21 @@ class IdBan(TokenBan):
     Subclasses implement `banned_ids` only: calling the processor adds
     `-inf` to the scores of the listed ids (a scatter: no `(N, V)` mask is
     built), and `banned` compares any ids with the list.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn.processors import IdBan
+        >>> class NoImmediateRepeat(IdBan):
+        ...     # Bans the token generated at the previous step.
+        ...     def banned_ids(self, history, step, rows):
+        ...         last = ops.take(history, ops.maximum(step - 1, 0), axis=1)[:, None]
+        ...         return last, ops.broadcast_to(step > 0, ops.shape(last))
+        >>> scores = np.zeros((1, 4), "float32")
+        >>> history = np.array([[3, -1, -1]], "int32")  # token 0 was 3
+        >>> step = ops.convert_to_tensor(1, "int32")
+        >>> ops.convert_to_numpy(NoImmediateRepeat()(scores, history, step)).tolist()
+        [[0.0, 0.0, 0.0, -inf]]
     """
 
     def __call__(self, log_probs, history, step):
@@ -159,6 +206,20 @@ class MinLength(IdBan):
     Args:
         min_length: int scalar (Python int or tensor).
         end_id: int scalar, the end token.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn import MinLength
+        >>> scores = np.zeros((1, 4), "float32")
+        >>> history = np.full((1, 3), -1, "int32")  # nothing generated yet
+        >>> no_end = MinLength(2, end_id=2)
+        >>> step = ops.convert_to_tensor(1, "int32")
+        >>> ops.convert_to_numpy(no_end(scores, history, step)).tolist()
+        [[0.0, 0.0, -inf, 0.0]]
+        >>> step = ops.convert_to_tensor(2, "int32")
+        >>> ops.convert_to_numpy(no_end(scores, history, step)).tolist()
+        [[0.0, 0.0, 0.0, 0.0]]
     """
 
     def __init__(self, min_length, end_id):
@@ -181,6 +242,17 @@ class MaxLength(TokenBan):
     Args:
         max_length: int scalar (Python int or tensor) >= 0.
         end_id: int scalar, the end token.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn import MaxLength
+        >>> scores = np.zeros((1, 4), "float32")
+        >>> history = np.full((1, 3), -1, "int32")  # nothing generated yet
+        >>> cut = MaxLength(2, end_id=2)  # from step 2 on, only the end token
+        >>> step = ops.convert_to_tensor(2, "int32")
+        >>> ops.convert_to_numpy(cut(scores, history, step)).tolist()
+        [[-inf, -inf, 0.0, -inf]]
     """
 
     def __init__(self, max_length, end_id):
@@ -196,6 +268,22 @@ class IdShift(LogitsProcessor):
 
     Subclasses implement `shifts`; `__call__` follows. Bans and shifts
     commute: a banned score stays `-inf`.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn.processors import IdShift
+        >>> class Discourage(IdShift):
+        ...     # Lowers the score of `token` by `amount` at every step.
+        ...     def __init__(self, token, amount):
+        ...         self.token, self.amount = token, amount
+        ...     def shifts(self, history, step, rows):
+        ...         ids = ops.full((rows, 1), self.token, "int32")
+        ...         return ids, ops.full((rows, 1), self.amount, "float32")
+        >>> scores = np.zeros((1, 4), "float32")
+        >>> history = np.full((1, 3), -1, "int32")  # nothing generated yet
+        >>> ops.convert_to_numpy(Discourage(1, 0.5)(scores, history, 0)).tolist()
+        [[0.0, -0.5, 0.0, 0.0]]
     """
 
     def __call__(self, log_probs, history, step):
@@ -258,6 +346,15 @@ class EndPenalty(IdShift):
     Args:
         penalty: float scalar (Python number or tensor).
         end_id: int scalar, the end token.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn import EndPenalty
+        >>> scores = np.zeros((1, 4), "float32")
+        >>> history = np.full((1, 3), -1, "int32")  # nothing generated yet
+        >>> ops.convert_to_numpy(EndPenalty(0.5, end_id=2)(scores, history, 0)).tolist()
+        [[0.0, 0.0, -0.5, 0.0]]
     """
 
     def __init__(self, penalty, end_id):
@@ -275,6 +372,15 @@ class BannedIds(IdBan):
 
     Args:
         ids: Sequence of ints, or int32 tensor `(K,)`.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn import BannedIds
+        >>> scores = np.zeros((1, 4), "float32")
+        >>> history = np.full((1, 3), -1, "int32")  # nothing generated yet
+        >>> ops.convert_to_numpy(BannedIds([0, 1])(scores, history, 0)).tolist()
+        [[-inf, -inf, 0.0, 0.0]]
     """
 
     def __init__(self, ids):
@@ -299,6 +405,16 @@ class NoRepeatNgram(IdBan):
 
     Args:
         n: Python int >= 1, the n-gram size.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn import NoRepeatNgram
+        >>> scores = np.zeros((1, 4), "float32")
+        >>> history = np.array([[3, 1, 3, -1]], "int32")  # 3 1 3: 1 would repeat "3 1"
+        >>> step = ops.convert_to_tensor(3, "int32")
+        >>> ops.convert_to_numpy(NoRepeatNgram(2)(scores, history, step)).tolist()
+        [[0.0, -inf, 0.0, 0.0]]
     """
 
     def __init__(self, n):

@@ -35,6 +35,20 @@ def bidirectional_by_length(layer, inputs, lengths):
         What `layer` returns: the outputs `(batch, T, 2 * units)`, or with
         `return_state=True` the list `[outputs, *forward_states,
         *backward_states]`.
+
+    Examples:
+        >>> import keras
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn import bidirectional_by_length
+        >>> gru = keras.layers.GRU(4, return_sequences=True)
+        >>> layer = keras.layers.Bidirectional(gru)
+        >>> inputs = np.random.default_rng(0).random((2, 5, 3), dtype="float32")
+        >>> outputs = bidirectional_by_length(layer, inputs, np.array([5, 2], "int32"))
+        >>> tuple(outputs.shape)
+        (2, 5, 8)
+        >>> bool(ops.convert_to_numpy(outputs)[1, 2:].any())  # past its length: zeros
+        False
     """
     if not isinstance(layer, keras.layers.Bidirectional) or (
         layer.merge_mode != "concat" or not layer.return_sequences

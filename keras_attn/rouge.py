@@ -103,6 +103,12 @@ def rouge_l(candidate_ids, reference_ids, *, end_id=None, pad_id=0):
     token at a time over all the rows at once. Arguments and shapes as in
     `rouge_n`.
 
+    Args:
+        candidate_ids: As in `rouge_n`.
+        reference_ids: As in `rouge_n`.
+        end_id: As in `rouge_n`.
+        pad_id: As in `rouge_n`.
+
     Returns:
         float32 F1 in `[0, 1]`, the candidates' leading shape.
 

@@ -115,6 +115,29 @@ def greedy_search(
 
     Returns:
         A `DecodingResult`; `scores == log_probs`.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> import keras_attn as ka
+        >>> START, END = 1, 2
+        >>> # A bigram model over 5 ids: row i holds P(next token | i).
+        >>> table = ops.log(ops.convert_to_tensor([
+        ...     [0.2, 0.2, 0.2, 0.2, 0.2],
+        ...     [0.05, 0.05, 0.1, 0.5, 0.3],  # after START: 3, or 4
+        ...     [0.2, 0.2, 0.2, 0.2, 0.2],
+        ...     [0.05, 0.05, 0.3, 0.1, 0.5],  # after 3: 4, or END
+        ...     [0.05, 0.05, 0.7, 0.1, 0.1],  # after 4: END
+        ... ]))
+        >>> def step(ids, state):  # log-probabilities (N, V), as the search needs
+        ...     return ops.take(table, ids, axis=0), state
+        >>> result = ka.greedy_search(step, None, np.array([START], "int32"), END, 5)
+        >>> ops.convert_to_numpy(result.ids).tolist()
+        [[3, 4, 2, 2, 2]]
+        >>> ops.convert_to_numpy(result.lengths).tolist()  # tokens before END
+        [2]
+        >>> round(float(result.scores[0]), 4)  # log(0.5 * 0.5 * 0.7)
+        -1.743
     """
     processors = _constraints_only(
         "greedy_search",
@@ -185,6 +208,32 @@ def beam_search(
         normalised score, `log_probs` the raw sum. With `num_hypotheses=n`
         every field has `B * n` rows, batch-major and best first: row
         `b * n + i` is the `i`-th best hypothesis of example `b`.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> import keras_attn as ka
+        >>> START, END = 1, 2
+        >>> # A bigram model over 5 ids: row i holds P(next token | i).
+        >>> table = ops.log(ops.convert_to_tensor([
+        ...     [0.2, 0.2, 0.2, 0.2, 0.2],
+        ...     [0.05, 0.05, 0.1, 0.5, 0.3],  # after START: 3, or 4
+        ...     [0.2, 0.2, 0.2, 0.2, 0.2],
+        ...     [0.05, 0.05, 0.3, 0.1, 0.5],  # after 3: 4, or END
+        ...     [0.05, 0.05, 0.7, 0.1, 0.1],  # after 4: END
+        ... ]))
+        >>> def step(ids, state):  # log-probabilities (N, V), as the search needs
+        ...     return ops.take(table, ids, axis=0), state
+        >>> start_ids = np.array([START], "int32")
+        >>> result = ka.beam_search(step, None, start_ids, END, 5, beam_size=2)
+        >>> ops.convert_to_numpy(result.ids).tolist()  # greedy's 3 4 scores 0.175
+        [[4, 2, 2, 2, 2]]
+        >>> round(float(result.scores[0]), 4)  # log(0.3 * 0.7)
+        -1.5606
+        >>> result = ka.beam_search(step, None, start_ids, END, 5, beam_size=2,
+        ...     num_hypotheses=2)  # an n-best list, best first
+        >>> ops.convert_to_numpy(result.ids).tolist()
+        [[4, 2, 2, 2, 2], [3, 4, 2, 2, 2]]
     """
     if not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(
@@ -256,6 +305,28 @@ def sampling_search(
     Returns:
         A `DecodingResult`; `scores == log_probs`, the sum of the constrained
         log-probabilities before the warpers.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> import keras_attn as ka
+        >>> START, END = 1, 2
+        >>> # A bigram model over 5 ids: row i holds P(next token | i).
+        >>> table = ops.log(ops.convert_to_tensor([
+        ...     [0.2, 0.2, 0.2, 0.2, 0.2],
+        ...     [0.05, 0.05, 0.1, 0.5, 0.3],  # after START: 3, or 4
+        ...     [0.2, 0.2, 0.2, 0.2, 0.2],
+        ...     [0.05, 0.05, 0.3, 0.1, 0.5],  # after 3: 4, or END
+        ...     [0.05, 0.05, 0.7, 0.1, 0.1],  # after 4: END
+        ... ]))
+        >>> def step(ids, state):  # log-probabilities (N, V), as the search needs
+        ...     return ops.take(table, ids, axis=0), state
+        >>> start_ids = np.full((4,), START, "int32")  # 4 draws
+        >>> result = ka.sampling_search(step, None, start_ids, END, 5, top_k=2, seed=0)
+        >>> tuple(result.ids.shape)
+        (4, 5)
+        >>> set(ops.convert_to_numpy(result.ids)[:, 0].tolist()) <= {3, 4}  # top 2 only
+        True
     """
     warpers = sampling_warpers(temperature, top_k, top_p)
     processors, more_warpers = split_warpers(

@@ -30,6 +30,21 @@ class DecodingResult(NamedTuple):
         log_probs: float32 `(B,)`, the sum of token log-probabilities.
         extras: `(B, max_length, ...)`, zero from `lengths` on; None when the
             step function returns no extras.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> import keras_attn as ka
+        >>> def step(ids, state):  # always ends: P(END = 2) = 1 of 3 ids
+        ...     log_probs = ops.log(ops.convert_to_tensor([[0.0, 0.0, 1.0]]))
+        ...     return ops.tile(log_probs, (ops.shape(ids)[0], 1)), state
+        >>> result = ka.greedy_search(step, None, np.array([1, 1], "int32"), 2, 3)
+        >>> ops.convert_to_numpy(result.ids).tolist()  # END, then END as padding
+        [[2, 2, 2], [2, 2, 2]]
+        >>> ops.convert_to_numpy(result.lengths).tolist()
+        [0, 0]
+        >>> ops.convert_to_numpy(result.scores).tolist(), result.extras is None
+        ([0.0, 0.0], True)
     """
 
     ids: Any
@@ -53,6 +68,17 @@ def tile_batch(nested, beam_size):
 
     Returns:
         The same structure with every tensor tiled.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn import tile_batch
+        >>> memory = np.array([[1.0, 2.0], [3.0, 4.0]], "float32")  # (B, ...), B = 2
+        >>> ops.convert_to_numpy(tile_batch(memory, 2)).tolist()  # (B * beam_size, ...)
+        [[1.0, 2.0], [1.0, 2.0], [3.0, 4.0], [3.0, 4.0]]
+        >>> state = {"h": np.zeros((2, 8), "float32"), "mask": np.ones((2, 5), bool)}
+        >>> {name: tuple(x.shape) for name, x in tile_batch(state, 3).items()}
+        {'h': (6, 8), 'mask': (6, 5)}
     """
     return keras.tree.map_structure(
         lambda t: ops.repeat(ops.convert_to_tensor(t), beam_size, axis=0), nested

@@ -53,6 +53,18 @@ def shortlist_log_distribution(
 
     Returns:
         float32 `(batch, vocab_size + num_oov)`, `-inf` outside the shortlist.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn import shortlist_log_distribution
+        >>> shortlist_logits = np.zeros((1, 2), "float32")  # ids 0 and 1
+        >>> source_logits = np.zeros((1, 1), "float32")
+        >>> source_ids = np.array([[5]], "int32")  # a source word off the shortlist
+        >>> log_probs = shortlist_log_distribution(
+        ...     shortlist_logits, source_logits, source_ids, vocab_size=6)
+        >>> np.exp(ops.convert_to_numpy(log_probs), dtype="float64").round(4).tolist()
+        [[0.3333, 0.3333, 0.0, 0.0, 0.0, 0.3333]]
     """
     shortlist_logits = ops.cast(shortlist_logits, "float32")
     k = _check_shortlist(shortlist_logits, vocab_size, p_gen, num_oov)

@@ -17,7 +17,25 @@ _NEG_INF = float("-inf")
 
 
 class LogitsWarper(LogitsProcessor):
-    """Base class of the processors that shape sampling, not the scores."""
+    """Base class of the processors that shape sampling, not the scores.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn import LogitsWarper
+        >>> class MinP(LogitsWarper):
+        ...     # Keeps the tokens at least `p` times as probable as the likeliest.
+        ...     def __init__(self, p):
+        ...         self.p = p
+        ...     def __call__(self, log_probs, history, step):
+        ...         top = ops.max(log_probs, axis=-1, keepdims=True)
+        ...         kept = ops.greater_equal(log_probs, top + float(np.log(self.p)))
+        ...         return ops.where(kept, log_probs, float("-inf"))
+        >>> log_probs = ops.log(ops.convert_to_tensor([[0.5, 0.3, 0.15, 0.05]]))
+        >>> warped = ops.convert_to_numpy(MinP(0.25)(log_probs, None, 0))
+        >>> np.isfinite(warped).tolist()  # sampling_search(processors=[MinP(0.25)])
+        [[True, True, True, False]]
+    """
 
 
 class Temperature(LogitsWarper):
@@ -25,6 +43,16 @@ class Temperature(LogitsWarper):
 
     Args:
         temperature: Positive float (or float scalar tensor).
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn import Temperature
+        >>> log_probs = ops.log(ops.convert_to_tensor([[0.8, 0.2]]))
+        >>> warped = Temperature(0.5)(log_probs, None, 0)  # sharper
+        >>> probs = ops.convert_to_numpy(ops.softmax(warped)).astype("float64")
+        >>> probs.round(4).tolist()
+        [[0.9412, 0.0588]]
     """
 
     def __init__(self, temperature):
@@ -43,6 +71,14 @@ class TopK(LogitsWarper):
 
     Args:
         k: Python int >= 1.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn import TopK
+        >>> log_probs = ops.log(ops.convert_to_tensor([[0.5, 0.3, 0.15, 0.05]]))
+        >>> np.isfinite(ops.convert_to_numpy(TopK(2)(log_probs, None, 0))).tolist()
+        [[True, True, False, False]]
     """
 
     def __init__(self, k):
@@ -64,6 +100,14 @@ class TopP(LogitsWarper):
 
     Args:
         p: Float in (0, 1] (or float scalar tensor); 1 keeps every token.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn import TopP
+        >>> log_probs = ops.log(ops.convert_to_tensor([[0.5, 0.3, 0.15, 0.05]]))
+        >>> np.isfinite(ops.convert_to_numpy(TopP(0.7)(log_probs, None, 0))).tolist()
+        [[True, True, False, False]]
     """
 
     def __init__(self, p):

@@ -39,6 +39,23 @@ def test_the_layers_have_examples():
     assert {"DotAttention", "PointerNetwork", "AttentionRNN"} <= names
 
 
+def test_every_public_name_has_an_example():
+    # `keras_attn.__all__`, and the types its module docstring names.
+    public = {
+        getattr(keras_attn, name).__module__ + "." + name for name in keras_attn.__all__
+    }
+    public |= {
+        "keras_attn.base.AttentionMemory",
+        "keras_attn.search_loop.DecodingResult",
+        "keras_attn.processors.TokenBan",
+        "keras_attn.processors.IdBan",
+        "keras_attn.processors.IdShift",
+    }
+    assert len(public) == 56
+    missing = sorted(public - {test.name for test in EXAMPLES})
+    assert not missing, f"no docstring example for {missing}"
+
+
 @pytest.mark.parametrize("example", EXAMPLES, ids=[t.name for t in EXAMPLES])
 def test_docstring_example(example):
     report = []
