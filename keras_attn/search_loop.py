@@ -13,6 +13,7 @@ import keras
 from keras import ops
 
 from keras_attn.halving import HALVINGS, next_stage_rows, stage_limit
+from keras_attn.masking import keras_mask, with_keras_mask
 from keras_attn.processors import apply_processors
 
 _NEG_INF = float("-inf")
@@ -52,11 +53,18 @@ def tile_batch(nested, beam_size):
         beam_size: Python int, copies of each row.
 
     Returns:
-        The same structure with every tensor tiled.
+        The same structure with every tensor tiled; a tensor that carries a
+        Keras mask (`Embedding(mask_zero=True)` upstream) keeps it, tiled.
     """
-    return keras.tree.map_structure(
-        lambda t: ops.repeat(ops.convert_to_tensor(t), beam_size, axis=0), nested
-    )
+
+    def tile(t):
+        mask = keras_mask(t)
+        tiled = ops.repeat(ops.convert_to_tensor(t), beam_size, axis=0)
+        if mask is not None:
+            mask = ops.repeat(mask, beam_size, axis=0)
+        return with_keras_mask(tiled, mask)
+
+    return keras.tree.map_structure(tile, nested)
 
 
 def argmax_first(scores, ids=None):
