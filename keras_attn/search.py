@@ -42,6 +42,11 @@ Outputs (every strategy returns a `DecodingResult`):
   (`lengths + 1` when the hypothesis ended, else `max_length`).
 * `extras` `(B, max_length, ...)` (None without): the step's extras of the
   chosen hypothesis; zero from `lengths[b]` on (the end step included).
+* `beam_history` (None unless `beam_search(..., return_beam_history=True)`):
+  a `BeamHistory` of every beam's token, parent and score at every step.
+
+A step must return log-probabilities (`keras.ops.log_softmax(logits)`), not
+logits: the first step's are checked, eagerly (`check_log_probs`).
 
 An ended hypothesis only continues with `end_id` at zero cost. If a row has
 every token banned, the search still picks one (at `-inf`): keep constraints
@@ -52,7 +57,9 @@ import keras
 from keras import ops
 
 from keras_attn.processors import constraints
+from keras_attn.search_checks import check_start_ids
 from keras_attn.search_loop import (
+    BeamHistory,
     DecodingResult,
     SearchLoop,
     sampler,
@@ -62,6 +69,7 @@ from keras_attn.search_loop import (
 from keras_attn.warpers import sampling_warpers, split_warpers
 
 __all__ = [
+    "BeamHistory",
     "DecodingResult",
     "beam_search",
     "greedy_search",
@@ -82,6 +90,7 @@ def greedy_search(
     no_repeat_ngram_size=0,
     processors=(),
     drop_finished=False,
+    check_log_probs=True,
 ):
     """Decodes the most probable token at each step.
 
@@ -112,6 +121,12 @@ def greedy_search(
             results as `False` unless a constraint bans every token of a
             row (its score is `-inf`; the plain loop stops there, these
             decode to the end).
+        check_log_probs: Check that the first step's `log_probs` are
+            log-probabilities (each row's logsumexp 0, within 1e-3; 0.1 for
+            16-bit ones) and raise a ValueError if not (logits, say). The
+            check reads values, so it runs eagerly only: inside `jax.jit` or
+            a `tf.function` it is skipped. False for scores that are not
+            log-probabilities by design.
 
     Returns:
         A `DecodingResult`; `scores == log_probs`.
@@ -125,7 +140,9 @@ def greedy_search(
             "`drop_finished` must be True, False or 'halves'. Received: "
             f"drop_finished={drop_finished!r}"
         )
-    search = SearchLoop(step, end_id, max_length, processors)
+    search = SearchLoop(
+        step, end_id, max_length, processors, check_log_probs=check_log_probs
+    )
     if drop_finished == "halves":
         return search.run_halving(initial_state, start_ids)
     if drop_finished:
@@ -147,6 +164,8 @@ def beam_search(
     no_repeat_ngram_size=0,
     processors=(),
     num_hypotheses=1,
+    check_log_probs=True,
+    return_beam_history=False,
 ):
     """Beam search, batched; returns the best hypothesis of each example.
 
@@ -179,12 +198,18 @@ def beam_search(
             of each example (an n-best list, as sequence-level distillation's
             interpolation picks from). A beam with fewer live hypotheses
             fills the list with ones at `-inf`.
+        check_log_probs: As in `greedy_search`.
+        return_beam_history: If True, `beam_history` holds every beam at
+            every step: a `keras_attn.search.BeamHistory` of
+            `predicted_ids`, `parent_ids` and `scores`, each
+            `(B, max_length, beam_size)` (TFA's `BeamSearchDecoderOutput`).
 
     Returns:
         A `DecodingResult` for the best beam of each example; `scores` is the
         normalised score, `log_probs` the raw sum. With `num_hypotheses=n`
-        every field has `B * n` rows, batch-major and best first: row
-        `b * n + i` is the `i`-th best hypothesis of example `b`.
+        every field but `beam_history` has `B * n` rows, batch-major and
+        best first: row `b * n + i` is the `i`-th best hypothesis of
+        example `b`. `beam_history` is None unless `return_beam_history`.
     """
     if not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(
@@ -204,7 +229,15 @@ def beam_search(
         constraints(end_id, min_length, banned_ids, no_repeat_ngram_size, processors),
     )
     search = SearchLoop(
-        step, end_id, max_length, processors, beam_size, length_penalty, num_hypotheses
+        step,
+        end_id,
+        max_length,
+        processors,
+        beam_size,
+        length_penalty,
+        num_hypotheses,
+        check_log_probs=check_log_probs,
+        beam_history=bool(return_beam_history),
     )
     return search.run(initial_state, start_ids, top_k_chooser(beam_size))
 
@@ -224,6 +257,7 @@ def sampling_search(
     banned_ids=(),
     no_repeat_ngram_size=0,
     processors=(),
+    check_log_probs=True,
 ):
     """Draws each token from the (constrained, warped) next-token distribution.
 
@@ -252,6 +286,7 @@ def sampling_search(
         min_length, banned_ids, no_repeat_ngram_size: As in `greedy_search`.
         processors: More processors, applied after those above; the warpers
             among them after every other.
+        check_log_probs: As in `greedy_search`.
 
     Returns:
         A `DecodingResult`; `scores == log_probs`, the sum of the constrained
@@ -261,8 +296,10 @@ def sampling_search(
     processors, more_warpers = split_warpers(
         constraints(end_id, min_length, banned_ids, no_repeat_ngram_size, processors)
     )
-    search = SearchLoop(step, end_id, max_length, processors)
-    start_ids = ops.convert_to_tensor(start_ids, "int32")
+    search = SearchLoop(
+        step, end_id, max_length, processors, check_log_probs=check_log_probs
+    )
+    start_ids = check_start_ids(start_ids, initial_state)
     batch = ops.shape(start_ids)[0]
     uniforms = keras.random.uniform((max_length, batch), seed=seed)
 
