@@ -15,6 +15,7 @@ from typing import NamedTuple
 import keras
 from keras import ops
 
+from keras_attn.arguments import check_constructor
 from keras_attn.masking import (
     causal_mask,
     check_mask,
@@ -91,6 +92,10 @@ class BaseAttention(keras.layers.Layer):
         The context, `(batch, Tq, value_dim)` (`(batch, value_dim)` for a
         rank-2 query), in the layer's compute dtype; and the weights if asked.
     """
+
+    def __new__(cls, *args, **kwargs):
+        check_constructor(cls, args, kwargs, "attention")
+        return super().__new__(cls, *args, **kwargs)
 
     def __init__(self, dropout=0.0, seed=None, **kwargs):
         super().__init__(**kwargs)

@@ -26,6 +26,7 @@ steps.
 import keras
 from keras import ops, tree
 
+from keras_attn.arguments import check_constructor
 from keras_attn.base import AttentionMemory, BaseAttention
 from keras_attn.masking import check_mask, keras_mask
 from keras_attn.serialization import deserialize_layer
@@ -116,6 +117,7 @@ class AttentionCellWrapper(keras.layers.Layer):
             cls = _style_class(
                 args[2] if len(args) > 2 else kwargs.get("style", "luong")
             )
+        check_constructor(cls, args, kwargs, "cell")
         return super().__new__(cls, *args, **kwargs)
 
     def __init__(

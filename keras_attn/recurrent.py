@@ -12,6 +12,7 @@ graph and serializes) and can return the alignment history separately.
 import keras
 from keras import ops
 
+from keras_attn.arguments import check_constructor
 from keras_attn.attention_cells import (
     BahdanauAttentionCell,
     LuongAttentionCell,
@@ -79,6 +80,10 @@ class AttentionRNN(keras.layers.Layer):
         >>> tuple(outputs.shape), tuple(alignments.shape)
         ((2, 4, 64), (2, 4, 6))
     """
+
+    def __new__(cls, *args, **kwargs):
+        check_constructor(cls, args, kwargs, "cell")
+        return super().__new__(cls, *args, **kwargs)
 
     def __init__(
         self,

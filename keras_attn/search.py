@@ -56,6 +56,7 @@ satisfiable.
 import keras
 from keras import ops
 
+from keras_attn.arguments import refuses_tfa_names
 from keras_attn.processors import constraints
 from keras_attn.search_checks import check_start_ids
 from keras_attn.search_loop import (
@@ -78,6 +79,7 @@ __all__ = [
 ]
 
 
+@refuses_tfa_names("search")
 def greedy_search(
     step,
     initial_state,
@@ -150,6 +152,7 @@ def greedy_search(
     return search.run(initial_state, start_ids)
 
 
+@refuses_tfa_names("search")
 def beam_search(
     step,
     initial_state,
@@ -242,6 +245,7 @@ def beam_search(
     return search.run(initial_state, start_ids, top_k_chooser(beam_size))
 
 
+@refuses_tfa_names("search")
 def sampling_search(
     step,
     initial_state,

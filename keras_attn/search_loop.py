@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 import keras
 from keras import ops
 
+from keras_attn.arguments import refuses_tfa_names
 from keras_attn.halving import HALVINGS, next_stage_rows, stage_limit
 from keras_attn.masking import keras_mask, with_keras_mask
 from keras_attn.processors import apply_processors
@@ -71,6 +72,7 @@ class BeamHistory(NamedTuple):
     scores: Any
 
 
+@refuses_tfa_names("tile_batch")
 def tile_batch(nested, beam_size):
     """Repeats each row `beam_size` times: `(B, ...)` to `(B * beam_size, ...)`.
 
