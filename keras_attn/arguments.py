@@ -18,8 +18,7 @@ TFA_NAMES = {
         "in `layer.prepare_memory(memory)`",
         "memory_sequence_length": "a `value_mask=` of shape (batch, Tv) when "
         f"called (or in `prepare_memory`): {_LENGTHS_TO_MASK}",
-        "probability_fn": "no `probability_fn`: its weights are a masked "
-        "softmax",
+        "probability_fn": "no `probability_fn`: its weights are a masked softmax",
         "scale": "`use_scale=True` (`GeneralAttention`, `DotAttention`)",
     },
     "cell": {

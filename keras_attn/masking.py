@@ -110,7 +110,9 @@ def check_mask(mask, name, reference, length_name="Tv"):
         return
     shape, ref = _shape(mask), _shape(reference)
     length = ref[1] if len(ref) > 1 else None
-    expected = f"(batch, {length_name}={length})" if length else f"(batch, {length_name})"
+    expected = (
+        f"(batch, {length_name}={length})" if length else f"(batch, {length_name})"
+    )
     if len(shape) == 1:
         raise ValueError(
             f"`{name}` must be a boolean mask of shape {expected}, not a vector "

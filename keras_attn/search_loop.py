@@ -367,9 +367,7 @@ class SearchLoop:
                 f"extras)`. Received {len(out)} outputs."
             )
         rows = ids.shape[0]
-        check_step_rows(
-            out[0], out[1] if self.has_state else (), rows, self.beam_size
-        )
+        check_step_rows(out[0], out[1] if self.has_state else (), rows, self.beam_size)
         self.step_dtype = out[0].dtype
         return (
             ops.cast(out[0], "float32"),

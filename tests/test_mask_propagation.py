@@ -56,7 +56,9 @@ def assert_padding_invariant(short, long, short_weights, long_weights, tokens):
         long_weights[..., :length], _np(short_weights), rtol=1e-5, atol=1e-6
     )
     padding = np.broadcast_to(
-        (tokens == 0).reshape(tokens.shape[:1] + (1,) * (long_weights.ndim - 2) + (-1,)),
+        (tokens == 0).reshape(
+            tokens.shape[:1] + (1,) * (long_weights.ndim - 2) + (-1,)
+        ),
         long_weights.shape,
     )
     assert padding[..., length:].all() and padding.any(axis=-1).all()
@@ -78,7 +80,9 @@ def test_score_layers_read_the_propagated_value_mask(score, how):
             return layer(inputs=[query, value], return_attention_scores=True)
         # A tensor `query_mask=` stops Keras from filling `mask`.
         query_mask = ops.convert_to_tensor(TARGETS != 0)
-        return layer([query, value], query_mask=query_mask, return_attention_scores=True)
+        return layer(
+            [query, value], query_mask=query_mask, return_attention_scores=True
+        )
 
     (short, w_short), (long, w_long) = attend(SOURCES), attend(PADDED)
     assert_padding_invariant(short, long, w_short, w_long, PADDED)
