@@ -58,7 +58,7 @@ from keras import ops
 
 from keras_attn.arguments import refuses_tfa_names
 from keras_attn.processors import constraints
-from keras_attn.search_checks import check_start_ids
+from keras_attn.search_checks import check_beam_sizes, check_start_ids
 from keras_attn.search_loop import (
     BeamHistory,
     DecodingResult,
@@ -214,19 +214,7 @@ def beam_search(
         best first: row `b * n + i` is the `i`-th best hypothesis of
         example `b`. `beam_history` is None unless `return_beam_history`.
     """
-    if not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(
-            f"`beam_size` must be a Python int >= 1. Received: beam_size={beam_size!r}"
-        )
-    if (
-        isinstance(num_hypotheses, bool)
-        or not isinstance(num_hypotheses, int)
-        or not 1 <= num_hypotheses <= beam_size
-    ):
-        raise ValueError(
-            "`num_hypotheses` must be a Python int in [1, beam_size="
-            f"{beam_size}]. Received: num_hypotheses={num_hypotheses!r}"
-        )
+    check_beam_sizes(beam_size, num_hypotheses)
     processors = _constraints_only(
         "beam_search",
         constraints(end_id, min_length, banned_ids, no_repeat_ngram_size, processors),

@@ -20,6 +20,23 @@ def _shape(x):
     return tuple(None if d is None else int(d) for d in x.shape)
 
 
+def check_beam_sizes(beam_size, num_hypotheses):
+    """A ValueError unless `1 <= num_hypotheses <= beam_size`, Python ints."""
+    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
+        raise ValueError(
+            f"`beam_size` must be a Python int >= 1. Received: beam_size={beam_size!r}"
+        )
+    if (
+        isinstance(num_hypotheses, bool)
+        or not isinstance(num_hypotheses, int)
+        or not 1 <= num_hypotheses <= beam_size
+    ):
+        raise ValueError(
+            "`num_hypotheses` must be a Python int in [1, beam_size="
+            f"{beam_size}]. Received: num_hypotheses={num_hypotheses!r}"
+        )
+
+
 def check_start_ids(start_ids, initial_state):
     """`start_ids` as an int32 `(B,)` tensor, or a ValueError.
 
