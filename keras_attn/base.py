@@ -15,9 +15,12 @@ from typing import NamedTuple
 import keras
 from keras import ops
 
+from keras_attn.arguments import check_constructor
 from keras_attn.masking import (
     causal_mask,
+    check_mask,
     combine_masks,
+    keras_mask,
     masked_softmax,
     softmax_dtype,
 )
@@ -47,6 +50,19 @@ class AttentionMemory(NamedTuple):
     mask: object
 
 
+def _check_step_batch(query, memory):
+    """A one-line ValueError when the query's and the memory's batch differ."""
+    rows, memory_rows = query.shape[0], memory.values.shape[0]
+    if None in (rows, memory_rows) or int(rows) == int(memory_rows):
+        return
+    raise ValueError(
+        f"`query` must have the batch size of `memory`, {int(memory_rows)} "
+        f"rows. Received: query with shape {tuple(query.shape)}. In a beam "
+        "search of `beam_size` beams the step sees batch * beam_size rows: "
+        "tile the memory with `keras_attn.tile_batch(memory, beam_size)`."
+    )
+
+
 class BaseAttention(keras.layers.Layer):
     """Attention from a query over keys and values; subclasses give the score.
 
@@ -65,11 +81,15 @@ class BaseAttention(keras.layers.Layer):
               single decoder step.
             - `value`: `(batch, Tv, value_dim)`.
             - `key`: optional, `(batch, Tv, key_dim)`; defaults to `value`.
-        mask: Masks propagated by Keras, `[query_mask, value_mask]`.
+        mask: Masks propagated by Keras, `[query_mask, value_mask]`. When
+            Keras does not fill it (a call with a tensor `value_mask=`, say),
+            the masks the query and value tensors carry are used.
         query_mask: Optional boolean `(batch, Tq)`; masked query positions get
             a zero context. Overrides the propagated query mask.
         value_mask: Optional boolean `(batch, Tv)`; masked values get zero
-            weight. Overrides the propagated value mask.
+            weight. Overrides the propagated value mask. A vector of lengths
+            is refused: `keras.ops.arange(Tv)[None] < lengths[:, None]` is
+            its mask.
         return_attention_scores: If True, also return the attention weights,
             float32 (float64 for a float64 layer), `(batch, Tq, Tv)`
             (`(batch, Tv)` for a rank-2 query).
@@ -98,6 +118,10 @@ class BaseAttention(keras.layers.Layer):
         >>> ops.convert_to_numpy(weights)[1, 3:].tolist()  # padding gets no weight
         [0.0, 0.0]
     """
+
+    def __new__(cls, *args, **kwargs):
+        check_constructor(cls, args, kwargs, "attention")
+        return super().__new__(cls, *args, **kwargs)
 
     def __init__(self, dropout=0.0, seed=None, **kwargs):
         super().__init__(**kwargs)
@@ -213,7 +237,9 @@ class BaseAttention(keras.layers.Layer):
         Args:
             value: `(batch, Tv, value_dim)`.
             key: Optional `(batch, Tv, key_dim)`; defaults to `value`.
-            value_mask: Optional boolean `(batch, Tv)`.
+            value_mask: Optional boolean `(batch, Tv)`; defaults to the mask
+                Keras propagated with `value` (an `Embedding(mask_zero=True)`
+                upstream), else no padding.
 
         Returns:
             An `AttentionMemory` to pass to `step`.
@@ -225,6 +251,9 @@ class BaseAttention(keras.layers.Layer):
                 "before `prepare_memory`."
             )
         key = value if key is None else key
+        if value_mask is None:
+            value_mask = keras_mask(value)
+        check_mask(value_mask, "value_mask", value)
         if value_mask is None:
             value_mask = ops.ones(ops.shape(value)[:2], dtype="bool")
         return AttentionMemory(
@@ -245,6 +274,7 @@ class BaseAttention(keras.layers.Layer):
             `(context, weights)`: `(batch, value_dim)` and float32
             `(batch, Tv)`.
         """
+        _check_step_batch(query, memory)
         context, weights = self._attend(
             ops.expand_dims(query, 1),
             memory,
@@ -265,13 +295,19 @@ class BaseAttention(keras.layers.Layer):
     # ----------------------------------------------------------- call
 
     def _unpack_inputs(self, inputs, mask, query_mask, value_mask):
-        """`(query, value, key, query_mask, value_mask)`; explicit masks win."""
+        """`(query, value, key, query_mask, value_mask)`; explicit masks win,
+        then `mask`, then the masks the tensors carry."""
         self._validate_shapes([tuple(x.shape) for x in inputs])
         query, value = inputs[0], inputs[1]
         key = inputs[2] if len(inputs) > 2 else value
         mask = list(mask) if mask is not None else [None, None]
-        query_mask = mask[0] if query_mask is None else query_mask
-        value_mask = mask[1] if value_mask is None else value_mask
+        if query_mask is None:
+            query_mask = mask[0] if mask[0] is not None else keras_mask(query)
+        if value_mask is None:
+            value_mask = mask[1] if mask[1] is not None else keras_mask(value)
+        if len(query.shape) == 3:
+            check_mask(query_mask, "query_mask", query, "Tq")
+        check_mask(value_mask, "value_mask", value)
         return query, value, key, query_mask, value_mask
 
     @staticmethod
@@ -322,9 +358,10 @@ class BaseAttention(keras.layers.Layer):
         return context
 
     def compute_mask(self, inputs, mask=None):
-        if mask is None or mask[0] is None or len(inputs[0].shape) == 2:
+        if len(inputs[0].shape) == 2:
             return None
-        return mask[0]
+        query_mask = None if mask is None else mask[0]
+        return keras_mask(inputs[0]) if query_mask is None else query_mask
 
     def compute_output_shape(self, input_shape):
         query_shape, value_shape, _ = self._validate_shapes(input_shape)

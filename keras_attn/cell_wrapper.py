@@ -26,7 +26,9 @@ steps.
 import keras
 from keras import ops, tree
 
+from keras_attn.arguments import check_constructor
 from keras_attn.base import AttentionMemory, BaseAttention
+from keras_attn.masking import check_mask, keras_mask
 from keras_attn.serialization import deserialize_layer
 
 STYLES = ("bahdanau", "luong", "self")
@@ -115,6 +117,7 @@ class AttentionCellWrapper(keras.layers.Layer):
             cls = _style_class(
                 args[2] if len(args) > 2 else kwargs.get("style", "luong")
             )
+        check_constructor(cls, args, kwargs, "cell")
         return super().__new__(cls, *args, **kwargs)
 
     def __init__(
@@ -317,7 +320,8 @@ class AttentionCellWrapper(keras.layers.Layer):
         Args:
             memory: Encoder outputs, `(batch, Tv, memory_dim)`.
             memory_mask: Optional boolean `(batch, Tv)`; False marks padding
-                (zero attention weight).
+                (zero attention weight). Defaults to the mask Keras propagated
+                with `memory` (an `Embedding(mask_zero=True)` upstream).
             initial_state: Optional initial state(s) of the wrapped cell, e.g.
                 the encoder's final `[h, c]`; zeros if None.
 
@@ -330,6 +334,9 @@ class AttentionCellWrapper(keras.layers.Layer):
                 "`memory` must have rank 3 (batch, Tv, memory_dim). Received "
                 f"memory shape: {tuple(memory.shape)}"
             )
+        if memory_mask is None:
+            memory_mask = keras_mask(memory)
+        check_mask(memory_mask, "memory_mask", memory)
         self._set_memory_dim(memory.shape[-1])
         if self._input_dim is not None:
             self._build_with_memory()

@@ -8,6 +8,7 @@ needs.
 
 from keras import ops
 from keras.backend import standardize_dtype
+from keras.src.backend import get_keras_mask, set_keras_mask
 
 # Finite, so that a fully masked row never produces `inf - inf = nan`.
 _MASK_VALUE = -1e9
@@ -82,3 +83,71 @@ def masked_softmax(scores, mask=None):
     # Multiplying by the mask zeroes fully masked rows, which the softmax
     # alone would turn into a uniform distribution over padding.
     return weights * ops.cast(mask, weights.dtype)
+
+
+def keras_mask(x):
+    """The mask Keras attached to `x` (an `Embedding(mask_zero=True)`'s
+    output, say), or None.
+
+    `Layer.__call__` fills a layer's `mask` argument only when the call has a
+    single tensor argument: with a tensor `initial_state=` or `value_mask=`
+    beside the inputs it passes `mask=None`. The tensors still carry their
+    masks, so the layers read them here.
+    """
+    # Keras exports no reader: a JAX array keeps its mask in a table by id,
+    # not as the `_keras_mask` attribute a TensorFlow or torch tensor has.
+    return None if x is None else get_keras_mask(x)
+
+
+def with_keras_mask(x, mask):
+    """`x` carrying `mask` as its Keras mask (when `mask` is not None)."""
+    if mask is not None:
+        set_keras_mask(x, mask)
+    return x
+
+
+def _shape(x):
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        shape = ops.shape(ops.convert_to_tensor(x))
+    return tuple(None if d is None else int(d) for d in shape)
+
+
+def check_mask(mask, name, reference, length_name="Tv"):
+    """Raises a one-line ValueError unless `mask` is `(batch, T)` of `reference`.
+
+    `reference` is the masked tensor, `(batch, T, ...)`. Unknown (None)
+    dimensions are not compared, so symbolic and traced shapes pass.
+
+    Args:
+        mask: The mask to check, or None (nothing to check).
+        name: The argument's name, for the message.
+        reference: The tensor the mask belongs to.
+        length_name: What the message calls `T`.
+    """
+    if mask is None:
+        return
+    shape, ref = _shape(mask), _shape(reference)
+    length = ref[1] if len(ref) > 1 else None
+    expected = (
+        f"(batch, {length_name}={length})" if length else f"(batch, {length_name})"
+    )
+    if len(shape) == 1:
+        raise ValueError(
+            f"`{name}` must be a boolean mask of shape {expected}, not a vector "
+            f"of lengths; make one with `keras.ops.arange({length_name})[None] "
+            f"< lengths[:, None]`. Received: {name} with shape {shape}"
+        )
+    if len(shape) != 2:
+        raise ValueError(
+            f"`{name}` must be a boolean mask of shape {expected}. "
+            f"Received: {name} with shape {shape}"
+        )
+    for axis, what in ((0, "batch size"), (1, f"length {length_name}")):
+        if axis < len(ref) and None not in (shape[axis], ref[axis]):
+            if shape[axis] != ref[axis]:
+                raise ValueError(
+                    f"`{name}` must have the {what} of what it masks, shape "
+                    f"{expected} for a tensor of shape {ref}. Received: "
+                    f"{name} with shape {shape}"
+                )

@@ -36,7 +36,7 @@ from keras import ops
 from keras_attn.additive import BahdanauAttention
 from keras_attn.base import AttentionMemory, BaseAttention
 from keras_attn.loss_reduction import check_reduction, reduce_masked
-from keras_attn.masking import softmax_dtype
+from keras_attn.masking import check_mask, keras_mask, softmax_dtype
 from keras_attn.processors import LogitsProcessor, NoRepeatNgram
 from keras_attn.search import beam_search, greedy_search, tile_batch
 from keras_attn.serialization import deserialize_layer
@@ -278,6 +278,7 @@ class PointerNetwork(keras.layers.Layer):
 
     def _encode(self, points, points_mask):
         """The memory, the decoder's input table and the encoder's state."""
+        check_mask(points_mask, "points_mask", points, "n")
         batch = ops.shape(points)[0]
         if points_mask is None:
             points_mask = ops.ones(ops.shape(points)[:2], dtype="bool")
@@ -309,6 +310,8 @@ class PointerNetwork(keras.layers.Layer):
         points, targets = inputs
         if points_mask is None and mask is not None:
             points_mask = mask[0]
+        if points_mask is None:
+            points_mask = keras_mask(points)
         memory, table, state = self._encode(points, points_mask)
         depth = ops.shape(table)[1]
         targets = ops.cast(targets, "int32")
@@ -362,6 +365,8 @@ class PointerNetwork(keras.layers.Layer):
         """
         if not self.built:
             self.build([tuple(points.shape), (None, None)])
+        if points_mask is None:
+            points_mask = keras_mask(points)
         memory, table, (h, c) = self._encode(points, points_mask)
         state = {
             "h": h,

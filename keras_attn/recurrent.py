@@ -12,12 +12,14 @@ graph and serializes) and can return the alignment history separately.
 import keras
 from keras import ops
 
+from keras_attn.arguments import check_constructor
 from keras_attn.attention_cells import (
     BahdanauAttentionCell,
     LuongAttentionCell,
     SelfAttentionCell,
 )
 from keras_attn.cell_wrapper import STYLES, AttentionCellWrapper
+from keras_attn.masking import keras_mask
 from keras_attn.serialization import deserialize_layer
 
 
@@ -50,8 +52,11 @@ class AttentionRNN(keras.layers.Layer):
             encoder's final states, say).
         mask: Propagated by Keras, `[sequence_mask, memory_mask]`: masked
             steps keep the state; masked memory positions get zero weight.
+            When Keras does not fill it (a call with `initial_state`), the
+            masks the sequences and the memory carry are used.
         memory_mask: Optional boolean `(batch, Tv)`; overrides the propagated
-            memory mask.
+            memory mask. A vector of lengths is refused:
+            `keras.ops.arange(Tv)[None] < lengths[:, None]` is its mask.
         training: Passed to the cell and the attention (dropout).
 
     Returns:
@@ -75,6 +80,10 @@ class AttentionRNN(keras.layers.Layer):
         >>> tuple(outputs.shape), tuple(alignments.shape)
         ((2, 4, 64), (2, 4, 6))
     """
+
+    def __new__(cls, *args, **kwargs):
+        check_constructor(cls, args, kwargs, "cell")
+        return super().__new__(cls, *args, **kwargs)
 
     def __init__(
         self,
@@ -152,6 +161,12 @@ class AttentionRNN(keras.layers.Layer):
                 memory_mask = mask[1]
         elif mask is not None:
             sequence_mask = mask
+        # Keras fills `mask` only for a call whose one tensor argument is
+        # `inputs`; with `initial_state` the tensors still carry their masks.
+        if sequence_mask is None:
+            sequence_mask = keras_mask(sequences)
+        if memory_mask is None:
+            memory_mask = keras_mask(memory)
         batch_size = ops.shape(sequences)[0]
         if memory is None:
             states = self.cell.get_initial_state_self(batch_size, initial_state)
@@ -188,6 +203,8 @@ class AttentionRNN(keras.layers.Layer):
 
     def compute_mask(self, inputs, mask=None):
         sequence_mask = mask[0] if isinstance(mask, (list, tuple)) else mask
+        if sequence_mask is None:
+            sequence_mask = keras_mask(self._split_inputs(inputs)[0])
         output_mask = sequence_mask if self.return_sequences else None
         masks = [output_mask]
         if self.cell.return_alignments:

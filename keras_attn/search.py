@@ -42,6 +42,11 @@ Outputs (every strategy returns a `DecodingResult`):
   (`lengths + 1` when the hypothesis ended, else `max_length`).
 * `extras` `(B, max_length, ...)` (None without): the step's extras of the
   chosen hypothesis; zero from `lengths[b]` on (the end step included).
+* `beam_history` (None unless `beam_search(..., return_beam_history=True)`):
+  a `BeamHistory` of every beam's token, parent and score at every step.
+
+A step must return log-probabilities (`keras.ops.log_softmax(logits)`), not
+logits: the first step's are checked, eagerly (`check_log_probs`).
 
 An ended hypothesis only continues with `end_id` at zero cost. If a row has
 every token banned, the search still picks one (at `-inf`): keep constraints
@@ -51,8 +56,11 @@ satisfiable.
 import keras
 from keras import ops
 
+from keras_attn.arguments import refuses_tfa_names
 from keras_attn.processors import constraints
+from keras_attn.search_checks import check_beam_sizes, check_start_ids
 from keras_attn.search_loop import (
+    BeamHistory,
     DecodingResult,
     SearchLoop,
     sampler,
@@ -62,6 +70,7 @@ from keras_attn.search_loop import (
 from keras_attn.warpers import sampling_warpers, split_warpers
 
 __all__ = [
+    "BeamHistory",
     "DecodingResult",
     "beam_search",
     "greedy_search",
@@ -70,6 +79,7 @@ __all__ = [
 ]
 
 
+@refuses_tfa_names("search")
 def greedy_search(
     step,
     initial_state,
@@ -82,6 +92,7 @@ def greedy_search(
     no_repeat_ngram_size=0,
     processors=(),
     drop_finished=False,
+    check_log_probs=True,
 ):
     """Decodes the most probable token at each step.
 
@@ -112,6 +123,12 @@ def greedy_search(
             results as `False` unless a constraint bans every token of a
             row (its score is `-inf`; the plain loop stops there, these
             decode to the end).
+        check_log_probs: Check that the first step's `log_probs` are
+            log-probabilities (each row's logsumexp 0, within 1e-3; 0.1 for
+            16-bit ones) and raise a ValueError if not (logits, say). The
+            check reads values, so it runs eagerly only: inside `jax.jit` or
+            a `tf.function` it is skipped. False for scores that are not
+            log-probabilities by design.
 
     Returns:
         A `DecodingResult`; `scores == log_probs`.
@@ -148,7 +165,9 @@ def greedy_search(
             "`drop_finished` must be True, False or 'halves'. Received: "
             f"drop_finished={drop_finished!r}"
         )
-    search = SearchLoop(step, end_id, max_length, processors)
+    search = SearchLoop(
+        step, end_id, max_length, processors, check_log_probs=check_log_probs
+    )
     if drop_finished == "halves":
         return search.run_halving(initial_state, start_ids)
     if drop_finished:
@@ -156,6 +175,7 @@ def greedy_search(
     return search.run(initial_state, start_ids)
 
 
+@refuses_tfa_names("search")
 def beam_search(
     step,
     initial_state,
@@ -170,6 +190,8 @@ def beam_search(
     no_repeat_ngram_size=0,
     processors=(),
     num_hypotheses=1,
+    check_log_probs=True,
+    return_beam_history=False,
 ):
     """Beam search, batched; returns the best hypothesis of each example.
 
@@ -202,12 +224,18 @@ def beam_search(
             of each example (an n-best list, as sequence-level distillation's
             interpolation picks from). A beam with fewer live hypotheses
             fills the list with ones at `-inf`.
+        check_log_probs: As in `greedy_search`.
+        return_beam_history: If True, `beam_history` holds every beam at
+            every step: a `keras_attn.search.BeamHistory` of
+            `predicted_ids`, `parent_ids` and `scores`, each
+            `(B, max_length, beam_size)` (TFA's `BeamSearchDecoderOutput`).
 
     Returns:
         A `DecodingResult` for the best beam of each example; `scores` is the
         normalised score, `log_probs` the raw sum. With `num_hypotheses=n`
-        every field has `B * n` rows, batch-major and best first: row
-        `b * n + i` is the `i`-th best hypothesis of example `b`.
+        every field but `beam_history` has `B * n` rows, batch-major and
+        best first: row `b * n + i` is the `i`-th best hypothesis of
+        example `b`. `beam_history` is None unless `return_beam_history`.
 
     Examples:
         >>> import numpy as np
@@ -235,29 +263,26 @@ def beam_search(
         >>> ops.convert_to_numpy(result.ids).tolist()
         [[4, 2, 2, 2, 2], [3, 4, 2, 2, 2]]
     """
-    if not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(
-            f"`beam_size` must be a Python int >= 1. Received: beam_size={beam_size!r}"
-        )
-    if (
-        isinstance(num_hypotheses, bool)
-        or not isinstance(num_hypotheses, int)
-        or not 1 <= num_hypotheses <= beam_size
-    ):
-        raise ValueError(
-            "`num_hypotheses` must be a Python int in [1, beam_size="
-            f"{beam_size}]. Received: num_hypotheses={num_hypotheses!r}"
-        )
+    check_beam_sizes(beam_size, num_hypotheses)
     processors = _constraints_only(
         "beam_search",
         constraints(end_id, min_length, banned_ids, no_repeat_ngram_size, processors),
     )
     search = SearchLoop(
-        step, end_id, max_length, processors, beam_size, length_penalty, num_hypotheses
+        step,
+        end_id,
+        max_length,
+        processors,
+        beam_size,
+        length_penalty,
+        num_hypotheses,
+        check_log_probs=check_log_probs,
+        beam_history=bool(return_beam_history),
     )
     return search.run(initial_state, start_ids, top_k_chooser(beam_size))
 
 
+@refuses_tfa_names("search")
 def sampling_search(
     step,
     initial_state,
@@ -273,6 +298,7 @@ def sampling_search(
     banned_ids=(),
     no_repeat_ngram_size=0,
     processors=(),
+    check_log_probs=True,
 ):
     """Draws each token from the (constrained, warped) next-token distribution.
 
@@ -301,6 +327,7 @@ def sampling_search(
         min_length, banned_ids, no_repeat_ngram_size: As in `greedy_search`.
         processors: More processors, applied after those above; the warpers
             among them after every other.
+        check_log_probs: As in `greedy_search`.
 
     Returns:
         A `DecodingResult`; `scores == log_probs`, the sum of the constrained
@@ -332,8 +359,10 @@ def sampling_search(
     processors, more_warpers = split_warpers(
         constraints(end_id, min_length, banned_ids, no_repeat_ngram_size, processors)
     )
-    search = SearchLoop(step, end_id, max_length, processors)
-    start_ids = ops.convert_to_tensor(start_ids, "int32")
+    search = SearchLoop(
+        step, end_id, max_length, processors, check_log_probs=check_log_probs
+    )
+    start_ids = check_start_ids(start_ids, initial_state)
     batch = ops.shape(start_ids)[0]
     uniforms = keras.random.uniform((max_length, batch), seed=seed)
 

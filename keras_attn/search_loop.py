@@ -12,8 +12,15 @@ from typing import Any, NamedTuple
 import keras
 from keras import ops
 
+from keras_attn.arguments import refuses_tfa_names
 from keras_attn.halving import HALVINGS, next_stage_rows, stage_limit
+from keras_attn.masking import keras_mask, with_keras_mask
 from keras_attn.processors import apply_processors
+from keras_attn.search_checks import (
+    check_normalized,
+    check_start_ids,
+    check_step_rows,
+)
 
 _NEG_INF = float("-inf")
 _INT32_MAX = 2**31 - 1
@@ -30,6 +37,8 @@ class DecodingResult(NamedTuple):
         log_probs: float32 `(B,)`, the sum of token log-probabilities.
         extras: `(B, max_length, ...)`, zero from `lengths` on; None when the
             step function returns no extras.
+        beam_history: A `BeamHistory` of every step of the beam search, with
+            `return_beam_history=True`; None otherwise.
 
     Examples:
         >>> import numpy as np
@@ -52,8 +61,33 @@ class DecodingResult(NamedTuple):
     scores: Any
     log_probs: Any
     extras: Any
+    beam_history: Any = None
 
 
+class BeamHistory(NamedTuple):
+    """Every beam at every step, as TFA's `BeamSearchDecoderOutput`.
+
+    Beam `k` of example `b` at step `t` extended beam `parent_ids[b, t, k]`
+    of step `t - 1` with token `predicted_ids[b, t, k]`; following the
+    parents back from the last step gives each beam's tokens (TFA's
+    `gather_tree`). Steps after the search stopped hold `end_id`, the beam
+    itself as parent and its final score.
+
+    Attributes:
+        predicted_ids: int32 `(B, max_length, beam_size)`, the token each
+            beam chose at each step.
+        parent_ids: int32 `(B, max_length, beam_size)`, in `[0, beam_size)`:
+            the beam of the step before that each beam extended.
+        scores: float32 `(B, max_length, beam_size)`, each beam's ranking
+            score after the step (length-normalised, as `scores`).
+    """
+
+    predicted_ids: Any
+    parent_ids: Any
+    scores: Any
+
+
+@refuses_tfa_names("tile_batch")
 def tile_batch(nested, beam_size):
     """Repeats each row `beam_size` times: `(B, ...)` to `(B * beam_size, ...)`.
 
@@ -67,7 +101,8 @@ def tile_batch(nested, beam_size):
         beam_size: Python int, copies of each row.
 
     Returns:
-        The same structure with every tensor tiled.
+        The same structure with every tensor tiled; a tensor that carries a
+        Keras mask (`Embedding(mask_zero=True)` upstream) keeps it, tiled.
 
     Examples:
         >>> import numpy as np
@@ -80,9 +115,15 @@ def tile_batch(nested, beam_size):
         >>> {name: tuple(x.shape) for name, x in tile_batch(state, 3).items()}
         {'h': (6, 8), 'mask': (6, 5)}
     """
-    return keras.tree.map_structure(
-        lambda t: ops.repeat(ops.convert_to_tensor(t), beam_size, axis=0), nested
-    )
+
+    def tile(t):
+        mask = keras_mask(t)
+        tiled = ops.repeat(ops.convert_to_tensor(t), beam_size, axis=0)
+        if mask is not None:
+            mask = ops.repeat(mask, beam_size, axis=0)
+        return with_keras_mask(tiled, mask)
+
+    return keras.tree.map_structure(tile, nested)
 
 
 def argmax_first(scores, ids=None):
@@ -165,6 +206,8 @@ class SearchLoop:
         beam_size=1,
         length_penalty=0.0,
         num_hypotheses=1,
+        check_log_probs=True,
+        beam_history=False,
     ):
         if not isinstance(max_length, int) or max_length < 1:
             raise ValueError(
@@ -181,6 +224,8 @@ class SearchLoop:
         )
         self.length_penalty = length_penalty
         self.num_hypotheses = num_hypotheses
+        self.check_log_probs = check_log_probs
+        self.beam_history = beam_history
 
     def run(self, initial_state, start_ids, choose=None):
         loop, batch, first = self._start(initial_state, start_ids)
@@ -298,7 +343,7 @@ class SearchLoop:
         buffer.
         """
         k, length = self.beam_size, self.max_length
-        start_ids = ops.convert_to_tensor(start_ids, "int32")
+        start_ids = check_start_ids(start_ids, initial_state)
         batch = ops.shape(start_ids)[0]
         rows = batch * k
         self.has_state = initial_state is not None
@@ -319,7 +364,14 @@ class SearchLoop:
             "lengths": ops.zeros((rows,), "int32"),
             "history": ops.full((rows, length), -1, "int32"),
         }
+        if self.beam_history:
+            loop["beam_words"] = ops.full((length, rows), self.end_id, "int32")
+            beams = ops.arange(rows, dtype="int32") % k
+            loop["beam_parents"] = ops.broadcast_to(beams[None], (length, rows))
+            loop["beam_scores"] = ops.zeros((length, rows))
         log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
+        if self.check_log_probs:
+            check_normalized(log_probs, self.step_dtype)
         if extras is not None:
             loop["extras"] = ops.zeros(
                 (length,) + tuple(ops.shape(extras)), extras.dtype
@@ -340,6 +392,9 @@ class SearchLoop:
                 "`step` must return `(log_probs, state)` or `(log_probs, state, "
                 f"extras)`. Received {len(out)} outputs."
             )
+        rows = ids.shape[0]
+        check_step_rows(out[0], out[1] if self.has_state else (), rows, self.beam_size)
+        self.step_dtype = out[0].dtype
         return (
             ops.cast(out[0], "float32"),
             (out[1] if self.has_state else ()),
@@ -411,6 +466,11 @@ class SearchLoop:
         column = ops.arange(self.max_length)[None] == t
         new["history"] = ops.where(column, word[:, None], history)
         new["ids"], new["state"] = word, state
+        if "beam_words" in loop:
+            beam = ops.arange(ops.shape(word)[0], dtype="int32") if k == 1 else parent
+            new["beam_words"] = _write(loop["beam_words"], t, word)
+            new["beam_parents"] = _write(loop["beam_parents"], t, beam % k)
+            new["beam_scores"] = _write(loop["beam_scores"], t, new["score"])
         if extras is not None:
             extras = ops.cast(extras, loop["extras"].dtype)
             new["extras"] = _write(loop["extras"], t, extras)
@@ -440,6 +500,24 @@ class SearchLoop:
             scores=ops.take(loop["score"], chosen, axis=0),
             log_probs=ops.take(loop["cum"], chosen, axis=0),
             extras=extras,
+            beam_history=self._beam_history(loop, batch),
+        )
+
+    def _beam_history(self, loop, batch):
+        """The `BeamHistory` of `loop`, or None when not asked for."""
+        if "beam_words" not in loop:
+            return None
+        ran = (ops.arange(self.max_length) < loop["t"])[:, None]
+        scores = ops.where(ran, loop["beam_scores"], loop["score"][None])
+
+        def per_example(x):  # (max_length, B * k) to (B, max_length, k)
+            x = ops.reshape(x, (self.max_length, batch, self.beam_size))
+            return ops.transpose(x, (1, 0, 2))
+
+        return BeamHistory(
+            predicted_ids=per_example(loop["beam_words"]),
+            parent_ids=per_example(loop["beam_parents"]),
+            scores=per_example(scores),
         )
 
     def _chosen_extras(self, loop, chosen):

@@ -1,0 +1,142 @@
+"""The search's checks of what it is given and of what the step returns.
+
+Each raises a one-line ValueError naming the argument, what it must be and
+what it was. Shapes are compared only where both are known, so symbolic and
+traced batches (None) pass; the check of the values (`check_normalized`)
+runs only where the values exist, eagerly.
+"""
+
+import keras
+from keras import ops
+from keras.backend import standardize_dtype
+
+# How far a row's logsumexp may be from 0: the rounding of a log_softmax in
+# float32, or in 16 bits (each log-probability is off by up to 2**-8 of it).
+_TOLERANCE = {"float16": 0.1, "bfloat16": 0.1}
+_DEFAULT_TOLERANCE = 1e-3
+
+
+def _shape(x):
+    return tuple(None if d is None else int(d) for d in x.shape)
+
+
+def check_beam_sizes(beam_size, num_hypotheses):
+    """A ValueError unless `1 <= num_hypotheses <= beam_size`, Python ints."""
+    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
+        raise ValueError(
+            f"`beam_size` must be a Python int >= 1. Received: beam_size={beam_size!r}"
+        )
+    if (
+        isinstance(num_hypotheses, bool)
+        or not isinstance(num_hypotheses, int)
+        or not 1 <= num_hypotheses <= beam_size
+    ):
+        raise ValueError(
+            "`num_hypotheses` must be a Python int in [1, beam_size="
+            f"{beam_size}]. Received: num_hypotheses={num_hypotheses!r}"
+        )
+
+
+def check_start_ids(start_ids, initial_state):
+    """`start_ids` as an int32 `(B,)` tensor, or a ValueError.
+
+    Args:
+        start_ids: What the search was given.
+        initial_state: Nested tensors `(B, ...)`, or None; their batch must
+            be that of `start_ids` where both are known.
+
+    Returns:
+        `start_ids` converted to int32.
+    """
+    start_ids = ops.convert_to_tensor(start_ids, "int32")
+    shape = _shape(start_ids)
+    if len(shape) != 1:
+        received = (
+            f"start_ids={ops.convert_to_numpy(start_ids).item()}"
+            if not shape
+            else f"start_ids with shape {shape}"
+        )
+        raise ValueError(
+            "`start_ids` must be an int vector of shape (batch,), one start "
+            "token per example; for one token everywhere pass "
+            f"`keras.ops.full((batch,), start_id, 'int32')`. Received: {received}"
+        )
+    leaves = [] if initial_state is None else keras.tree.flatten(initial_state)
+    for leaf in leaves:
+        rows = _shape(leaf)[0] if len(leaf.shape) else None
+        if None not in (rows, shape[0]) and rows != shape[0]:
+            raise ValueError(
+                "`start_ids` must have one id per example of `initial_state`, "
+                f"whose tensors have {rows} rows. Received: start_ids with "
+                f"shape {shape}"
+            )
+    return start_ids
+
+
+def check_step_rows(log_probs, state, rows, beam_size):
+    """A ValueError if the step returned other than `rows` rows.
+
+    Args:
+        log_probs: The step's log-probabilities, `(N, V)` expected.
+        state: The step's new state (nested tensors `(N, ...)`, or `()`).
+        rows: The static number of rows `N` the step was given, or None.
+        beam_size: The search's beam size.
+    """
+    if rows is None:
+        return
+    beams = (
+        f" (batch * beam_size, beam_size={beam_size}; a tensor the step "
+        "captures, such as the encoder memory, must be tiled with "
+        "`keras_attn.tile_batch(memory, beam_size)`)"
+        if beam_size > 1
+        else ""
+    )
+    outputs = [("log_probs", log_probs)]
+    outputs += [("state", leaf) for leaf in keras.tree.flatten(state)]
+    for name, x in outputs:
+        shape = _shape(x)
+        if not shape or None not in (shape[0], rows) and shape[0] != rows:
+            raise ValueError(
+                f"`step` must return {name} with the {rows} rows of the ids it "
+                f"was given{beams}. Received: {name} with shape {shape}"
+            )
+    if len(_shape(log_probs)) != 2:
+        raise ValueError(
+            "`step` must return log_probs of shape (rows, vocabulary). "
+            f"Received: log_probs with shape {_shape(log_probs)}"
+        )
+
+
+def _concrete(x):
+    """`x` as a NumPy value if it has one now, else None (while tracing)."""
+    try:
+        return ops.convert_to_numpy(x)
+    except (TypeError, ValueError, NotImplementedError):
+        # A JAX tracer, or a symbolic TensorFlow tensor (`jax.jit`,
+        # `tf.function`): no values yet.
+        return None
+
+
+def check_normalized(log_probs, dtype):
+    """A ValueError unless every row of `log_probs` is a log-distribution.
+
+    Checks that each row's logsumexp is 0 (rows that are all `-inf`, with no
+    possible token, pass). Only where the values exist: eagerly on every
+    backend; inside `jax.jit` or a `tf.function` there are none to read
+    while the search is traced, and the check does not run.
+
+    Args:
+        log_probs: float32 `(N, V)`, the first step's.
+        dtype: The dtype the step returned them in (sets the tolerance).
+    """
+    total = ops.logsumexp(log_probs, axis=-1)
+    total = ops.where(ops.logical_and(ops.isinf(total), total < 0), 0.0, total)
+    worst = _concrete(ops.max(ops.abs(total), initial=0.0))
+    tolerance = _TOLERANCE.get(standardize_dtype(dtype), _DEFAULT_TOLERANCE)
+    if worst is not None and not float(worst) <= tolerance:
+        raise ValueError(
+            "`step` must return log-probabilities, each row's logsumexp 0 "
+            "(`keras.ops.log_softmax(logits)`; pass `check_log_probs=False` "
+            "for scores that are not). Received: log_probs whose rows' "
+            f"logsumexp is off by up to {float(worst):.4g} at the first step"
+        )
