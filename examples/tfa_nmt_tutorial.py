@@ -33,15 +33,18 @@ Each block and the TFA code it replaces:
   `beam_width=3` over memory and states `tile_batch`ed by hand; here
   `ka.beam_search(..., beam_size=3)`, which tiles the states it is given (the
   memory travels in the cell's states).
-* `Translator(keras.saving.load_model(path))`: not in the tutorial. The
-  decoding code takes its layers from the model by name, so a reloaded model
-  decodes as the trained one did.
+* `Translator(keras.saving.load_model(path))`, in `run`: not in the
+  tutorial. The decoding code takes its layers from the model by name
+  (`AttentionRNN.cell` is the trained attention cell), so a reloaded model
+  decodes as the trained one does.
+* `run`: the tutorial's order, end to end; `main` prints what it returns.
 """
 
 import argparse
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import keras
 import numpy as np
@@ -201,44 +204,72 @@ def exact_match(result, targets):
     return float(np.mean(matches))
 
 
+class Run(NamedTuple):
+    """What `run` returns: the model, its losses, and the held-out decodings."""
+
+    model: keras.Model
+    losses: list
+    sources: np.ndarray  # held-out sources, none of them seen in training
+    targets: np.ndarray
+    greedy: object  # DecodingResult of `Translator.greedy`
+    beam: object  # DecodingResult of `Translator.beam`, 3 beams
+    reloaded_greedy: object  # the same decodings by the saved and reloaded model
+    reloaded_beam: object
+
+
+def run(pairs=4000, epochs=6, units=64, held_out=500, seed=0):
+    """The tutorial end to end: trains, decodes held-out pairs, saves, reloads."""
+    keras.utils.set_random_seed(seed)
+    model = build_model(units=units, embedding_dim=units // 2)
+    training_pairs = make_pairs(pairs, seed=1)
+    losses = train(model, training_pairs, epochs=epochs)
+    seen = {tuple(row) for row in training_pairs[0]}
+    sources, _, targets = make_pairs(held_out, seed=2)
+    unseen = np.array([tuple(row) not in seen for row in sources])
+    sources, targets = sources[unseen], targets[unseen]
+    translator = Translator(model)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "nmt.keras"
+        model.save(path)
+        reloaded = Translator(keras.saving.load_model(path))
+    return Run(
+        model,
+        losses,
+        sources,
+        targets,
+        translator.greedy(sources),
+        translator.beam(sources, beam_size=3),
+        reloaded.greedy(sources),
+        reloaded.beam(sources, beam_size=3),
+    )
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=4000)
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--units", type=int, default=64)
     args = parser.parse_args(argv)
-    keras.utils.set_random_seed(0)
-    model = build_model(units=args.units, embedding_dim=args.units // 2)
     began = time.perf_counter()
-    losses = train(model, make_pairs(args.pairs, seed=1), epochs=args.epochs)
+    result = run(args.pairs, args.epochs, args.units)
+    losses = result.losses
+    print(f"loss {losses[0]:.3f} -> {losses[-1]:.3f} in {args.epochs} epochs")
     print(
-        f"loss {losses[0]:.3f} -> {losses[-1]:.3f} in {args.epochs} epochs, "
-        f"{time.perf_counter() - began:.0f} s"
+        f"held-out exact match ({len(result.sources)} pairs): "
+        f"greedy {exact_match(result.greedy, result.targets):.3f}, "
+        f"beam 3 {exact_match(result.beam, result.targets):.3f}"
     )
-    sources, _, targets = make_pairs(500, seed=2)  # held out
-    translator = Translator(model)
-    greedy = translator.greedy(sources)
-    beam = translator.beam(sources, beam_size=3)
-    print(
-        f"held-out exact match: greedy {exact_match(greedy, targets):.3f}, "
-        f"beam 3 {exact_match(beam, targets):.3f}"
-    )
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "nmt.keras"
-        model.save(path)
-        reloaded = Translator(keras.saving.load_model(path))
     same = np.array_equal(
-        ops.convert_to_numpy(reloaded.beam(sources).ids),
-        ops.convert_to_numpy(beam.ids),
+        ops.convert_to_numpy(result.reloaded_beam.ids),
+        ops.convert_to_numpy(result.beam.ids),
     )
-    print(f"reloaded model decodes the same ids: {same}")
-    for source, ids, length in zip(
-        sources[:3],
-        ops.convert_to_numpy(beam.ids),
-        ops.convert_to_numpy(beam.lengths),
-        strict=False,
+    print(f"the reloaded model decodes the same ids: {same}")
+    ids, lengths = ops.convert_to_numpy(result.beam.ids), result.beam.lengths
+    for source, row, length in zip(
+        result.sources[:3], ids, ops.convert_to_numpy(lengths), strict=False
     ):
-        print(source[source != PAD], "->", ids[:length])
+        print(source[source != PAD], "->", row[:length])
+    print(f"{time.perf_counter() - began:.0f} s")
 
 
 if __name__ == "__main__":
