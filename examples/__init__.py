@@ -1,3 +1,4 @@
 """Examples a user copies into their own code: forecasting with attention
-(`python -m examples.forecast`) and the tfa.seq2seq migration
-(`python -m examples.tfa_migration`)."""
+(`python -m examples.forecast`), the tfa.seq2seq migration
+(`python -m examples.tfa_migration`) and TensorFlow Addons' NMT tutorial
+ported (`python -m examples.tfa_nmt_tutorial`)."""

@@ -22,13 +22,13 @@ VOCAB, UNITS, PAD, START, END = 12, 32, 0, 1, 2
 
 # Encoder: the same Keras layers as with TFA. `mask_zero` gives the memory
 # mask (TFA: `memory_sequence_length`).
-source = keras.Input((None,), dtype="int32")
+source = keras.Input((None,), dtype="int32", name="source")
 target_in = keras.Input((None,), dtype="int32")
 source_embedding = keras.layers.Embedding(VOCAB, UNITS, mask_zero=True)
-target_embedding = keras.layers.Embedding(VOCAB, UNITS)
-memory, h, c = keras.layers.LSTM(UNITS, return_sequences=True, return_state=True)(
-    source_embedding(source)
-)
+target_embedding = keras.layers.Embedding(VOCAB, UNITS, name="target_embedding")
+memory, h, c = keras.layers.LSTM(
+    UNITS, return_sequences=True, return_state=True, name="encoder"
+)(source_embedding(source))
 
 # tfa.seq2seq.AttentionWrapper(LSTMCell(UNITS), BahdanauAttention(UNITS,
 #     memory, normalize=True), attention_layer_size=UNITS,
@@ -43,10 +43,10 @@ cell = ka.AttentionCellWrapper(
 )
 # BasicDecoder(cell, TrainingSampler()) + dynamic_decode: teacher forcing is
 # the attention RNN over the shifted targets.
-hidden, alignments = ka.AttentionRNN(cell)(
+hidden, alignments = ka.AttentionRNN(cell, name="decoder")(
     [target_embedding(target_in), memory], initial_state=[h, c]
 )
-output_layer = keras.layers.Dense(VOCAB)
+output_layer = keras.layers.Dense(VOCAB, name="logits")
 model = keras.Model([source, target_in], output_layer(hidden))
 
 

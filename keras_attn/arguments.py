@@ -109,6 +109,24 @@ def check_constructor(cls, args, kwargs, kind):
             )
 
 
+class CheckedConstructor:
+    """A base for layers whose constructor refuses TFA's argument names and
+    tensors (`check_constructor`), before any `__init__` runs.
+
+    Listed before `keras.layers.Layer` among a layer's bases, so that the
+    layer's own `__init__` stays its signature (`inspect.signature`, `help`).
+
+    Attributes:
+        tfa_names: The layer's key of `TFA_NAMES`.
+    """
+
+    tfa_names = "attention"
+
+    def __new__(cls, *args, **kwargs):
+        check_constructor(cls, args, kwargs, cls.tfa_names)
+        return super().__new__(cls, *args, **kwargs)
+
+
 def refuses_tfa_names(kind):
     """Decorates a function to refuse TFA's argument names (`TFA_NAMES[kind]`)
     with the name to use, before Python's "unexpected keyword" TypeError."""

@@ -133,8 +133,8 @@ class LuongAttentionCell(_AttentionalStateCell):
     `s_t = cell(s_{t-1}, [y_t; h~_{t-1}])` (input feeding),
     `c_t = attend(s_t, memory)` and the attentional state
     `h~_t = tanh(W_c [c_t; s_t])`. Output: `h~_t`, `(batch, attention_units)`.
-    This is TensorFlow Addons' `AttentionWrapper` (see the README's "Moving
-    from tfa.seq2seq").
+    This is TensorFlow Addons' `AttentionWrapper` (its names and theirs:
+    docs/tfa-migration.md, "Migrating from tfa.seq2seq").
 
     Args:
         cell, attention, style, memory_dim, return_alignments: As in

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import keras
 from keras import ops
 
-from keras_attn.arguments import check_constructor
+from keras_attn.arguments import CheckedConstructor
 from keras_attn.masking import (
     causal_mask,
     check_mask,
@@ -63,7 +63,7 @@ def _check_step_batch(query, memory):
     )
 
 
-class BaseAttention(keras.layers.Layer):
+class BaseAttention(CheckedConstructor, keras.layers.Layer):
     """Attention from a query over keys and values; subclasses give the score.
 
     With query `q`, keys `k_i` and values `v_i` (keys default to the values):
@@ -118,10 +118,6 @@ class BaseAttention(keras.layers.Layer):
         >>> ops.convert_to_numpy(weights)[1, 3:].tolist()  # padding gets no weight
         [0.0, 0.0]
     """
-
-    def __new__(cls, *args, **kwargs):
-        check_constructor(cls, args, kwargs, "attention")
-        return super().__new__(cls, *args, **kwargs)
 
     def __init__(self, dropout=0.0, seed=None, **kwargs):
         super().__init__(**kwargs)

@@ -287,7 +287,7 @@ class EntityMemoryCell(keras.layers.Layer):
         slots = slots + gates[..., None] * self._candidates(inputs, slots, keys)
         # A product, not `ops.square`: on JAX that is `integer_pow`, whose
         # gradient XLA compiles far slower inside the RNN's loop
-        # (BENCHMARKS.md, "The examples against their papers").
+        # (docs/history.md, "Entity Networks").
         squared = ops.sum(slots * slots, axis=-1, keepdims=True)
         slots = slots * ops.rsqrt(ops.maximum(squared, _NORM_EPSILON))
         new_memory = ops.reshape(slots, ops.shape(memory))

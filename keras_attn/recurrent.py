@@ -12,7 +12,7 @@ graph and serializes) and can return the alignment history separately.
 import keras
 from keras import ops
 
-from keras_attn.arguments import check_constructor
+from keras_attn.arguments import CheckedConstructor
 from keras_attn.attention_cells import (
     BahdanauAttentionCell,
     LuongAttentionCell,
@@ -28,7 +28,7 @@ def _is_shape(x):
 
 
 @keras.saving.register_keras_serializable(package="keras_attn")
-class AttentionRNN(keras.layers.Layer):
+class AttentionRNN(CheckedConstructor, keras.layers.Layer):
     """Runs an `AttentionCellWrapper` over a sequence, attending over a memory.
 
     The functional-model way to use the cell: the memory is projected once,
@@ -81,9 +81,7 @@ class AttentionRNN(keras.layers.Layer):
         ((2, 4, 64), (2, 4, 6))
     """
 
-    def __new__(cls, *args, **kwargs):
-        check_constructor(cls, args, kwargs, "cell")
-        return super().__new__(cls, *args, **kwargs)
+    tfa_names = "cell"
 
     def __init__(
         self,
@@ -119,6 +117,30 @@ class AttentionRNN(keras.layers.Layer):
 
     @property
     def cell(self):
+        """The `AttentionCellWrapper` this layer runs, with its weights.
+
+        The way back from a trained or reloaded model to step-by-step
+        decoding: `model.get_layer(name).cell` shares its weights with the
+        model, so `cell.get_initial_state_with_memory(memory, memory_mask,
+        initial_state)` and then `cell(step_inputs, states)` decode one token
+        at a time with them (docs/tfa-migration.md, "Inference after
+        reload").
+
+        Examples:
+            >>> import keras
+            >>> import numpy as np
+            >>> from keras_attn import AttentionCellWrapper, AttentionRNN, DotAttention
+            >>> rng = np.random.default_rng(0)
+            >>> memory = rng.random((2, 5, 16), dtype="float32")
+            >>> layer = AttentionRNN(AttentionCellWrapper(
+            ...     keras.layers.GRUCell(16), DotAttention(), style="luong"))
+            >>> _ = layer([rng.random((2, 4, 8), dtype="float32"), memory])
+            >>> cell = layer.cell
+            >>> states = cell.get_initial_state_with_memory(memory)
+            >>> output, states = cell(rng.random((2, 8), dtype="float32"), states)
+            >>> tuple(output.shape)
+            (2, 16)
+        """
         return self.rnn.cell
 
     def _split_inputs(self, inputs):
