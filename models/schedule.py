@@ -44,11 +44,11 @@ SETTINGS = (
 def interval_batches(pass_batches, batch_size, validate_every):
     """Batches between two validations.
 
-    With `nominal = round(validate_every / batch_size)` batches (at least
+    With `nominal = validate_every / batch_size` batches, rounded (at least
     one): if a pass has `pass_batches <= nominal`, the interval is the whole
     number of passes nearest to `nominal`; else it is `pass_batches` split
     into the whole number of equal shares nearest to `pass_batches / nominal`
-    (one share: the whole pass).
+    (one share: the whole pass), rounded to a whole batch. Halves round up.
 
     Args:
         pass_batches: batches in one pass over the training split.
@@ -68,10 +68,15 @@ def interval_batches(pass_batches, batch_size, validate_every):
     for name, value in (("pass_batches", pass_batches), ("batch_size", batch_size)):
         if value < 1:
             raise UserError(f"`{name}` must be >= 1. Received: {name}={value}")
-    nominal = max(1, round(validate_every / batch_size))
+    nominal = max(1, _round(validate_every / batch_size))
     if pass_batches <= nominal:
-        return pass_batches * round(nominal / pass_batches)
-    return round(pass_batches / round(pass_batches / nominal))
+        return pass_batches * _round(nominal / pass_batches)
+    return _round(pass_batches / _round(pass_batches / nominal))
+
+
+def _round(x):
+    # Halves up, not to even: a rule to work out by hand.
+    return math.floor(x + 0.5)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,8 +121,10 @@ class Schedule:
 
     @property
     def min_validations(self):
-        """Validations before early stopping may end a member."""
-        return math.ceil(self.min_train_examples / self.interval_examples)
+        """Validations before early stopping may end a member (at most
+        `max_validations`)."""
+        least = math.ceil(self.min_train_examples / self.interval_examples)
+        return min(least, self.max_validations)
 
     @property
     def max_validations(self):
@@ -150,8 +157,8 @@ class Schedule:
             f"({self.interval_examples:,} examples, {share} of "
             f"{self.pass_batches} batches); early stopping after "
             f"{self.patience} validations without a better score, not before "
-            f"validation {self.min_validations} "
-            f"({self.examples(self.min_validations):,} examples); at most "
+            f"validation {max(1, self.min_validations)} "
+            f"({self.examples(max(1, self.min_validations)):,} examples); at most "
             f"{self.max_validations} validations "
             f"({self.examples(self.max_validations):,} examples)"
         )
