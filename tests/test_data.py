@@ -333,9 +333,11 @@ def test_the_stream_is_its_passes_one_after_another_from_any_batch(graph_seed):
     expected = [row for p in passes for row in _firsts(p, size)]
     # Each pass holds every example once, in its own order.
     first, second = expected[:size], expected[size : 2 * size]
-    assert sorted(sum(first, [])) == sorted(sum(second, [])) == [
-        i * 1000 for i in range(700)
-    ]
+    assert (
+        sorted(sum(first, []))
+        == sorted(sum(second, []))
+        == [i * 1000 for i in range(700)]
+    )
     assert first != second
     stream = data.stream_batches(cached, 16, seed=3)
     assert _firsts(stream, 3 * size) == expected
