@@ -76,7 +76,10 @@ def is_served(member_dir):
     member_dir = Path(member_dir)
     if not (member_dir / MODEL_FILE).is_file():
         return False
-    trained = read_end(member_dir) is not None or not (member_dir / BACKUP_DIR).exists()
+    # The record's presence, not its fields: a run trained in epochs wrote
+    # others, and its exports are read still.
+    recorded = (member_dir / END_RECORD_FILE).is_file()
+    trained = recorded or not (member_dir / BACKUP_DIR).exists()
     risk = member_dir / RISK_DIR
     risk_cut = (risk / RISK_STATE_FILE).is_file() and not (risk / MODEL_FILE).is_file()
     return trained and not risk_cut

@@ -128,12 +128,12 @@ def test_coverage_no_copy_gru_validation_cap_export(tmp_path, monkeypatch, capsy
         "gru",
         "--attention",
         "bahdanau-normalized",
-        # Member 1 trains its one validation of 4 batches; the cap leaves
-        # member 2 unstarted.
+        # Member 1 trains its one validation, a pass of 6 batches; the cap
+        # leaves member 2 unstarted.
         "--validate-every",
-        "32",
+        "48",
         "--train-examples",
-        "32",
+        "48",
         "--stop-after-validations",
         "1",
         "--ensemble",
@@ -158,8 +158,8 @@ def test_coverage_no_copy_gru_validation_cap_export(tmp_path, monkeypatch, capsy
     assert "member 2 is unfinished (0 validations, 0 examples)" in err
     assert not (tmp_path / "run" / "member-1").exists()
     schedule = json.loads((tmp_path / "run" / "schedule.json").read_text())
-    assert schedule["interval_batches"] == 4
-    assert int(model.optimizer.iterations) == 4
+    assert schedule["interval_batches"] == schedule["pass_batches"] == 6
+    assert int(model.optimizer.iterations) == 6
     assert sorted(p.name for p in (tmp_path / "export" / "1").glob("*.keras")) == [
         "model.keras"
     ]
