@@ -1,7 +1,10 @@
-"""The callbacks of a training run: resumable backups, opt-in caps, the
-weights' moving average, validation ROUGE, and Ctrl-C between two steps.
+"""The callbacks of a training run: resumable backups, early stopping by the
+schedule, opt-in caps, the weights' moving average, validation ROUGE, and
+Ctrl-C between two steps.
 
 `models.training.fit` puts them in order; each docstring says where it goes.
+Keras' "epoch" is one validation interval of the schedule
+(`models.schedule`): its epoch index is the number of validations done.
 """
 
 import contextlib
@@ -16,7 +19,11 @@ import tensorflow as tf
 
 from models.config import SearchOptions
 from models.distribute import in_multi_worker_mode
-from models.folder_layout import CALLBACK_STATE_FILE
+from models.folder_layout import (
+    CALLBACK_STATE_FILE,
+    backup_metadata_path,
+    callback_state_path,
+)
 from models.inference import HeadlineModule
 from models.metrics import mean_rouge
 from models.saved_model_client import headlines_in_batches
@@ -24,16 +31,16 @@ from models.saved_model_client import headlines_in_batches
 
 class Backup(keras.callbacks.BackupAndRestore):
     """`BackupAndRestore` that saves every `save_freq` steps *and* at each
-    epoch's end, keeping the previous backup in case a kill tears the write.
+    validation, keeping the previous backup in case a kill tears the write.
 
     A resumed run restores the weights, the optimizer (its step counter
-    included) and the epoch; the interrupted epoch starts over. Keras backs
-    up neither the best value of `ModelCheckpoint` nor the state of
-    `EarlyStopping` or `ReduceLROnPlateau`: `tracked` callbacks have theirs
-    saved beside the weights and restored, so a resumed run keeps the best
-    model and its patience. Put `Backup` after them, so that their state is
-    saved as updated at an epoch's end and restored after their own
-    `on_train_begin`.
+    included) and the validations done; an interrupted interval starts
+    over. Keras backs up neither the best value of `ModelCheckpoint` nor the
+    state of `EarlyStopping` or `ReduceLROnPlateau`: `tracked` callbacks
+    have theirs saved beside the weights and restored, so a resumed run
+    keeps the best model and its patience. Put `Backup` after them, so that
+    their state is saved as updated at a validation and restored after their
+    own `on_train_begin`.
     """
 
     STATE_ATTRIBUTES = ("best", "wait", "best_epoch", "stopped_epoch")
@@ -74,7 +81,7 @@ class Backup(keras.callbacks.BackupAndRestore):
     def _save_model(self):
         super()._save_model()
         # Written after the weights: a kill in between leaves the previous
-        # epoch's state, which loses patience already spent (and can halve
+        # validation's state, which loses patience already spent (and can halve
         # a learning rate that the weights' optimizer already halved).
         tmp = self._state_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.callback_state()))
@@ -85,57 +92,103 @@ class Backup(keras.callbacks.BackupAndRestore):
         self._save_model()
 
 
-class TrainingCap(keras.callbacks.Callback):
-    """Stops training at an epoch's end once a command's opt-in caps run out.
+def backed_up_state(member_dir):
+    """`(validations, stopped early)` of the backup in `member_dir`: the
+    validations done (Keras' epoch, 0: no backup) and whether early stopping
+    ended the member (`ScheduledStopping`'s saved state)."""
+    try:
+        validations = int(
+            json.loads(backup_metadata_path(member_dir).read_text())["epoch"]
+        )
+    except (OSError, ValueError, KeyError):
+        return 0, False
+    try:
+        state = json.loads(callback_state_path(member_dir).read_text())
+    except (OSError, ValueError):
+        state = {}
+    stopped = state.get(ScheduledStopping.__name__, {}).get("stopped_epoch")
+    return validations, bool(stopped)
 
-    The caps count over every member a command trains: one `TrainingCap`
-    serves them all, as each member's callback in turn. A cap is checked at
-    epochs' ends only, so that what it leaves is a backed-up epoch boundary,
-    from which the same command resumes exactly; the epoch that crosses the
+
+class ScheduledStopping(keras.callbacks.EarlyStopping):
+    """Keras' `EarlyStopping` (patience in validations) that cannot end a
+    member before the schedule allows (`Schedule.may_stop`).
+
+    The best score and the validations without a better one are counted
+    from the first validation on; only the stop waits. A stop due before
+    then falls at the first validation that may stop.
+    """
+
+    def __init__(self, schedule, **kwargs):
+        super().__init__(patience=schedule.patience, **kwargs)
+        self.schedule = schedule
+
+    def on_epoch_end(self, epoch, logs=None):
+        stop_before = self.model.stop_training
+        super().on_epoch_end(epoch, logs)
+        if self.stopped_epoch == epoch and not self.schedule.may_stop(epoch + 1):
+            self.stopped_epoch = 0
+            self.model.stop_training = stop_before
+
+
+class TrainingCap(keras.callbacks.Callback):
+    """Stops training at a validation once a command's opt-in caps run out.
+
+    The caps count over every member and stage a command trains: one
+    `TrainingCap` serves them all, as each member's callback in turn and as
+    the minimum-risk stage's count (`validation_done`). A cap is checked at
+    validations only, so that what it leaves is a backed-up validation, from
+    which the same command resumes exactly; the interval that crosses the
     time limit is finished first.
 
     Args:
         minutes: training time this command may take (None: no limit).
-        epochs: epochs this command may train (None: no limit).
+        validations: validations this command may run (None: no limit).
     """
 
-    def __init__(self, minutes=None, epochs=None):
+    def __init__(self, minutes=None, validations=None):
         super().__init__()
         self.deadline = None if minutes is None else time.monotonic() + 60 * minutes
-        self.epochs_left = epochs
+        self.validations_left = validations
         self.stopped = False
 
     def spent(self):
-        """Whether a cap has run out (no epoch may start)."""
-        out_of_epochs = self.epochs_left is not None and self.epochs_left <= 0
+        """Whether a cap has run out (no interval may start)."""
+        out_of_validations = (
+            self.validations_left is not None and self.validations_left <= 0
+        )
         out_of_time = self.deadline is not None and time.monotonic() >= self.deadline
-        return out_of_epochs or out_of_time
+        return out_of_validations or out_of_time
+
+    def validation_done(self):
+        """Counts one validation; returns whether a cap has run out."""
+        if self.validations_left is not None:
+            self.validations_left -= 1
+        return self.spent()
 
     def on_train_begin(self, logs=None):
         self.stopped = False
 
     def on_epoch_end(self, epoch, logs=None):
-        if self.epochs_left is not None:
-            self.epochs_left -= 1
-        over = self.spent()
+        over = self.validation_done()
         strategy = self.model.distribute_strategy
         if in_multi_worker_mode(strategy):
-            # Workers stop at the same epoch, or the others would wait for
-            # the stopped one: the first to run out stops them all.
+            # Workers stop at the same validation, or the others would wait
+            # for the stopped one: the first to run out stops them all.
             over = bool(strategy.reduce("SUM", tf.constant(over, tf.int32), None))
         if over:
             self.model.stop_training = True
             self.stopped = True
 
 
-class EpochSeeds(keras.callbacks.Callback):
+class IntervalSeeds(keras.callbacks.Callback):
     """Sets the model's random streams (dropout, sampled words) from
-    `(seed, epoch)` at each epoch's start.
+    `(seed, interval)` at each validation interval's start.
 
     Keras' backups keep the weights and the optimizer but not the states of
     the layers' `SeedGenerator`s; a resumed run would draw other dropout
-    masks than a run never cut. Seeded by the epoch alone, epoch `e` draws
-    the same ones either way.
+    masks than a run never cut. Seeded by the interval alone, interval `i`
+    draws the same ones either way.
     """
 
     def __init__(self, seed):
@@ -153,10 +206,10 @@ def _is_seed_state(variable):
     return variable.path.rsplit("/", 1)[-1] == "seed_generator_state"
 
 
-class EpochReport(keras.callbacks.Callback):
-    """Calls `report(epoch, seconds, score, best, best_epoch, monitor)` at
-    each epoch's end (epochs counted from 1), after `stopping` (Keras'
-    `EarlyStopping`) has seen it."""
+class ValidationReport(keras.callbacks.Callback):
+    """Calls `report(validations, seconds, score, best, best_validation,
+    monitor)` at each validation (counted from 1), after `stopping`
+    (`ScheduledStopping`) has seen it; `seconds`: the interval's."""
 
     def __init__(self, report, stopping):
         super().__init__()
@@ -185,11 +238,11 @@ class InterruptBetweenSteps(keras.callbacks.Callback):
 
     Python raises `KeyboardInterrupt` wherever the signal lands, inside
     TensorFlow's or Keras' own Python code too (a summary being written, an
-    iterator being made); a Ctrl-C at an epoch's end was once seen to end a
+    iterator being made); a Ctrl-C at a validation was once seen to end a
     run with SIGSEGV instead of exit 130. In `deferring()`, the first Ctrl-C
     is only noted; this callback raises
-    `KeyboardInterrupt` at the next training step's end or the next epoch's
-    start (validation's steps are left to Keras' asynchronous dispatch),
+    `KeyboardInterrupt` at the next training step's end or the next
+    interval's start (validation's steps are left to Keras' asynchronous dispatch),
     from where it unwinds like any error; and at the block's end if `fit`
     returned first. A second Ctrl-C interrupts at once. Put it last, so that
     a backup due at that step is written first.
@@ -248,8 +301,9 @@ class AveragedWeights(keras.callbacks.Callback):
     the weights, but validation, the best-model checkpoint and early stopping
     would all see the raw weights. Placed first among the callbacks, this one
     puts the average into the model for validation (`on_test_begin`) and the
-    epoch-end callbacks; `restorer()`, placed before the backup, puts the raw
-    weights back, so that training and backups go on from them.
+    callbacks that follow a validation; `restorer()`, placed before the
+    backup, puts the raw weights back, so that training and backups go on
+    from them.
     """
 
     def __init__(self):
@@ -283,7 +337,7 @@ class AveragedWeights(keras.callbacks.Callback):
         self.swap_in()
 
     def restorer(self):
-        """The callback that puts the raw weights back at an epoch's end."""
+        """The callback that puts the raw weights back after a validation."""
         return keras.callbacks.LambdaCallback(
             on_epoch_end=lambda epoch, logs: self.swap_out()
         )
@@ -299,7 +353,7 @@ def greedy_search_function(model, features):
 
 
 class ValidationRouge(keras.callbacks.Callback):
-    """ROUGE of greedy headlines on a validation sample after each epoch."""
+    """ROUGE of greedy headlines on a validation sample at each validation."""
 
     def __init__(self, features, documents, summaries, log_dir=None):
         super().__init__()

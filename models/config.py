@@ -186,30 +186,35 @@ class TrainOptions:
         batch_size: Examples per batch.
         learning_rate: Adam's learning rate.
         clipnorm: Gradients are clipped to this global norm.
-        epochs: Most epochs of a member (early stopping may end it sooner).
-            A member has finished when early stopping ended it or it trained
-            this many epochs; only finished members are exported.
-        steps_per_epoch: Batches per epoch (None: the whole training split).
+        validate_every: Training examples between two validations,
+            nominally: small data repeats its pass until an interval is
+            full, large data validates inside a pass (`models.schedule`).
+        patience: Validations without a better validation score before
+            early stopping ends a member.
+        min_train_examples: Early stopping cannot end a member before it has
+            trained this many examples.
+        train_examples: Most training examples of a member. A member has
+            finished when early stopping ended it or it trained this many;
+            only finished members are exported.
         max_train_minutes: Opt-in cap on this command's training time, over
-            all members (None: no cap). A member it cuts is unfinished: it
-            is not exported, and the same command resumes it.
-        stop_after_epochs: Opt-in cap on the epochs this command trains,
-            over all members (None: no cap); a member it cuts is unfinished,
-            as with `max_train_minutes`, but the cut falls at the same
-            epoch on every machine.
-        checkpoint_every: Steps between backups within an epoch (None: a
-            backup at each epoch's end only). A rerun resumes from the last
-            backup; from one within an epoch, that epoch starts over from the
-            backed-up weights, so the run no longer repeats an uncut one
-            exactly.
-        patience: Epochs without a better validation score before stopping.
+            all members and stages (None: no cap). A member it cuts is
+            unfinished: it is not exported, and the same command resumes it.
+        stop_after_validations: Opt-in cap on the validations this command
+            runs, over all members and stages (None: no cap); a member it
+            cuts is unfinished, as with `max_train_minutes`, but the cut
+            falls at the same validation on every machine.
+        checkpoint_every: Steps between backups within a validation interval
+            (None: a backup at each validation only). A rerun resumes from
+            the last backup; from one within an interval, that interval
+            starts over from the backed-up weights, so the run no longer
+            repeats an uncut one exactly.
         min_count: Words seen fewer times stay out of the vocabulary.
-        validation_rouge_examples: Validation examples decoded for ROUGE
-            after each epoch (0: follow the validation loss instead).
+        validation_rouge_examples: Validation examples decoded for ROUGE at
+            each validation (0: follow the validation loss instead).
         lr_decay: At a validation plateau the learning rate is multiplied
             by this (1: a constant rate).
-        lr_decay_patience: Epochs without a better validation score before
-            the learning rate decays.
+        lr_decay_patience: Validations without a better validation score
+            before the learning rate decays.
         ema_momentum: Validate, keep and export the exponential moving
             average of the weights with this momentum (0: the raw weights).
         jit_compile: XLA-compile the train step.
@@ -219,18 +224,19 @@ class TrainOptions:
         ensemble: Members trained one after the other, with seeds `seed`,
             `seed + 1`, ...; the export decodes with their mean distribution
             (`models.ensemble`). The caps (`max_train_minutes`,
-            `stop_after_epochs`) count over all of them.
+            `stop_after_validations`) count over all of them.
     """
 
     batch_size: int = 64
     learning_rate: float = 2e-3
     clipnorm: float = 2.0
-    epochs: int = 60
-    steps_per_epoch: int | None = None
-    max_train_minutes: float | None = None
-    stop_after_epochs: int | None = None
-    checkpoint_every: int | None = None
+    validate_every: int = 25_000
     patience: int = 5
+    min_train_examples: int = 250_000
+    train_examples: int = 20_000_000
+    max_train_minutes: float | None = None
+    stop_after_validations: int | None = None
+    checkpoint_every: int | None = None
     min_count: int = 2
     validation_rouge_examples: int = 1000
     lr_decay: float = 1.0
@@ -253,7 +259,21 @@ class TrainOptions:
                 "`lr_decay_patience` must be >= 0. Received: "
                 f"lr_decay_patience={self.lr_decay_patience}"
             )
-        for name in ("max_train_minutes", "stop_after_epochs", "checkpoint_every"):
+        for name in ("validate_every", "train_examples", "batch_size"):
+            if getattr(self, name) < 1:
+                raise UserError(
+                    f"`{name}` must be >= 1. Received: {name}={getattr(self, name)}"
+                )
+        for name in ("patience", "min_train_examples"):
+            if getattr(self, name) < 0:
+                raise UserError(
+                    f"`{name}` must be >= 0. Received: {name}={getattr(self, name)}"
+                )
+        for name in (
+            "max_train_minutes",
+            "stop_after_validations",
+            "checkpoint_every",
+        ):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise UserError(

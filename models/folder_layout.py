@@ -4,12 +4,14 @@ A run folder (`runs/<name>/`, written by `train.py`) holds:
 
 - `config.json`, `vocab.txt`, `train_options.json`: the model's config, its
   vocabulary and the training options;
+- `schedule.json`: the training schedule, in examples and validations,
+  fixed when the run starts (`models.schedule`);
 - `model.keras` and `training_end.json`: the trained model and the record of
   how its training ended, written once it has finished;
 - `best.weights.h5`: the best weights so far, by the validation score;
 - `backup/`: Keras' `BackupAndRestore` folder (its `training_metadata.json`
-  holds the epoch to resume at) with `callback_state.json`, the state of the
-  callbacks that resume with it;
+  holds the validations done, Keras' "epoch", to resume at) with
+  `callback_state.json`, the state of the callbacks that resume with it;
 - `member-K/`: an ensemble's member K >= 1, laid out like the run itself;
 - `risk/`: a member's minimum-risk fine-tuning, with `state.json`,
   `latest.weights.h5`, `best.weights.h5` and the tuned `model.keras`;
@@ -32,6 +34,7 @@ from pathlib import Path
 CONFIG_FILE = "config.json"
 VOCABULARY_FILE = "vocab.txt"
 TRAIN_OPTIONS_FILE = "train_options.json"
+SCHEDULE_FILE = "schedule.json"
 MODEL_FILE = "model.keras"
 END_RECORD_FILE = "training_end.json"
 BEST_WEIGHTS_FILE = "best.weights.h5"
@@ -55,7 +58,7 @@ LOGS_DIR = "logs"
 # An export version folder.
 SAVED_MODEL_FILE = "saved_model.pb"
 SEARCH_OPTIONS_FILE = "search_options.json"
-# What trained it (members, epochs, stages, machine); evaluation copies it
+# What trained it (members, schedule, stages, machine); evaluation copies it
 # into `METRICS_FILE`.
 TRAINING_RECORD_FILE = "training.json"
 METRICS_FILE = "metrics.json"

@@ -1,18 +1,13 @@
 """An ensemble's members in a run folder: where each lives, and whether it
 has finished.
 
-A member has finished when early stopping ended it or it trained its epoch
-limit (`TrainOptions.epochs`). Training writes `model.keras` and the record
-`training_end.json` beside it when a member finishes, never before; only
-finished members are exported. A member that a cap, a kill or a crash cut is
-resumed from its backup by the same command.
-
-Run folders written before members recorded their end hold `model.keras`
-with no record. The rule for them: the member's backup tells how it ended.
-If early stopping had ended it, or it had trained its epoch limit, it has
-finished (and its record is written); otherwise a cap had cut it, and it is
-resumed from its backup like any unfinished member. A member with no backup
-either is taken as it is.
+Whether a member has finished is the schedule's to say
+(`models.schedule.Schedule.finished`: early stopping ended it, or it trained
+its example limit). Training then writes `model.keras` and the record
+`training_end.json` beside it, never before; a member that a cap, a kill or
+a crash cut has neither, and the same command resumes it from its backup.
+Only finished members are served. A folder that holds `model.keras` and no
+backup (an export's, which `--init-from` reads) is taken as it is.
 """
 
 import dataclasses
@@ -20,11 +15,11 @@ import json
 from pathlib import Path
 
 from models.folder_layout import (
+    BACKUP_DIR,
     END_RECORD_FILE,
     MODEL_FILE,
-    TRAIN_OPTIONS_FILE,
-    backup_metadata_path,
-    callback_state_path,
+    RISK_DIR,
+    RISK_STATE_FILE,
     member_dir_name,
 )
 
@@ -40,17 +35,21 @@ class MemberEnd:
     """The record of a finished member (`training_end.json`).
 
     Attributes:
-        epochs: Epochs it trained.
-        reason: `"early_stopping"` or `"epoch_limit"`.
+        validations: Validations it ran.
+        examples: Training examples it trained on (in full batches).
+        reason: `"early_stopping"` or `"example_limit"`.
         best: Its best validation score (`monitor`), None if unknown.
-        best_epoch: That score's epoch, counted from 1.
+        best_validation: That score's validation, counted from 1.
+        best_examples: The examples trained at that validation.
         monitor: `"val_rouge1"` or `"val_loss"`.
     """
 
-    epochs: int
+    validations: int
+    examples: int
     reason: str
     best: float | None = None
-    best_epoch: int | None = None
+    best_validation: int | None = None
+    best_examples: int | None = None
     monitor: str = "val_rouge1"
 
 
@@ -70,62 +69,17 @@ def read_end(member_dir):
     return MemberEnd(**json.loads(path.read_text()))
 
 
-def _read_json(path):
-    try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def infer_end(member_dir, max_epochs):
-    """The rule for a member saved before members recorded their end.
-
-    Returns:
-        `(end, note)`: `end` is a `MemberEnd` if the member had finished,
-        else None (it is to be resumed); `note` is one line that says which.
-    """
+def is_served(member_dir):
+    """Whether the member in `member_dir` is one to serve: it has finished
+    (its record), or it is a trained model with no backup (an export's);
+    and a minimum-risk stage begun on it has finished too."""
     member_dir = Path(member_dir)
-    metadata = _read_json(backup_metadata_path(member_dir))
-    if metadata is None:
-        return (
-            MemberEnd(epochs=0, reason="unknown"),
-            f"{member_dir}: {MODEL_FILE} has no record of its training's end "
-            "and no backup: taken as finished",
-        )
-    epochs = int(metadata.get("epoch", 0))
-    stopping = (_read_json(callback_state_path(member_dir)) or {}).get(
-        "EarlyStopping", {}
-    )
-    if stopping.get("stopped_epoch") or epochs >= max_epochs:
-        reason = "early_stopping" if stopping.get("stopped_epoch") else "epoch_limit"
-        return (
-            MemberEnd(epochs=epochs, reason=reason),
-            f"{member_dir}: {MODEL_FILE} has no record of its training's end; "
-            f"its backup shows {reason.replace('_', ' ')} after {epochs} epochs: "
-            "taken as finished",
-        )
-    return (
-        None,
-        f"{member_dir}: {MODEL_FILE} has no record of its training's end; its "
-        f"backup shows it was cut after {epochs} of at most {max_epochs} epochs: "
-        "resuming it",
-    )
-
-
-def run_max_epochs(run_dir, default):
-    """The epoch limit the run was started with (`train_options.json`)."""
-    options = _read_json(Path(run_dir) / TRAIN_OPTIONS_FILE) or {}
-    return int(options.get("epochs", default))
-
-
-def finished_end(member_dir, max_epochs):
-    """`(MemberEnd or None, note or None)`: whether the member in
-    `member_dir` has finished, by its record or, for an older run, by the
-    rule above (`note` then says what was decided)."""
-    member_dir = Path(member_dir)
-    end = read_end(member_dir)
-    if end is not None:
-        return end, None
     if not (member_dir / MODEL_FILE).is_file():
-        return None, None
-    return infer_end(member_dir, max_epochs)
+        return False
+    # The record's presence, not its fields: a run trained in epochs wrote
+    # others, and its exports are read still.
+    recorded = (member_dir / END_RECORD_FILE).is_file()
+    trained = recorded or not (member_dir / BACKUP_DIR).exists()
+    risk = member_dir / RISK_DIR
+    risk_cut = (risk / RISK_STATE_FILE).is_file() and not (risk / MODEL_FILE).is_file()
+    return trained and not risk_cut

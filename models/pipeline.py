@@ -1,4 +1,11 @@
-"""What `train.py` runs: data, training, export, evaluation, one after another."""
+"""What `train.py` runs: data, training, export, evaluation, one after another.
+
+The stages pass typed records: `RunData` (the run folder and what every
+member trains on, with its schedule) and a `MemberOutcome` per member (its
+folder, its model once finished, how its training ended), which each stage
+returns anew. `models.schedule` decides when a member validates, stops and
+has finished.
+"""
 
 import contextlib
 import dataclasses
@@ -12,8 +19,7 @@ import keras
 import tensorflow as tf
 
 from models import data, distill, text, tuning
-from models.callbacks import TrainingCap
-from models.config import SummarizerConfig
+from models.callbacks import TrainingCap, backed_up_state
 from models.distribute import in_multi_worker_mode
 from models.ensemble import SummarizerEnsemble
 from models.errors import LostWorker, UserError, first_line
@@ -29,27 +35,16 @@ from models.folder_layout import (
     TRAINING_RECORD_FILE,
     VOCABULARY_FILE,
 )
-from models.members import (
-    MemberEnd,
-    finished_end,
-    member_dirs,
-    write_end,
-)
+from models.members import MemberEnd, member_dirs, read_end, write_end
 from models.progress import CommandProgress, machine
 from models.run_folder import model_files
-from models.text_features import TextFeatures
+from models.schedule import run_schedule
 from models.train_settings import (
     DataSettings,
     TrainSettings,
     TuningSettings,
 )
-from models.training import (
-    ValidationRouge,
-    backed_up_epoch,
-    build_model,
-    fit,
-    prepare_run,
-)
+from models.training import RunData, prepare_run, train_member
 
 _COLLECTIVE_TIMEOUT_S = 600
 
@@ -143,95 +138,56 @@ def _tune_decoding(
     return chosen
 
 
-@dataclasses.dataclass
-class _Run:
-    """What every member of a run trains with."""
+@dataclasses.dataclass(frozen=True)
+class MemberOutcome:
+    """Where one member of the ensemble stands after a stage.
 
-    run_dir: Path
-    chief: bool  # the one worker (of several) that keeps and exports
-    strategy: tf.distribute.Strategy | None  # None: the default strategy
-    config: SummarizerConfig
-    features: TextFeatures
-    encoded: tf.data.Dataset  # the training split's examples
-    validation_batches: tf.data.Dataset
-    # Validation (document, summary) pairs for ROUGE after each epoch.
-    sample: list[tuple[bytes, bytes]]
-    # Member k starts from the k-th `model.keras`, if any.
-    initial_weights: list[Path]
-    progress: CommandProgress
-
-
-def _train_member(run_dir, run, options, member_rank, cap):
-    """Trains one model (an ensemble's member) in `run_dir`, resuming.
-
-    Returns `(model, FitEnd)`.
+    Attributes:
+        rank: The member's rank, from 0.
+        folder: Its folder in the run (`members.member_dirs`).
+        validations: Validations it has run, in all.
+        model: Its trained model; None while its training is unfinished.
+        end: How its training ended; None while unfinished.
+        minimum_risk: Its minimum-risk stage's record (`fine_tune`), None
+            where the stage did not run.
     """
-    run_dir.mkdir(parents=True, exist_ok=True)
-    keras.utils.set_random_seed(options.seed)
-    first_epoch = min(backed_up_epoch(run_dir), options.epochs - 1)
-    train_batches, steps = data.epoch_batches(
-        run.encoded,
-        options.batch_size,
-        seed=options.seed,
-        epochs=range(first_epoch, options.epochs),
-        steps_per_epoch=options.steps_per_epoch,
-    )
-    callbacks = []
-    if run.sample:
-        callbacks.append(
-            ValidationRouge(
-                run.features,
-                [d for d, _ in run.sample],
-                [s.decode("utf-8") for _, s in run.sample],
-                log_dir=run_dir / LOGS_DIR / "rouge",
-            )
-        )
-    strategy = run.strategy
-    model = build_model(run.config, options, strategy)
-    if member_rank < len(run.initial_weights):
-        # The weights alone: `load_weights` on a `.keras` file would also
-        # restore its optimizer (step count, moments, learning rate). A
-        # resumed run's backup replaces them all when `fit` starts.
-        source = keras.saving.load_model(
-            run.initial_weights[member_rank], compile=False
-        )
-        model.set_weights(source.get_weights())
 
-    def on_epoch(*report):
-        run.progress.epoch_end(member_rank, *report)
+    rank: int
+    folder: Path
+    validations: int
+    model: keras.Model | None = None
+    end: MemberEnd | None = None
+    minimum_risk: dict | None = None
 
-    try:
-        end = fit(
-            model,
-            train_batches,
-            run.validation_batches,
-            run_dir,
-            options,
-            callbacks,
-            cap=cap,
-            steps_per_epoch=steps,
-            on_epoch=on_epoch,
-        )
-    except _COLLECTIVE_ERRORS as error:
-        if not in_multi_worker_mode(strategy):
-            raise
-        raise LostWorker(
-            "a worker left the cluster, so all stopped "
-            f"({type(error).__name__}: {first_line(error)}); "
-            "run the same command on every worker to resume from the last backup"
-        ) from None
-    return model, end
+    @property
+    def served(self):
+        """Whether every stage of it has finished, so that it is served."""
+        risk_cut = self.minimum_risk is not None and not self.minimum_risk["finished"]
+        return self.model is not None and not risk_cut
+
+    def record(self, schedule):
+        """Its line in `training.json` (and `metrics.json`)."""
+        line = {
+            "member": self.rank + 1,
+            "finished": self.served,
+            "validations": self.validations,
+            "examples": schedule.examples(self.validations),
+        }
+        if self.end is not None:
+            line.update(dataclasses.asdict(self.end))
+        if self.minimum_risk is not None:
+            line["minimum_risk"] = self.minimum_risk
+        return line
 
 
 def _with_known_length(batches):
-    """`batches` with its number of batches known to Keras.
+    """The validation `batches` with their number known to Keras.
 
-    One pass (which fills the encoding cache that the first epoch would fill)
-    gives the progress bar a step count and an ETA from the first epoch on,
-    and Keras no longer warns that the data "ran out". Bucketing by length
-    makes the count the same every epoch, whatever the shuffle.
+    One pass (which fills the encoding cache that the first validation
+    would fill) gives Keras a step count, and Keras no longer warns that the
+    data "ran out".
     """
-    count = int(batches.reduce(0, lambda count, _: count + 1))
+    count = data.count_batches(batches)
     return batches.apply(tf.data.experimental.assert_cardinality(count))
 
 
@@ -259,7 +215,7 @@ def run(settings: TrainSettings):
 
 def _run(settings, cleanup):
     options, search = settings.training, settings.search
-    progress = CommandProgress(options.ensemble, options.epochs, options.patience)
+    progress = CommandProgress(options.ensemble)
     progress.stage("data", "loading and encoding")
     strategy = _configure_devices(settings)
     keras.utils.set_random_seed(options.seed)
@@ -268,27 +224,38 @@ def _run(settings, cleanup):
         settings.distillation.init_from, options.ensemble
     )
     splits = load_splits(settings.data)
-    run = _prepare(settings, splits, strategy, cleanup, initial_weights, progress)
-    members, ends = _train_members(run, options)
-    risk = settings.risk
-    if risk.risk_epochs and run.chief:
-        _fine_tune_members(run, options, risk, members, ends)
+    run = _prepare(settings, splits, strategy, cleanup)
+    progress.training(run.schedule)
+    # One cap for the whole command: every member, every stage.
+    cap = TrainingCap(options.max_train_minutes, options.stop_after_validations)
+    outcomes = [
+        _train_member(
+            rank, folder, run, options, strategy, initial_weights, cap, progress
+        )
+        for rank, folder in enumerate(member_dirs(run.run_dir, options.ensemble))
+    ]
+    if settings.risk.risk_epochs and run.chief:
+        outcomes = _fine_tune_members(
+            outcomes, run, options, settings.risk, cap, progress
+        )
     if not run.chief:
         print(
             "Trained in step with the chief, which exports the model", file=sys.stderr
         )
         return None
-    unfinished = [e["member"] for e in ends if not e["finished"]]
-    if not members:
+    served = [o for o in outcomes if o.served]
+    if not served:
         progress.finish()
+        for line in _unfinished_lines(outcomes, run.schedule):
+            print(f"[train.py] {line}", file=sys.stderr)
         print(
-            f"[train.py] no member has finished (member {unfinished[0]} stopped "
-            f"after {ends[unfinished[0] - 1]['epochs']} epochs by the cap), so "
-            "nothing is exported: run the same command again to finish it",
+            "[train.py] no member has finished, so nothing is exported: run the "
+            "same command again to finish them",
             file=sys.stderr,
         )
         return None
-    model = members[0] if len(members) == 1 else SummarizerEnsemble(members)
+    models = [o.model for o in served]
+    model = models[0] if len(models) == 1 else SummarizerEnsemble(models)
     if settings.tuning.tune_decoding and settings.tuning.tune_examples > 0:
         progress.stage("tuning", "the search's settings, on validation")
         search = _tune_decoding(
@@ -299,9 +266,14 @@ def _run(settings, cleanup):
             search,
             run.run_dir,
         )
-    record = {"members": ends, "served_members": len(members), "machine": _machine()}
+    record = {
+        "schedule": run.schedule.to_dict(),
+        "members": [o.record(run.schedule) for o in outcomes],
+        "served_members": len(served),
+        "machine": _machine(),
+    }
     version_dir = _export_and_evaluate(settings, run, model, search, record, progress)
-    _print_summary(version_dir, ends, options, progress)
+    _print_summary(version_dir, outcomes, run.schedule, progress)
     return version_dir
 
 
@@ -313,29 +285,49 @@ def _machine():
     return {**machine(), **({"gpus": gpus} if gpus else {})}
 
 
-def _print_summary(version_dir, ends, options, progress):
-    """The command's last lines: what is served, what is not, and why."""
-    done = [e for e in ends if e["finished"]]
-    trained = ", ".join(f"{e['epochs']}" for e in done)
-    lines = [
-        f"served: {len(done)} of {options.ensemble} members "
-        f"({trained} epochs) in {version_dir}"
-    ]
-    for e in ends:
-        if not e["finished"]:
+def _unfinished_lines(outcomes, schedule):
+    """A line for each member that is not served: how far it got."""
+    lines = []
+    for o in outcomes:
+        if o.served:
+            continue
+        if o.model is None:
             lines.append(
-                f"member {e['member']} is unfinished ({e['epochs']} of at most "
-                f"{options.epochs} epochs) and is not served: run the same "
-                "command again to finish it and export the whole ensemble"
+                f"member {o.rank + 1} is unfinished ({o.validations} validations, "
+                f"{schedule.examples(o.validations):,} examples) and is not "
+                "served: run the same command again to finish it"
             )
+        else:
+            lines.append(
+                f"member {o.rank + 1}'s minimum-risk fine-tuning is unfinished "
+                f"({o.minimum_risk['epochs']} epochs) and it is not served: run "
+                "the same command again to finish it"
+            )
+    return lines
+
+
+def _print_summary(version_dir, outcomes, schedule, progress):
+    """The command's last lines: what is served, what is not, and why."""
+    served = [o for o in outcomes if o.served]
+    trained = ", ".join(str(o.validations) for o in served)
+    examples = ", ".join(f"{schedule.examples(o.validations):,}" for o in served)
+    lines = [
+        f"served: {len(served)} of {len(outcomes)} members ({trained} "
+        f"validations; {examples} examples) in {version_dir}"
+    ]
+    lines += [
+        line + " and export the whole ensemble"
+        for line in _unfinished_lines(outcomes, schedule)
+    ]
     total = sum(progress.stage_seconds.values())
     lines.append(f"wall time {total / 60:.1f} min")
     for line in lines:
         print(f"[train.py] {line}", file=sys.stderr)
 
 
-def _prepare(settings, splits, strategy, cleanup, initial_weights, progress):
-    """The run folder, its config and vocabulary, and the encoded data."""
+def _prepare(settings, splits, strategy, cleanup):
+    """The run folder, its config, vocabulary and schedule, and the encoded
+    data."""
     options = settings.training
     # A copy: the run sets the vocabulary size (and may set the normalization).
     config = dataclasses.replace(settings.model)
@@ -384,27 +376,28 @@ def _prepare(settings, splits, strategy, cleanup, initial_weights, progress):
             training=False,
         )
     )
-    sample = list(
-        splits["validation"].take(options.validation_rouge_examples).as_numpy_iterator()
+    sample = splits["validation"].take(options.validation_rouge_examples)
+    examples = data.encode_dataset(train_split, features).cache()
+    # One pass, which fills the cache: its batches, whatever its order.
+    one_pass = data.pass_batches(
+        examples, options.batch_size, seed=options.seed, index=0
     )
-    return _Run(
+    return RunData(
         run_dir=run_dir,
         chief=chief,
-        strategy=strategy,
         config=config,
         features=features,
-        encoded=data.encode_dataset(train_split, features),
+        examples=examples,
         validation_batches=validation_batches,
-        sample=sample,
-        initial_weights=initial_weights,
-        progress=progress,
+        sample=tuple(sample.as_numpy_iterator()),
+        schedule=run_schedule(run_dir, options, data.count_batches(one_pass)),
     )
 
 
 def _initial_weights(init_from, members):
-    """The `model.keras` files that `members` members start from, in order."""
+    """`{rank: model.keras}`: the file each of `members` members starts from."""
     if not init_from:
-        return []
+        return {}
     init_from = Path(init_from)
     files = list(model_files(init_from).values())
     needed = [
@@ -425,97 +418,108 @@ def _initial_weights(init_from, members):
             f"run's ensemble. Received: init_from={str(init_from)!r}, "
             f"ensemble={members}"
         )
-    return files[:members]
+    return dict(enumerate(files[:members]))
 
 
-def _train_members(run, options):
-    """Trains the ensemble's members in turn (one: the model), resuming.
-
-    Returns `(models, ends)`: the finished members' models, in order, and a
-    line of record per member (`MemberEnd` fields, or how far an unfinished
-    one got). Members train in order; once a cap cuts one, the later ones
-    wait for the next command.
-    """
-    cap = TrainingCap(options.max_train_minutes, options.stop_after_epochs)
-    models, ends = [], []
-    for k, member_dir in enumerate(member_dirs(run.run_dir, options.ensemble)):
-        end, note = finished_end(member_dir, options.epochs)
-        if note:
-            print(note, file=sys.stderr)
-            if end is not None and run.chief:
-                write_end(member_dir, end)  # the rule's verdict, kept
-        if end is not None and (
-            end.reason != "epoch_limit" or end.epochs >= options.epochs
-        ):
-            if end.epochs:
-                run.progress.member_done(k, end.epochs)
-            run.progress.stage(
-                f"member {k + 1}/{options.ensemble}",
-                f"finished earlier ({end.epochs} epochs, {end.reason})",
-            )
-            models.append(
-                keras.saving.load_model(member_dir / MODEL_FILE, compile=False)
-            )
-            ends.append({"member": k + 1, "finished": True, **dataclasses.asdict(end)})
-            continue
-        if cap.spent():
-            ends.append(_unfinished(k, member_dir))
-            continue
-        run.progress.stage(
-            f"member {k + 1}/{options.ensemble}",
-            f"training (seed {options.seed + k}, at most {options.epochs} epochs, "
-            f"from epoch {backed_up_epoch(member_dir) + 1})",
+def _train_member(rank, folder, run, options, strategy, initial_weights, cap, progress):
+    """Member `rank` of the ensemble, trained or resumed in `folder` unless
+    it has finished, as a `MemberOutcome`. Once a cap has cut one member,
+    the later ones wait for the next command."""
+    stage = f"member {rank + 1}/{options.ensemble}"
+    end = read_end(folder)
+    if end is not None:
+        progress.member_done(rank, end.validations)
+        progress.stage(
+            stage, f"finished earlier ({end.validations} validations, {end.reason})"
         )
-        member_options = dataclasses.replace(options, seed=options.seed + k)
-        model, fit_end = _train_member(member_dir, run, member_options, k, cap)
-        if not fit_end.finished(options.epochs):
-            ends.append(_unfinished(k, member_dir))
-            continue
-        end = MemberEnd(
-            epochs=fit_end.epochs,
-            reason="early_stopping" if fit_end.early_stopped else "epoch_limit",
-            best=fit_end.best,
-            best_epoch=fit_end.best_epoch,
-            monitor=fit_end.monitor,
+        model = keras.saving.load_model(folder / MODEL_FILE, compile=False)
+        return MemberOutcome(rank, folder, end.validations, model, end)
+    validations, _ = backed_up_state(folder)
+    if cap.spent():
+        return MemberOutcome(rank, folder, validations)
+    seed = options.seed + rank
+    progress.stage(stage, f"training (seed {seed}, from validation {validations + 1})")
+
+    def on_validation(*report):
+        progress.validation(rank, *report)
+
+    try:
+        model, fit_end = train_member(
+            folder,
+            run,
+            dataclasses.replace(options, seed=seed),
+            strategy,
+            start_from=initial_weights.get(rank),
+            cap=cap,
+            on_validation=on_validation,
         )
-        if run.chief:
-            model.save(member_dir / MODEL_FILE)
-            write_end(member_dir, end)
-        run.progress.member_done(k, end.epochs)
-        models.append(model)
-        ends.append({"member": k + 1, "finished": True, **dataclasses.asdict(end)})
-    return models, ends
+    except _COLLECTIVE_ERRORS as error:
+        if not in_multi_worker_mode(strategy):
+            raise
+        raise LostWorker(
+            "a worker left the cluster, so all stopped "
+            f"({type(error).__name__}: {first_line(error)}); "
+            "run the same command on every worker to resume from the last backup"
+        ) from None
+    if not fit_end.finished:
+        return MemberOutcome(rank, folder, fit_end.validations)
+    schedule = run.schedule
+    end = MemberEnd(
+        validations=fit_end.validations,
+        examples=schedule.examples(fit_end.validations),
+        reason="early_stopping" if fit_end.early_stopped else "example_limit",
+        best=fit_end.best,
+        best_validation=fit_end.best_validation,
+        best_examples=(
+            schedule.examples(fit_end.best_validation)
+            if fit_end.best_validation
+            else None
+        ),
+        monitor=fit_end.monitor,
+    )
+    if run.chief:
+        model.save(folder / MODEL_FILE)
+        write_end(folder, end)
+    progress.member_done(rank, end.validations)
+    return MemberOutcome(rank, folder, end.validations, model, end)
 
 
-def _fine_tune_members(run, options, risk, members, ends):
-    """Minimum-risk fine-tuning of each finished member, in place
-    (`models.risk_fine_tuning`); its record joins the member's."""
+def _fine_tune_members(outcomes, run, options, risk, cap, progress):
+    """Minimum-risk fine-tuning of each trained member in its own folder
+    (`models.risk_fine_tuning`), bounded by the command's `cap`; returns the
+    outcomes with the stage's records."""
     from models.risk_fine_tuning import fine_tune
 
-    encoded = run.encoded
+    encoded = run.examples
     if risk.risk_examples:
         encoded = encoded.take(risk.risk_examples)
     batches = data.batched(
         encoded, options.batch_size, training=True, seed=options.seed
     )
-    steps = int(batches.reduce(0, lambda count, _: count + 1))
+    steps = data.count_batches(batches)
     documents = [d for d, _ in run.sample]
     references = [s.decode("utf-8") for _, s in run.sample]
-    dirs = member_dirs(run.run_dir, options.ensemble)
-    for k, model in enumerate(members):
-        run.progress.stage(
-            f"minimum risk, member {k + 1}/{len(members)}",
+    trained = [o for o in outcomes if o.model is not None]
+    tuned = {}
+    for i, outcome in enumerate(trained):
+        progress.stage(
+            f"minimum risk, member {i + 1}/{len(trained)}",
             f"at most {risk.risk_epochs} epochs of {steps} batches",
         )
         record = fine_tune(
-            model, batches, steps, (documents, references), run.features, risk, dirs[k]
+            outcome.model,
+            batches,
+            steps,
+            (documents, references),
+            run.features,
+            risk,
+            outcome.folder,
+            cap,
         )
-        model.save(dirs[k] / RISK_DIR / MODEL_FILE)
-        ends[k]["minimum_risk"] = record
-
-
-def _unfinished(k, member_dir):
-    return {"member": k + 1, "finished": False, "epochs": backed_up_epoch(member_dir)}
+        if record["finished"]:
+            outcome.model.save(outcome.folder / RISK_DIR / MODEL_FILE)
+        tuned[outcome.rank] = dataclasses.replace(outcome, minimum_risk=record)
+    return [tuned.get(o.rank, o) for o in outcomes]
 
 
 def _export_and_evaluate(settings, run, model, search, record, progress):

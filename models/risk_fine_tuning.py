@@ -13,6 +13,9 @@ optimizer and the epoch, so that the same command resumes there), the best
 weights by validation ROUGE-1, and `state.json`. Early stopping follows
 validation ROUGE-1 of greedy headlines, measured before the first epoch
 too: if no epoch beats the likelihood model, the member keeps its weights.
+The command's caps (`callbacks.TrainingCap`) bound the stage as they bound
+training: each epoch's validation counts as one, and a stage they cut is
+resumed by the same command (its member is not served until then).
 """
 
 import json
@@ -133,7 +136,9 @@ def _validation_rouge1(greedy, documents, references):
     return mean_rouge(headlines, references, ("rouge1",))["rouge1"]
 
 
-def fine_tune(model, batches, steps, validation, features, options, member_dir):
+def fine_tune(
+    model, batches, steps, validation, features, options, member_dir, cap=None
+):
     """Fine-tunes `model` in place by minimum risk; resumes in `member_dir`.
 
     Args:
@@ -144,10 +149,13 @@ def fine_tune(model, batches, steps, validation, features, options, member_dir):
         features: the run's `TextFeatures`.
         options: `models.config.RiskOptions`.
         member_dir: the member's run folder; the stage writes `risk/` there.
+        cap: the command's `callbacks.TrainingCap` (None: no cap): no epoch
+            starts once it has run out.
 
     Returns:
-        `{"epochs", "best_epoch", "rouge1": [by epoch, the first before any],
-        "examples_per_second"}`: what the stage did.
+        `{"finished", "epochs", "best_epoch", "rouge1": [by epoch, the first
+        before any], "examples_per_second"}`: what the stage did; not
+        `finished` if the cap cut it.
     """
     folder = Path(member_dir) / RISK_DIR
     folder.mkdir(parents=True, exist_ok=True)
@@ -164,7 +172,11 @@ def fine_tune(model, batches, steps, validation, features, options, member_dir):
     elif state["epoch"]:
         model.load_weights(folder / LATEST_WEIGHTS_FILE)
         step.optimizer.iterations.assign(state["steps"])
+    cut = False
     while not _done(state, options):
+        if cap is not None and cap.spent():
+            cut = True
+            break
         start, examples = time.monotonic(), 0
         progress = keras.utils.Progbar(steps, stateful_metrics=["risk"])
         for i, (inputs, target_out) in enumerate(batches):
@@ -188,8 +200,11 @@ def fine_tune(model, batches, steps, validation, features, options, member_dir):
             f"{state['best_epoch']})",
             file=sys.stderr,
         )
+        if cap is not None:
+            cap.validation_done()
     model.load_weights(folder / BEST_WEIGHTS_FILE)
     return {
+        "finished": not cut,
         "epochs": state["epoch"],
         "best_epoch": state["best_epoch"],
         "rouge1": [round(r, 2) for r in state["rouge1"]],

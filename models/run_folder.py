@@ -19,7 +19,7 @@ from models.folder_layout import (
     VOCABULARY_FILE,
     member_rank,
 )
-from models.members import finished_end, run_max_epochs
+from models.members import is_served
 
 # Also registers `HeadlineSummarizer` with Keras, which `load_trained_model`
 # needs.
@@ -103,12 +103,11 @@ def model_files(run_dir, members=None):
         run_dir.glob(f"{MEMBER_PREFIX}*/{MODEL_FILE}"),
         key=lambda p: member_rank(p.parent.name),
     )
-    max_epochs = run_max_epochs(run_dir, default=2**31)
     files = {
         name: _served_weights(path)
         for name, path in [(MODEL_FILE, run_dir / MODEL_FILE)]
         + [(f"{p.parent.name}.keras", p) for p in found]
-        if path.is_file() and finished_end(path.parent, max_epochs)[0] is not None
+        if is_served(path.parent)
     }
     return dict(list(files.items())[:members])
 

@@ -1,10 +1,11 @@
 """Training: a run folder, the model, the fit loop with resumable checkpoints.
 
-A run lives in one folder (`runs/<name>/`): its config, vocabulary, backup
-checkpoint, best weights and TensorBoard logs. Running the same command
-again after an interruption (Ctrl-C, kill -9) resumes from the last backup:
-the same vocabulary, the weights, the optimizer and its step counter. The
-data comes from `models.data`, the callbacks from `models.callbacks`.
+A run lives in one folder (`runs/<name>/`): its config, vocabulary,
+schedule, backup checkpoint, best weights and TensorBoard logs. Running the
+same command again after an interruption (Ctrl-C, kill -9) resumes from the
+last backup: the same vocabulary and schedule, the weights, the optimizer
+and its step counter. The data comes from `models.data`, the schedule from
+`models.schedule`, the callbacks from `models.callbacks`.
 """
 
 import contextlib
@@ -19,12 +20,15 @@ from models import data
 from models.callbacks import (
     AveragedWeights,
     Backup,
-    EpochReport,
-    EpochSeeds,
     InterruptBetweenSteps,
+    IntervalSeeds,
+    ScheduledStopping,
+    ValidationReport,
     ValidationRouge,
+    backed_up_state,
     uses_ema,
 )
+from models.config import SummarizerConfig
 from models.errors import UserError
 from models.folder_layout import (
     BACKUP_DIR,
@@ -33,7 +37,6 @@ from models.folder_layout import (
     LOGS_DIR,
     TRAIN_OPTIONS_FILE,
     VOCABULARY_FILE,
-    backup_metadata_path,
 )
 from models.run_folder import (
     load_config_and_vocabulary,
@@ -41,7 +44,9 @@ from models.run_folder import (
     make_features,
     save_vocabulary,
 )
+from models.schedule import Schedule, check_run_folder
 from models.summarizer import HeadlineSummarizer
+from models.text_features import TextFeatures
 
 
 @dataclasses.dataclass
@@ -49,37 +54,42 @@ class FitEnd:
     """How a member's training ended.
 
     Attributes:
-        epochs: Epochs trained in all, those of earlier (resumed) commands
-            included.
+        validations: Validations done in all, those of earlier (resumed)
+            commands included.
         early_stopped: Whether early stopping ended it.
+        finished: Whether it is done (`Schedule.finished`): stopped early,
+            or at its example limit.
         capped: Whether a `TrainingCap` stopped it.
-        best: The best validation score (`monitor`), None before an epoch.
-        best_epoch: Its epoch, counted from 1.
+        best: The best validation score (`monitor`), None before the first.
+        best_validation: Its validation, counted from 1.
         monitor: `"val_rouge1"` or `"val_loss"`.
         history: This command's logs, Keras' `History.history`
-            (`{metric: [value per epoch]}`).
+            (`{metric: [value per validation]}`).
     """
 
-    epochs: int
+    validations: int
     early_stopped: bool
+    finished: bool
     capped: bool
     best: float | None
-    best_epoch: int | None
+    best_validation: int | None
     monitor: str
     history: dict = dataclasses.field(default_factory=dict, repr=False)
 
-    def finished(self, max_epochs):
-        """Whether the member is done: stopped early, or at `max_epochs`."""
-        return self.early_stopped or self.epochs >= max_epochs
 
+@dataclasses.dataclass(frozen=True)
+class RunData:
+    """The run folder, and what every member of the run trains with."""
 
-def backed_up_epoch(run_dir):
-    """The epoch a rerun in `run_dir` resumes at (0: none backed up)."""
-    path = backup_metadata_path(run_dir)
-    try:
-        return int(json.loads(path.read_text())["epoch"])
-    except (OSError, ValueError, KeyError):
-        return 0
+    run_dir: Path
+    chief: bool  # the one worker (of several) that keeps and exports
+    config: SummarizerConfig
+    features: TextFeatures
+    examples: tf.data.Dataset  # the training split's examples, cached
+    validation_batches: tf.data.Dataset
+    # Validation (document, summary) pairs for ROUGE at each validation.
+    sample: tuple[tuple[bytes, bytes], ...]
+    schedule: Schedule
 
 
 def prepare_run(run_dir, train_split, config, options, init_from=None):
@@ -90,6 +100,7 @@ def prepare_run(run_dir, train_split, config, options, init_from=None):
     vocabulary built from `train_split`.
     """
     run_dir = Path(run_dir)
+    check_run_folder(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     config_path, vocab_path = run_dir / CONFIG_FILE, run_dir / VOCABULARY_FILE
     if config_path.exists() and vocab_path.exists():
@@ -149,18 +160,20 @@ def fit(
     options,
     callbacks=(),
     *,
+    schedule,
     cap=None,
-    steps_per_epoch=None,
-    on_epoch=None,
+    on_validation=None,
 ):
     """Trains with backups (resume), best-model checkpoint, early stopping
-    and, if `options.lr_decay` < 1, a learning rate that falls at plateaus.
+    and, if `options.lr_decay` < 1, a learning rate that falls at plateaus,
+    validating as `schedule` (`models.schedule.Schedule`) says.
 
-    `train_batches` starts at the epoch the run's backup holds
-    (`backed_up_epoch`), as `models.data.epoch_batches` makes them;
-    `steps_per_epoch` is its steps an epoch (None: `options`'). `cap`: a
-    `TrainingCap` shared by the command's members. `on_epoch`: called at
-    each epoch's end as `callbacks.EpochReport` says. Returns a `FitEnd`.
+    `train_batches` is the training stream from where the run's backup left
+    it (`models.data.stream_batches` at `schedule.start(validations)`).
+    `cap`: a `TrainingCap` shared by the command's members.
+    `on_validation`: called at each validation as
+    `callbacks.ValidationReport` says. Returns a `FitEnd`; a member the
+    backup shows finished trains no further.
 
     The best model and early stopping follow validation ROUGE-1 when a
     `ValidationRouge` callback computes it (the metric the model is for),
@@ -179,9 +192,7 @@ def fit(
         save_best_only=True,
         save_weights_only=True,
     )
-    stopping = keras.callbacks.EarlyStopping(
-        monitor=monitor, mode=mode, patience=options.patience
-    )
+    stopping = ScheduledStopping(schedule, monitor=monitor, mode=mode)
     # The learning rate is an optimizer variable: backups keep it.
     decay = (
         [
@@ -210,28 +221,31 @@ def fit(
             save_freq=options.checkpoint_every or "epoch",
             tracked=[checkpoint, stopping, *decay],
         ),
-        # Per epoch: with a batch frequency, Keras records only on those
-        # batches, and drops the epoch's scalars (and ValidationRouge's) too.
+        # Per validation: with a batch frequency, Keras records only on those
+        # batches, and drops the interval's scalars (and ValidationRouge's).
         keras.callbacks.TensorBoard(str(run_dir / LOGS_DIR), update_freq="epoch"),
     ]
-    if on_epoch is not None:
+    if on_validation is not None:
         all_callbacks.insert(
-            all_callbacks.index(stopping) + 1, EpochReport(on_epoch, stopping)
+            all_callbacks.index(stopping) + 1, ValidationReport(on_validation, stopping)
         )
     if cap is not None:
-        # Before the backup: the epoch at which it stops is backed up.
+        # Before the backup: the validation at which it stops is backed up.
         all_callbacks.insert(all_callbacks.index(checkpoint), cap)
-    first_epoch = backed_up_epoch(run_dir)
+    done, stopped = backed_up_state(run_dir)
     interrupt = InterruptBetweenSteps()
     with interrupt.deferring():
         history = model.fit(
             train_batches,
             validation_data=validation_batches,
-            epochs=options.epochs,
-            steps_per_epoch=steps_per_epoch or options.steps_per_epoch,
+            # A finished member's fit restores its state and trains nothing.
+            epochs=done
+            if schedule.finished(done, stopped)
+            else schedule.max_validations,
+            steps_per_epoch=schedule.interval_batches,
             callbacks=[
-                EpochCheck(first_epoch),
-                EpochSeeds(options.seed),
+                IntervalCheck(done),
+                IntervalSeeds(options.seed),
                 *all_callbacks,
                 interrupt,
             ],
@@ -240,44 +254,110 @@ def fit(
         )
     if best_path.exists():
         model.load_weights(str(best_path))
-    return _fit_end(run_dir, checkpoint, stopping, cap, history.history)
+    return _fit_end(run_dir, schedule, checkpoint, stopping, cap, history.history)
 
 
-def _fit_end(run_dir, checkpoint, stopping, cap, history):
+def _fit_end(run_dir, schedule, checkpoint, stopping, cap, history):
     """The `FitEnd` of a finished `model.fit`, from its callbacks' state."""
     best = checkpoint.best
     known = best is not None and abs(best) != float("inf")
+    validations, _ = backed_up_state(run_dir)
+    early_stopped = bool(stopping.stopped_epoch)
     return FitEnd(
-        epochs=backed_up_epoch(run_dir),
-        early_stopped=stopping.wait >= stopping.patience > 0
-        or bool(stopping.stopped_epoch),
+        validations=validations,
+        early_stopped=early_stopped,
+        finished=schedule.finished(validations, early_stopped),
         capped=bool(cap is not None and cap.stopped),
         best=float(best) if known else None,
-        best_epoch=int(stopping.best_epoch) + 1 if known else None,
+        best_validation=int(stopping.best_epoch) + 1 if known else None,
         monitor=checkpoint.monitor,
         history=history,
     )
 
 
-class EpochCheck(keras.callbacks.Callback):
-    """Fails a fit that Keras starts at another epoch than its data.
+def train_member(
+    folder,
+    run,
+    options,
+    strategy=None,
+    *,
+    start_from=None,
+    cap=None,
+    on_validation=None,
+):
+    """Trains one model (an ensemble's member) in `folder`, resuming.
 
-    The data of a resumed run starts at the epoch its backup holds. Keras
-    falls back to the previous backup when the latest one is torn (a kill
-    while it was written); that fallback is copied into place, so the same
-    command, run again, starts both at the same epoch.
+    Args:
+        folder: the member's folder.
+        run: the `RunData` every member trains with.
+        options: the member's `TrainOptions` (its seed).
+        strategy: the `tf.distribute` strategy (None: the default).
+        start_from: a `model.keras` whose weights it starts from (None: new
+            ones).
+        cap, on_validation: as `fit` takes them.
+
+    Returns:
+        `(model, FitEnd)`.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    keras.utils.set_random_seed(options.seed)
+    validations, _ = backed_up_state(folder)
+    train_batches = data.stream_batches(
+        run.examples,
+        options.batch_size,
+        seed=options.seed,
+        start=run.schedule.start(validations),
+    )
+    callbacks = []
+    if run.sample:
+        callbacks.append(
+            ValidationRouge(
+                run.features,
+                [d for d, _ in run.sample],
+                [s.decode("utf-8") for _, s in run.sample],
+                log_dir=folder / LOGS_DIR / "rouge",
+            )
+        )
+    model = build_model(run.config, options, strategy)
+    if start_from is not None:
+        # The weights alone: `load_weights` on a `.keras` file would also
+        # restore its optimizer (step count, moments, learning rate). A
+        # resumed run's backup replaces them all when `fit` starts.
+        source = keras.saving.load_model(start_from, compile=False)
+        model.set_weights(source.get_weights())
+    end = fit(
+        model,
+        train_batches,
+        run.validation_batches,
+        folder,
+        options,
+        callbacks,
+        schedule=run.schedule,
+        cap=cap,
+        on_validation=on_validation,
+    )
+    return model, end
+
+
+class IntervalCheck(keras.callbacks.Callback):
+    """Fails a fit that Keras starts at another interval than its data.
+
+    The data of a resumed run starts after the validations its backup
+    holds. Keras falls back to the previous backup when the latest one is
+    torn (a kill while it was written); that fallback is copied into place,
+    so the same command, run again, starts both at the same interval.
     """
 
-    def __init__(self, first_epoch):
+    def __init__(self, first_interval):
         super().__init__()
-        self.first_epoch = first_epoch
+        self.first_interval = first_interval
         self.checked = False
 
     def on_epoch_begin(self, epoch, logs=None):
-        if not self.checked and epoch != self.first_epoch:
+        if not self.checked and epoch != self.first_interval:
             raise UserError(
-                f"the backup of this run was torn and Keras fell back to epoch "
-                f"{epoch}, not {self.first_epoch}: run the same command again "
-                "to resume from it"
+                "the backup of this run was torn and Keras fell back to "
+                f"validation {epoch}, not {self.first_interval}: run the same "
+                "command again to resume from it"
             )
         self.checked = True

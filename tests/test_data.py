@@ -297,3 +297,54 @@ def test_make_batches_pre_encoded_with_length_fn():
     assert shapes == [(2, 5), (2, 12)]
     with pytest.raises(ValueError, match="strictly increasing"):
         data.make_batches(ds, batch_size=4, bucket_boundaries=(8, 4))
+
+
+def _encoded_examples(count, seed=0):
+    """`count` examples as `encode_dataset` makes them: source ids of 3 to
+    70 tokens (every length bucket), each example's ids starting with its
+    index, so that a batch's first column names its examples."""
+    lengths = np.random.default_rng(seed).integers(3, 70, size=count)
+
+    def example(index, length):
+        ids = tf.range(length, dtype=tf.int32) + tf.cast(index, tf.int32) * 1000
+        return {"source_ids": ids}, ids[:2]
+
+    pairs = tf.data.Dataset.zip(
+        tf.data.Dataset.range(count), tf.data.Dataset.from_tensor_slices(lengths)
+    )
+    return pairs.map(example)
+
+
+def _firsts(batches, count):
+    return [b[0]["source_ids"][:, 0].numpy().tolist() for b in batches.take(count)]
+
+
+@pytest.mark.parametrize("graph_seed", [0, 7])
+def test_the_stream_is_its_passes_one_after_another_from_any_batch(graph_seed):
+    """The stream reads pass after pass, each exactly as `pass_batches` makes
+    it on its own, and started at `(pass, batch)` it reads the same batches
+    as from the start: in the middle of a pass too. With the graph-level
+    seed 0 (a run's seed 0) and another."""
+    tf.random.set_seed(graph_seed)
+    cached = _encoded_examples(700).cache()
+    passes = [data.pass_batches(cached, 16, seed=3, index=p) for p in range(3)]
+    size = data.count_batches(passes[0])
+    assert [data.count_batches(p) for p in passes] == [size] * 3
+    expected = [row for p in passes for row in _firsts(p, size)]
+    # Each pass holds every example once, in its own order.
+    first, second = expected[:size], expected[size : 2 * size]
+    assert (
+        sorted(sum(first, []))
+        == sorted(sum(second, []))
+        == [i * 1000 for i in range(700)]
+    )
+    assert first != second
+    stream = data.stream_batches(cached, 16, seed=3)
+    assert _firsts(stream, 3 * size) == expected
+    for start in ((0, 5), (1, 0), (1, size - 1)):
+        at = start[0] * size + start[1]
+        resumed = data.stream_batches(cached, 16, seed=3, start=start)
+        assert _firsts(resumed, 3 * size - at) == expected[at:]
+    # Another seed, another order.
+    other = data.stream_batches(cached, 16, seed=4)
+    assert _firsts(other, size) != expected[:size]

@@ -266,15 +266,16 @@ def test_train_py_distills_a_student_from_a_runs_weights_and_exports_it(
     source = trained[0] / "run"
     command = train_command(
         tmp_path,
-        "--epochs",
-        "1",
-        "--steps-per-epoch",
-        "2",
+        # One validation, after two batches.
+        "--validate-every",
+        "16",
+        "--train-examples",
+        "16",
         "--learning-rate",
         "0",
         "--max-eval-examples",
         "8",
-        # The validation loss chooses the best epoch: no ROUGE search to trace.
+        # The validation loss chooses the best: no ROUGE search to trace.
         "--validation-rouge-examples",
         "0",
         "--distill-from",
@@ -331,7 +332,8 @@ def test_one_command_makes_the_served_student_from_a_plain_export(trained, tmp_p
         tmp_path,
         "--distill-from",
         str(teacher),
-        *("--epochs", "1", "--steps-per-epoch", "2", "--learning-rate", "0"),
+        *("--validate-every", "16", "--train-examples", "16"),
+        *("--learning-rate", "0"),
         *("--validation-rouge-examples", "0", "--max-eval-examples", "8"),
     )
     # The student recipe's own search: one beam.

@@ -19,9 +19,10 @@ import tensorflow as tf  # noqa: E402
 from e2e import train_command, write_org_data  # noqa: E402
 
 import keras_attn  # noqa: E402
-from models import data, pipeline, training  # noqa: E402
+from models import data, training  # noqa: E402
 from models.config import SearchOptions, SummarizerConfig, TrainOptions  # noqa: E402
 from models.inference import HeadlineModule  # noqa: E402
+from models.schedule import Schedule  # noqa: E402
 from models.text_features import RESERVED, TextFeatures  # noqa: E402
 
 WORDS = ["alpha", "beta", "gamma", "delta", "said", "."]
@@ -104,10 +105,10 @@ def _greedy_by_hand(model, source, steps):
     return [" ".join(w) for w in words], total
 
 
-def test_coverage_no_copy_gru_epoch_cap_export(tmp_path, monkeypatch, capsys):
+def test_coverage_no_copy_gru_validation_cap_export(tmp_path, monkeypatch, capsys):
     write_org_data(tmp_path / "data", sizes=(48, 8, 8))
     splits, models = [], []
-    real_load, real_fit = data.load_split, pipeline.fit
+    real_load, real_fit = data.load_split, training.fit
 
     def load_split(split, **kwargs):
         splits.append(split)
@@ -118,7 +119,7 @@ def test_coverage_no_copy_gru_epoch_cap_export(tmp_path, monkeypatch, capsys):
         return real_fit(model, *args, **kwargs)
 
     monkeypatch.setattr(data, "load_split", load_split)
-    monkeypatch.setattr(pipeline, "fit", fit)
+    monkeypatch.setattr(training, "fit", fit)
     argv = train_command(
         tmp_path,
         "--coverage",
@@ -127,12 +128,13 @@ def test_coverage_no_copy_gru_epoch_cap_export(tmp_path, monkeypatch, capsys):
         "gru",
         "--attention",
         "bahdanau-normalized",
-        "--epochs",
-        "1",
-        "--steps-per-epoch",
-        "4",
-        # Member 1 trains its one epoch; the cap leaves member 2 unstarted.
-        "--stop-after-epochs",
+        # Member 1 trains its one validation, a pass of 6 batches; the cap
+        # leaves member 2 unstarted.
+        "--validate-every",
+        "48",
+        "--train-examples",
+        "48",
+        "--stop-after-validations",
         "1",
         "--ensemble",
         "2",
@@ -153,9 +155,11 @@ def test_coverage_no_copy_gru_epoch_cap_export(tmp_path, monkeypatch, capsys):
     assert set(splits) == {"train", "validation"}
     # The cap stopped the command after member 1, which alone is served.
     [model] = models
-    assert "member 2 is unfinished (0 of at most 1 epochs)" in err
+    assert "member 2 is unfinished (0 validations, 0 examples)" in err
     assert not (tmp_path / "run" / "member-1").exists()
-    assert int(model.optimizer.iterations) == 4
+    schedule = json.loads((tmp_path / "run" / "schedule.json").read_text())
+    assert schedule["interval_batches"] == schedule["pass_batches"] == 6
+    assert int(model.optimizer.iterations) == 6
     assert sorted(p.name for p in (tmp_path / "export" / "1").glob("*.keras")) == [
         "model.keras"
     ]
@@ -191,7 +195,7 @@ def training_main(argv):
 
 
 class _ScriptedRouge(training.ValidationRouge):
-    """Reports a fixed validation ROUGE-1 per epoch; records the weights."""
+    """Reports a fixed validation ROUGE-1 per validation; records the weights."""
 
     def __init__(self, scores):
         keras.callbacks.Callback.__init__(self)
@@ -203,8 +207,10 @@ class _ScriptedRouge(training.ValidationRouge):
         self.weights.append([np.array(w) for w in self.model.weights])
 
 
-def _scripted_fit(tmp_path, scores, **options):
-    """`training.fit` of a linear model, with `scores` as validation ROUGE-1.
+def _scripted_fit(tmp_path, scores, validations, **options):
+    """`training.fit` of a linear model, with `scores` as validation ROUGE-1,
+    on a schedule of at most `validations` validations of one pass (two
+    batches of 8) each, and `options` (`TrainOptions`).
 
     Returns the model, the `_ScriptedRouge` and the history.
     """
@@ -215,34 +221,64 @@ def _scripted_fit(tmp_path, scores, **options):
     model.compile(keras.optimizers.SGD(0.1), "mse")
     batches = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
     rouge = _ScriptedRouge(scores)
+    options = TrainOptions(
+        batch_size=8,
+        validate_every=16,
+        train_examples=16 * validations,
+        **{"min_train_examples": 0, **options},
+    )
+    schedule = Schedule.make(options, pass_batches=2)
     history = training.fit(
-        model, batches, batches, tmp_path, TrainOptions(**options), [rouge]
+        model,
+        batches.repeat(),
+        batches,
+        tmp_path,
+        options,
+        [rouge],
+        schedule=schedule,
     )
     return model, rouge, history.history
 
 
 def test_early_stopping_and_best_model_follow_validation_rouge(tmp_path):
-    # Best at epoch 2 (index 1); patience 2: epochs 3 and 4 do not improve,
-    # so training stops before the better epochs 5 and 6.
+    # Best at validation 2 (index 1); patience 2: validations 3 and 4 do not
+    # improve, so training stops before the better validations 5 and 6.
     model, rouge, history = _scripted_fit(
         tmp_path,
         [10.0, 30.0, 20.0, 25.0, 40.0, 50.0],
-        epochs=6,
+        validations=6,
         patience=2,
         checkpoint_every=1000,
     )
     assert len(history["loss"]) == 4
     assert history["val_rouge1"] == [10.0, 30.0, 20.0, 25.0]
-    # The model ends with the weights of the best epoch, not the last.
+    # The model ends with the weights of the best validation, not the last.
     for got, want in zip(model.weights, rouge.weights[1], strict=True):
         np.testing.assert_array_equal(np.array(got), want)
     assert not np.array_equal(rouge.weights[1][0], rouge.weights[3][0])
 
 
-def _learning_rates(tmp_path, epochs, scores):
-    """Each epoch's learning rate, as the logs show it (before any decay)."""
+def test_early_stopping_waits_for_the_minimum_examples(tmp_path):
+    # Best at validation 2; patience 2 would stop at 4, but 96 examples are
+    # 6 validations of 16: the stop waits until 6. The best is counted from
+    # the first validation on: validation 2's weights are kept, not the
+    # best since the minimum.
+    scores = [10.0, 30.0, 20.0, 20.0, 25.0, 20.0, 50.0, 60.0]
+    model, rouge, history = _scripted_fit(
+        tmp_path, scores, 8, patience=2, min_train_examples=96
+    )
+    assert history["val_rouge1"] == scores[:6]
+    for got, want in zip(model.weights, rouge.weights[1], strict=True):
+        np.testing.assert_array_equal(np.array(got), want)
+    # Without the minimum, at 4.
+    _, _, history = _scripted_fit(tmp_path / "none", scores, 8, patience=2)
+    assert history["val_rouge1"] == scores[:4]
+
+
+def _learning_rates(tmp_path, validations, scores):
+    """Each validation's learning rate, as the logs show it (before any decay)."""
     options = dict(patience=10, lr_decay=0.5, lr_decay_patience=2)
-    _, _, history = _scripted_fit(tmp_path, scores, epochs=epochs, **options)
+    _, _, history = _scripted_fit(tmp_path, scores, validations, **options)
     return history["learning_rate"]
 
 
@@ -253,17 +289,17 @@ def _backed_up_learning_rate(run_dir):
 
 
 def test_the_learning_rate_decays_at_a_plateau_and_a_resume_keeps_it(tmp_path):
-    # Best at epoch 2; epochs 3 and 4 do not improve: halved after epoch 4.
-    # Epoch 5 does not improve either; the run stops there.
+    # Best at validation 2; 3 and 4 do not improve: halved after 4.
+    # Validation 5 does not improve either; the run stops there.
     scores = [10.0, 20.0, 20.0, 20.0, 20.0, 20.0]
     rates = _learning_rates(tmp_path, 5, scores)
     assert rates == pytest.approx([0.1, 0.1, 0.1, 0.1, 0.05])
     # A fresh model and optimizer resume from the backup: the halved rate,
-    # and the epoch already waited, so that epoch 6 halves it again.
+    # and the validation already waited, so that validation 6 halves it again.
     assert _learning_rates(tmp_path, 6, scores) == pytest.approx([0.05])
     assert _backed_up_learning_rate(tmp_path) == pytest.approx(0.025)
     # Resumed without the decay: the rate stays where the backup left it.
-    _scripted_fit(tmp_path, [*scores, 20.0], epochs=7, patience=10)
+    _scripted_fit(tmp_path, [*scores, 20.0], 7, patience=10)
     assert _backed_up_learning_rate(tmp_path) == pytest.approx(0.025)
     with pytest.raises(ValueError, match=r"Received: lr_decay=1.5"):
         TrainOptions(lr_decay=1.5)

@@ -1,5 +1,5 @@
-"""Whether an ensemble's member has finished: its record, and the rule for
-run folders written before members recorded their end."""
+"""Whether an ensemble's member has finished and is served: its record,
+an export's model, and a minimum-risk stage cut before its end."""
 
 import pytest
 
@@ -11,59 +11,58 @@ from models import members  # noqa: E402
 from models.members import MemberEnd  # noqa: E402
 
 
-def _member(folder, backup_epoch=None, stopped_epoch=None, saved=True):
+def _member(folder, backup_validations=None, saved=True):
     folder.mkdir(parents=True, exist_ok=True)
     if saved:
         (folder / "model.keras").write_bytes(b"weights")
-    if backup_epoch is not None:
+    if backup_validations is not None:
         (folder / "backup").mkdir()
-        metadata = {"epoch": backup_epoch, "batch": 0}
+        metadata = {"epoch": backup_validations, "batch": 0}
         (folder / "backup" / "training_metadata.json").write_text(json.dumps(metadata))
-        state = {"EarlyStopping": {"stopped_epoch": stopped_epoch or 0, "wait": 0}}
-        (folder / "backup" / "callback_state.json").write_text(json.dumps(state))
     return folder
 
 
 def test_a_record_says_how_the_member_ended(tmp_path):
-    folder = _member(tmp_path / "m")
-    end = MemberEnd(epochs=7, reason="early_stopping", best=41.3, best_epoch=2)
+    folder = _member(tmp_path / "m", backup_validations=7)
+    assert members.read_end(folder) is None
+    assert not members.is_served(folder)
+    end = MemberEnd(
+        validations=7,
+        examples=7 * 26_240,
+        reason="early_stopping",
+        best=41.3,
+        best_validation=2,
+        best_examples=2 * 26_240,
+    )
     members.write_end(folder, end)
-    assert members.finished_end(folder, max_epochs=60) == (end, None)
+    assert members.read_end(folder) == end
+    assert members.is_served(folder)
 
 
-@pytest.mark.parametrize(
-    "backup_epoch, stopped_epoch, reason, note",
-    [
-        (16, 15, "early_stopping", "early stopping after 16 epochs: taken as finished"),
-        (60, None, "epoch_limit", "epoch limit after 60 epochs: taken as finished"),
-        (3, None, None, "cut after 3 of at most 60 epochs: resuming it"),
-        (None, None, "unknown", "no backup: taken as finished"),
-    ],
-)
-def test_an_older_member_is_judged_by_its_backup(
-    tmp_path, backup_epoch, stopped_epoch, reason, note
-):
-    folder = _member(tmp_path / "m", backup_epoch, stopped_epoch)
-    end, line = members.finished_end(folder, max_epochs=60)
-    assert (end and end.reason) == reason
-    assert line.startswith(f"{folder}: model.keras has no record")
-    assert line.endswith(note)
-    assert "\n" not in line
+def test_a_model_without_a_backup_is_taken_as_it_is(tmp_path):
+    # An export's folder: a model, no backup, no record.
+    assert members.is_served(_member(tmp_path / "export"))
+    assert not members.is_served(_member(tmp_path / "never", 2, saved=False))
 
 
-def test_a_member_never_saved_has_not_finished(tmp_path):
-    folder = _member(tmp_path / "m", backup_epoch=2, saved=False)
-    assert members.finished_end(folder, max_epochs=60) == (None, None)
+def test_a_cut_minimum_risk_stage_keeps_the_member_from_being_served(tmp_path):
+    folder = _member(tmp_path / "m", backup_validations=3)
+    members.write_end(folder, MemberEnd(validations=3, examples=24, reason="x"))
+    (folder / "risk").mkdir()
+    (folder / "risk" / "state.json").write_text("{}")
+    assert not members.is_served(folder)
+    (folder / "risk" / "model.keras").write_bytes(b"tuned")
+    assert members.is_served(folder)
 
 
 def test_model_files_leave_out_unfinished_members(tmp_path):
     from models.run_folder import model_files
 
-    run = _member(tmp_path / "run")
-    members.write_end(run, MemberEnd(epochs=4, reason="epoch_limit"))
-    (run / "train_options.json").write_text(json.dumps({"epochs": 4}))
-    _member(run / "member-1", backup_epoch=2)  # cut by a cap: resumed later
-    finished = _member(run / "member-2", backup_epoch=4)  # reached its limit
+    run = _member(tmp_path / "run", backup_validations=4)
+    members.write_end(run, MemberEnd(validations=4, examples=32, reason="x"))
+    _member(run / "member-1", backup_validations=2)  # cut by a cap: resumed later
+    finished = _member(run / "member-2", backup_validations=4)
+    members.write_end(finished, MemberEnd(validations=4, examples=32, reason="x"))
     assert model_files(run) == {
         "model.keras": run / "model.keras",
         "member-2.keras": finished / "model.keras",

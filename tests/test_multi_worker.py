@@ -32,9 +32,9 @@ import sys
 import numpy as np
 
 import train
-from models import pipeline
+from models import training
 
-fit = pipeline.fit
+fit = training.fit
 
 
 def fit_and_dump(model, *args, **kwargs):
@@ -47,7 +47,7 @@ def fit_and_dump(model, *args, **kwargs):
     return history
 
 
-pipeline.fit = fit_and_dump
+training.fit = fit_and_dump
 sys.exit(train.main(sys.argv[2:]))
 """
 
@@ -132,13 +132,16 @@ def backup_iterations(run_dir):
 
 def test_a_lost_worker_stops_the_cluster_and_the_rerun_resumes_as_one(tmp_path):
     write_org_data(tmp_path / "data", sizes=(96, 8, 8))
-    steps = 4
+    # Two validations of 24 steps (two passes of 12) each: the kill lands in
+    # the second, long before its end; a backup every 2 steps.
+    steps = 24
     common = [
-        *("--steps-per-epoch", str(steps), "--checkpoint-every", "2"),
-        # No decoding each epoch: only what a kill and a resume need.
+        *("--validate-every", "160", "--train-examples", "320"),
+        *("--checkpoint-every", "2", "--skip-eval"),
+        # No decoding at each validation: only what a kill and a resume need.
         *("--validation-rouge-examples", "0"),
     ]
-    processes = start_cluster(tmp_path, "--epochs", "50", *common, "--skip-eval")
+    processes = start_cluster(tmp_path, *common)
     metadata = tmp_path / "run" / "backup" / "training_metadata.json"
     deadline = time.monotonic() + 900
     while (
@@ -166,13 +169,15 @@ def test_a_lost_worker_stops_the_cluster_and_the_rerun_resumes_as_one(tmp_path):
     vocabulary = (tmp_path / "run" / "vocab.txt").read_text()
     assert (scratch / "vocab.txt").read_text() == vocabulary
 
-    # The same command again, on both: training resumes from the backup.
-    saved_epoch = json.loads(metadata.read_text())["epoch"]
+    # The same command again, on both: training resumes from the backup,
+    # taken within the second interval, which starts over from it.
+    saved = json.loads(metadata.read_text())["epoch"]
+    assert saved == 1
+    schedule = json.loads((tmp_path / "run" / "schedule.json").read_text())
+    assert (schedule["interval_batches"], schedule["max_validations"]) == (steps, 2)
     restored = backup_iterations(tmp_path / "run")
     assert restored >= steps
-    processes = start_cluster(
-        tmp_path, "--epochs", str(saved_epoch + 1), *common, "--skip-eval"
-    )
+    processes = start_cluster(tmp_path, *common)
     (chief_code, chief_err), (code, err) = wait_all(tmp_path, processes)
     assert chief_code == 0, chief_err[-3000:]
     assert code == 0, err[-3000:]
@@ -180,8 +185,8 @@ def test_a_lost_worker_stops_the_cluster_and_the_rerun_resumes_as_one(tmp_path):
     assert "on 2 replicas" in chief_err and "on 2 replicas" in err
     chief_weights, chief_steps = final_state(tmp_path, 0)
     weights, worker_steps = final_state(tmp_path, 1)
-    # One epoch run on top of the restored step count, on both workers, which
-    # end with the same weights.
+    # One interval run on top of the restored step count, on both workers,
+    # which end with the same weights.
     assert chief_steps == worker_steps == restored + steps
     assert_same_weights(chief_weights, weights)
     # The chief's export holds the weights that the other worker ended with.
@@ -197,7 +202,7 @@ def test_a_lost_worker_stops_the_cluster_and_the_rerun_resumes_as_one(tmp_path):
     run = tmp_path / "run"
     for name in ("config.json", "vocab.txt", "best.weights.h5", "model.keras"):
         assert (run / name).exists(), name
-    assert json.loads(metadata.read_text())["epoch"] == saved_epoch + 1
+    assert json.loads(metadata.read_text())["epoch"] == saved + 1
     # ...the other one wrote its own to a scratch folder, since removed.
     scratch = Path(re.search(r"Resuming run (\S+):", err).group(1))
     assert scratch.is_relative_to(tmp_path / "worker1" / "tmp")

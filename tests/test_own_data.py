@@ -47,7 +47,9 @@ def write_unicode_org_data(
 def test_train_export_decode_on_unicode_data(tmp_path):
     write_unicode_org_data(tmp_path / "data")
     command = train_command(
-        tmp_path, "--epochs", "2", "--steps-per-epoch", "20", "--max-eval-examples", "8"
+        tmp_path,
+        *("--validate-every", "160", "--train-examples", "320"),
+        *("--max-eval-examples", "8"),
     )
     result = run(command)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -100,7 +102,8 @@ def test_japanese_without_spaces_trains_and_serves_japanese(tmp_path):
     write_unicode_org_data(tmp_path / "data", JAPANESE, separator="", end="。")
     command = train_command(
         tmp_path,
-        *("--epochs", "2", "--steps-per-epoch", "20", "--max-eval-examples", "8"),
+        *("--validate-every", "160", "--train-examples", "320"),
+        *("--max-eval-examples", "8"),
         # At least three tokens: three characters of the headline.
         *("--min-length", "3"),
     )
@@ -131,20 +134,24 @@ def test_russian_validation_rouge_is_a_curve(tmp_path):
     write_unicode_org_data(tmp_path / "data", RUSSIAN, sizes=(64, 16, 8))
     command = train_command(
         tmp_path,
-        *("--epochs", "3", "--steps-per-epoch", "15", "--max-eval-examples", "8"),
+        # Validations of about 15 batches, three or more.
+        *("--validate-every", "120", "--train-examples", "360"),
+        *("--max-eval-examples", "8"),
         *("--validation-rouge-examples", "16"),
     )
     result = run(command)
     assert result.returncode == 0, result.stderr[-3000:]
-    # ValidationRouge's line after each epoch: ROUGE-1 / 2 / L.
+    schedule = json.loads((tmp_path / "run" / "schedule.json").read_text())
+    assert schedule["max_validations"] >= 3
+    # ValidationRouge's line at each validation: ROUGE-1 / 2 / L.
     rouge1 = [
         float(value)
         for value in re.findall(
             r"validation ROUGE-1/2/L on 16 examples: ([\d.]+) /", result.stdout
         )
     ]
-    assert len(rouge1) == 3, result.stdout[-3000:]
+    assert len(rouge1) == schedule["max_validations"], result.stdout[-3000:]
     # Scored on the Cyrillic words (rouge-score's own tokens would read none
-    # of them: 0 every epoch), and rising as the model learns to stop after
+    # of them: 0 at every validation), and rising as the model learns to stop after
     # the headline's three words.
     assert min(rouge1) > 0 and rouge1[-1] > rouge1[0], rouge1

@@ -303,8 +303,8 @@ def test_saved_model_cli_lists_signatures(trained):
 
 
 ROUGE_LINE = re.compile(r"validation ROUGE-1/2/L on \d+ examples: ([\d.]+) /")
-# The validation ROUGE-1 of each epoch, set by hand (`SCRIPTED_ROUGE`): the
-# best epoch is the second (index 1) whichever epoch the kill comes after.
+# The validation ROUGE-1 of each validation, set by hand (`SCRIPTED_ROUGE`):
+# the best is the second (index 1) whichever validation the kill comes after.
 ROUGE = [20.0, 35.0, 30.0, 25.0] + [10.0] * 46
 # Both runs report `ROUGE` as their validation score, printed as
 # `ValidationRouge` prints it: train.py's main with the callback's
@@ -342,26 +342,27 @@ sys.exit(train.main(sys.argv[1:]))
 """
 
 
-def _backed_up_epoch(metadata):
+def _backed_up_validations(metadata):
     try:
         return json.loads(metadata.read_text())["epoch"]
     except (FileNotFoundError, json.JSONDecodeError):  # not yet, or mid-write
         return -1
 
 
-def _killed_run(tmp_path, args, epochs_done):
-    """Starts training, kills it with SIGKILL once `epochs_done` epochs are
-    backed up; returns the backup's epoch and each epoch's validation ROUGE-1.
+def _killed_run(tmp_path, args, validations_done):
+    """Starts training, kills it with SIGKILL once `validations_done`
+    validations are backed up; returns the backup's validations and each
+    validation's ROUGE-1.
 
-    The kill comes within 0.1 s of the epoch's backup, long before the next
-    one (an epoch and its validation later, with `--checkpoint-every` above
-    an epoch's steps): it never tears a backup's files.
+    The kill comes within 0.1 s of the validation's backup, long before the
+    next one (an interval and its validation later, with `--checkpoint-every`
+    above an interval's steps): it never tears a backup's files.
     """
     log = tmp_path / "killed.log"
     # Unbuffered, so that every line printed before the kill is in the log.
     env = {**os.environ, "KERAS_BACKEND": "tensorflow", "PYTHONUNBUFFERED": "1"}
     with open(log, "w") as out:
-        command = train_command(tmp_path, "--epochs", "50", *args)
+        command = train_command(tmp_path, *args)
         process = subprocess.Popen(
             [command[0], "-c", SCRIPTED_ROUGE, *command[2:]],
             cwd=ROOT,
@@ -374,18 +375,18 @@ def _killed_run(tmp_path, args, epochs_done):
         while (
             time.monotonic() < deadline
             and process.poll() is None
-            and _backed_up_epoch(metadata) < epochs_done
+            and _backed_up_validations(metadata) < validations_done
         ):
             time.sleep(0.1)
         assert process.poll() is None, f"training exited early ({process.returncode})"
         process.send_signal(signal.SIGKILL)
         process.wait()
-    saved_epoch = json.loads(metadata.read_text())["epoch"]
+    saved = json.loads(metadata.read_text())["epoch"]
     # ValidationRouge prints before the backup is written: every backed-up
-    # epoch has its line, at one decimal.
+    # validation has its line, at one decimal.
     rouge = [float(v) for v in ROUGE_LINE.findall(log.read_text())]
-    assert saved_epoch >= epochs_done and len(rouge) >= saved_epoch, rouge
-    return saved_epoch, rouge[:saved_epoch]
+    assert saved >= validations_done and len(rouge) >= saved, rouge
+    return saved, rouge[:saved]
 
 
 @pytest.mark.slow  # end to end: trains
@@ -394,16 +395,18 @@ def test_resume_after_kill(tmp_path, monkeypatch, capsys):
     weights, optimizer (step counter included), best model, early stopping."""
     import keras
 
-    from models import pipeline, training
+    from models import training
     from models.config import TrainOptions
 
-    # 10 steps an epoch and a backup at the end of each, none within one: a
-    # tiny step takes milliseconds, so a backup every few steps would be
-    # written again (and torn by the kill) right after the one waited for.
+    # 10 steps an interval (a pass) and a backup at each validation, none
+    # within an interval: a tiny step takes milliseconds, so a backup every
+    # few steps would be written again (and torn by the kill) right after
+    # the one waited for. At most 8 validations.
     write_org_data(tmp_path / "data", sizes=(80, 8, 8))
     args = ["--checkpoint-every", "1000", "--skip-eval", "--patience", "40"]
-    saved_epoch, rouge = _killed_run(tmp_path, args, epochs_done=2)
-    assert rouge == ROUGE[:saved_epoch]
+    args += ["--validate-every", "80", "--train-examples", "640"]
+    saved, rouge = _killed_run(tmp_path, args, validations_done=2)
+    assert rouge == ROUGE[:saved]
 
     # What the backup holds, read into a fresh model.
     config, _ = training.load_run(tmp_path / "run")
@@ -414,7 +417,7 @@ def test_resume_after_kill(tmp_path, monkeypatch, capsys):
     expected_weights = [np.array(w) for w in backed_up.weights]
     expected_iterations = int(backed_up.optimizer.iterations)
     assert expected_iterations > 0
-    best_epoch = 1
+    best = 1
 
     seen = {}
     backups = []
@@ -440,7 +443,7 @@ def test_resume_after_kill(tmp_path, monkeypatch, capsys):
                 wait=stopping.wait,
             )
 
-    real_fit = pipeline.fit
+    real_fit = training.fit
 
     def fit_with_probe(
         model, train, validation, run_dir, options, callbacks=(), **kwargs
@@ -454,19 +457,20 @@ def test_resume_after_kill(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(training.ValidationRouge, "on_epoch_end", scripted_rouge)
     monkeypatch.setattr(training, "Backup", RecordingBackup)
-    monkeypatch.setattr(pipeline, "fit", fit_with_probe)
-    argv = train_command(tmp_path, "--epochs", str(saved_epoch + 1), *args)[2:]
+    monkeypatch.setattr(training, "fit", fit_with_probe)
+    argv = train_command(tmp_path, *args)[2:]
     code, err = train_main(capsys, argv)
     assert code == 0, err[-3000:]
+    assert f"training (seed 0, from validation {saved + 1})" in err
 
-    assert seen["epoch"] == saved_epoch
+    assert seen["epoch"] == saved
     assert seen["iterations"] == expected_iterations
     assert len(seen["weights"]) == len(expected_weights)
     for got, want in zip(seen["weights"], expected_weights, strict=True):
         np.testing.assert_array_equal(got, want)
-    assert seen["checkpoint_best"] == seen["stopping_best"] == ROUGE[best_epoch]
-    assert seen["best_epoch"] == best_epoch
-    assert seen["wait"] == saved_epoch - 1 - best_epoch
+    assert seen["checkpoint_best"] == seen["stopping_best"] == ROUGE[best]
+    assert seen["best_epoch"] == best
+    assert seen["wait"] == saved - 1 - best
     assert (tmp_path / "export" / "1" / "saved_model.pb").exists()
 
 
@@ -503,7 +507,7 @@ def train_main(capsys, argv):
 def test_bad_data_one_line_error(tmp_path, capsys, mutate, message):
     write_org_data(tmp_path / "data")
     mutate(tmp_path / "data")
-    argv = train_command(tmp_path, "--epochs", "1", "--steps-per-epoch", "1")[2:]
+    argv = train_command(tmp_path, "--train-examples", "8")[2:]
     code, err = train_main(capsys, argv)
     assert code == 2
     errors = [line for line in err.splitlines() if line.startswith("train.py: error")]
@@ -513,7 +517,7 @@ def test_bad_data_one_line_error(tmp_path, capsys, mutate, message):
 
 def test_unknown_dataset_and_missing_dir(tmp_path, capsys):
     # The data dir is never written.
-    code, err = train_main(capsys, train_command(tmp_path, "--epochs", "1")[2:])
+    code, err = train_main(capsys, train_command(tmp_path)[2:])
     assert code == 2 and "train.py: error" in err
     argv = ["--dataset", "no_such_dataset_xyz", "--tfds-dir", str(tmp_path / "tfds")]
     code, err = train_main(capsys, argv)

@@ -19,6 +19,8 @@ from models.config import RiskOptions  # noqa: E402
 from models.errors import UserError  # noqa: E402
 
 RISK = ["--risk-epochs", "1", "--risk-examples", "16", "--risk-candidates", "3"]
+# Likelihood training of one validation, after two batches.
+ONE_VALIDATION = ["--validate-every", "16", "--train-examples", "16"]
 
 
 def _train(command):
@@ -32,9 +34,7 @@ def _weights(path):
 
 def test_risk_stage_records_exports_and_resumes(tmp_path):
     write_org_data(tmp_path / "data", sizes=(40, 8, 8))
-    command = train_command(
-        tmp_path, "--epochs", "1", "--steps-per-epoch", "2", "--max-eval-examples", "4"
-    )
+    command = train_command(tmp_path, *ONE_VALIDATION, "--max-eval-examples", "4")
     result = _train([*command, *RISK])
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stderr.count("minimum risk, epoch 1") == 1
@@ -62,6 +62,39 @@ def test_risk_stage_records_exports_and_resumes(tmp_path):
     assert "minimum risk, epoch" not in result.stderr
     state_again = json.loads((tmp_path / "run" / "risk" / "state.json").read_text())
     assert state_again == state
+
+
+def test_the_validation_cap_bounds_the_risk_stage(tmp_path):
+    """`--stop-after-validations` counts the stage's validations too: the
+    member it cuts in the stage is not served, and the same command goes on
+    from the stage's last epoch."""
+    write_org_data(tmp_path / "data", sizes=(40, 8, 8))
+    command = train_command(tmp_path, *ONE_VALIDATION, "--skip-eval")
+    risk = [*RISK[2:], "--risk-epochs", "3", "--risk-patience", "5"]
+    # One validation of training, one of the stage's: cut after its epoch 1.
+    result = _train([*command, *risk, "--stop-after-validations", "2"])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stderr.count("minimum risk, epoch 1:") == 1
+    assert "minimum risk, epoch 2" not in result.stderr
+    assert "member 1's minimum-risk fine-tuning is unfinished (1 epochs)" in (
+        result.stderr
+    )
+    assert "nothing is exported" in result.stderr
+    assert not (tmp_path / "export").exists()
+    assert not (tmp_path / "run" / "risk" / "model.keras").exists()
+    state = json.loads((tmp_path / "run" / "risk" / "state.json").read_text())
+    assert state["epoch"] == 1
+
+    # The same command, uncapped: epochs 2 and 3 only, then the export.
+    result = _train([*command, *risk])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "minimum risk, epoch 1:" not in result.stderr
+    assert result.stderr.count("minimum risk, epoch 3:") == 1
+    training = json.loads((tmp_path / "export" / "1" / "training.json").read_text())
+    (member,) = training["members"]
+    assert member["finished"] and member["minimum_risk"]["finished"]
+    assert member["minimum_risk"]["epochs"] == 3
+    assert (tmp_path / "run" / "risk" / "model.keras").is_file()
 
 
 @pytest.mark.parametrize(

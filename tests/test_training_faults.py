@@ -3,8 +3,9 @@ second member (and its export), `--word-dropout`, TensorBoard logs.
 
 The interrupted runs are real `train.py` processes sent a real SIGINT or
 SIGKILL; the same command then resumes in the test's process (what goes to
-the export recorded), judged by the epochs Keras prints, which start at the
-epoch the backup holds.
+the export recorded), judged by the intervals Keras prints ("Epoch i/n", a
+validation interval each), which start after the validations the backup
+holds.
 """
 
 import pytest
@@ -27,10 +28,10 @@ from models.config import SummarizerConfig, TrainOptions  # noqa: E402
 from models.ensemble import SummarizerEnsemble  # noqa: E402
 from models.training import build_model  # noqa: E402
 
-EPOCH_LINE = re.compile(r"^Epoch (\d+)/(\d+)$", re.MULTILINE)
+INTERVAL_LINE = re.compile(r"^Epoch (\d+)/(\d+)$", re.MULTILINE)
 
 
-def _backed_up_epoch(run_dir):
+def _backed_up_validations(run_dir):
     try:
         return json.loads((run_dir / "backup" / "training_metadata.json").read_text())[
             "epoch"
@@ -39,9 +40,10 @@ def _backed_up_epoch(run_dir):
         return -1
 
 
-def _interrupt(command, run_dir, epochs_done, sig, log):
-    """Runs `command`; sends `sig` once `run_dir` has `epochs_done` epochs
-    backed up. Returns `(exit code, epoch backed up, stderr)`."""
+def _interrupt(command, run_dir, validations_done, sig, log):
+    """Runs `command`; sends `sig` once `run_dir` has `validations_done`
+    validations backed up. Returns `(exit code, validations backed up,
+    stderr)`."""
     env = {**os.environ, "KERAS_BACKEND": "tensorflow", "PYTHONUNBUFFERED": "1"}
     with open(log, "w") as out:
         process = subprocess.Popen(
@@ -59,23 +61,28 @@ def _interrupt(command, run_dir, epochs_done, sig, log):
         while (
             time.monotonic() < deadline
             and process.poll() is None
-            and _backed_up_epoch(run_dir) < epochs_done
+            and _backed_up_validations(run_dir) < validations_done
         ):
             time.sleep(0.05)
         assert process.poll() is None, f"training exited early: {process.returncode}"
         process.send_signal(sig)
         _, err = process.communicate(timeout=300)
-    return process.returncode, _backed_up_epoch(run_dir), err
+    return process.returncode, _backed_up_validations(run_dir), err
 
 
-def _epochs(stdout):
-    return [(int(a), int(b)) for a, b in EPOCH_LINE.findall(stdout)]
+def _intervals(stdout):
+    return [(int(a), int(b)) for a, b in INTERVAL_LINE.findall(stdout)]
 
 
-# No decoding for ROUGE each epoch (each process would trace a search): the
-# resumes are judged by the epochs and the backups, not by scores.
+def _max_validations(run_dir):
+    return json.loads((run_dir / "schedule.json").read_text())["max_validations"]
+
+
+# No decoding for ROUGE at each validation (each process would trace a
+# search): the resumes are judged by the intervals and the backups, not by
+# scores. 48 pairs: a pass of 6 batches of 8; a validation every 2 batches.
 SHORT = [
-    *("--steps-per-epoch", "2", "--checkpoint-every", "1000", "--skip-eval"),
+    *("--validate-every", "16", "--checkpoint-every", "1000", "--skip-eval"),
     *("--validation-rouge-examples", "0"),
 ]
 
@@ -85,16 +92,17 @@ def test_ctrl_c_then_the_same_command_resumes(tmp_path, capsys, monkeypatch):
     from models import pipeline
 
     write_org_data(tmp_path / "data")
-    # Epochs long enough that the SIGINT lands in one, not after the last.
-    long = ["--steps-per-epoch", "60", *SHORT[2:]]
-    command = train_command(tmp_path, "--epochs", "40", *long)
-    code, epoch, err = _interrupt(
+    # Two intervals of 60 batches (ten passes), long enough that the SIGINT
+    # lands in the second, not after it.
+    long = ["--validate-every", "480", "--train-examples", "960", *SHORT[2:]]
+    command = train_command(tmp_path, *long)
+    code, done, err = _interrupt(
         command, tmp_path / "run", 1, signal.SIGINT, tmp_path / "first.log"
     )
     assert code == 130, err[-3000:]
     assert "train.py: interrupted; run the same command again to resume." in err
     assert "Traceback" not in err
-    assert 1 <= epoch < 40
+    assert done == 1 and _max_validations(tmp_path / "run") == 2
     assert not (tmp_path / "export").exists()
 
     # Resumed here: the model that goes to the export is recorded (the
@@ -109,13 +117,12 @@ def test_ctrl_c_then_the_same_command_resumes(tmp_path, capsys, monkeypatch):
 
     monkeypatch.setattr(pipeline, "export", export)
     capsys.readouterr()
-    argv = train_command(tmp_path, "--epochs", str(epoch + 1), *long)[2:]
-    assert train.main(argv) == 0
+    assert train.main(command[2:]) == 0
     out, err = capsys.readouterr()
     assert "Resuming run" in err
-    # One epoch trained, the one after the backup's.
-    assert _epochs(out) == [(epoch + 1, epoch + 1)]
-    assert _backed_up_epoch(tmp_path / "run") == epoch + 1
+    # One interval trained, the one after the backup's.
+    assert _intervals(out) == [(2, 2)]
+    assert _backed_up_validations(tmp_path / "run") == 2
     # The trained model, as the run saved it, goes to the export.
     (model,) = exported
     saved = _weights(tmp_path / "run" / "model.keras")
@@ -131,14 +138,17 @@ def test_an_ensemble_killed_in_its_second_member_resumes_that_member(tmp_path, c
     from models.run_folder import load_trained_model
 
     write_org_data(tmp_path / "data")
-    command = train_command(tmp_path, "--epochs", "4", "--ensemble", "2", *SHORT)
+    command = train_command(
+        tmp_path, "--train-examples", "64", "--ensemble", "2", *SHORT
+    )
     run_dir, second = tmp_path / "run", tmp_path / "run" / "member-1"
-    code, epoch, err = _interrupt(
+    code, done, err = _interrupt(
         command, second, 1, signal.SIGKILL, tmp_path / "first.log"
     )
     assert code == -signal.SIGKILL
     assert "[train.py] member 2/2: training" in err
-    assert 1 <= epoch < 4
+    last = _max_validations(run_dir)
+    assert last == 4 and 1 <= done < last
     assert (run_dir / "model.keras").is_file()  # the first, finished
     assert not (second / "model.keras").exists()
     first_member = [np.asarray(w) for w in _weights(run_dir / "model.keras")]
@@ -146,9 +156,11 @@ def test_an_ensemble_killed_in_its_second_member_resumes_that_member(tmp_path, c
     # The same command again, here.
     capsys.readouterr()
     assert train.main(command[2:]) == 0
-    # The first member has all its epochs: none trained again. The second
-    # goes on from its backup.
-    assert _epochs(capsys.readouterr().out) == [(e, 4) for e in range(epoch + 1, 5)]
+    # The first member has all its validations: none trained again. The
+    # second goes on from its backup.
+    assert _intervals(capsys.readouterr().out) == [
+        (v, last) for v in range(done + 1, last + 1)
+    ]
     # Loaded as it was saved.
     for got, want in zip(_weights(run_dir / "model.keras"), first_member, strict=True):
         np.testing.assert_array_equal(np.asarray(got), want)
@@ -264,7 +276,7 @@ def test_tensorboard_event_files_are_written_and_readable(trained):
     train_scalars = _scalars(logs / "train")
     validation = _scalars(logs / "validation")
     rouge = _scalars(logs / "rouge")
-    # Two epochs: steps 0 and 1 of each epoch scalar.
+    # Two validations: steps 0 and 1 of each per-interval scalar.
     assert [s for s, _ in train_scalars["epoch_loss"]] == [0, 1]
     # The validation loss is the one Keras printed (4 decimals).
     printed = [float(v) for v in re.findall(r"val_loss: ([0-9.]+)", result.stdout)]

@@ -1,9 +1,10 @@
-"""The recipe in epochs: a member cut by a cap is never served, and the same
-command finishes it exactly as an uncut run trains it.
+"""The recipe in validations: a member cut by a cap is never served, and the
+same command finishes it exactly as an uncut run trains it, from a cut
+between two validations in the middle of a pass too.
 
-The cap is `--stop-after-epochs`, which falls at the same epoch on every
-machine, so these tests do not depend on the machine's speed. Each command
-is its own process, as a user runs it.
+The cap is `--stop-after-validations`, which falls at the same validation on
+every machine, so these tests do not depend on the machine's speed. Each
+command is its own process, as a user runs it.
 """
 
 import pytest
@@ -20,9 +21,12 @@ from e2e import ROOT, train_command, write_org_data  # noqa: E402
 
 import models.summarizer  # noqa: E402, F401  (registers the model with Keras)
 
-# Two members of three epochs each; no early stopping within them.
-ENSEMBLE = ["--ensemble", "2", "--epochs", "3", "--patience", "10"]
-ENSEMBLE += ["--steps-per-epoch", "3", "--max-eval-examples", "4"]
+# 40 pairs: a pass of 5 batches of 8. A validation every 3 batches (24
+# examples): after batches 3, 6 and 9 of the stream, each inside a pass.
+# Two members of three validations each; no early stopping within them.
+ENSEMBLE = ["--ensemble", "2", "--validate-every", "24", "--train-examples", "72"]
+ENSEMBLE += ["--patience", "10", "--min-train-examples", "0"]
+ENSEMBLE += ["--max-eval-examples", "4"]
 
 
 def _train(command):
@@ -42,32 +46,52 @@ def test_cut_member_is_not_served_then_resumed_exactly(tmp_path):
     (cut / "data").symlink_to(tmp_path / "data")
     command = train_command(cut, *ENSEMBLE)
 
-    # 4 epochs: member 1's three, then one of member 2's.
-    code, err = _train([*command, "--stop-after-epochs", "4"])
+    # 1 validation: member 1 is cut at batch 3 of its first pass of 5.
+    code, err = _train([*command, "--stop-after-validations", "1"])
     assert code == 0, err[-3000:]
+    schedule = json.loads((cut / "run" / "schedule.json").read_text())
+    assert (schedule["pass_batches"], schedule["interval_batches"]) == (5, 3)
+    assert schedule["max_validations"] == 3
+    assert "member 1 is unfinished (1 validations, 24 examples)" in err
+    assert "no member has finished, so nothing is exported" in err
+    assert not (cut / "export").exists()
+
+    # 3 more: member 1 resumes mid-pass and finishes (validation 3 ends
+    # at batch 9, mid-pass again); member 2 is cut after 1.
+    code, err = _train([*command, "--stop-after-validations", "3"])
+    assert code == 0, err[-3000:]
+    assert "member 1/2: training (seed 0, from validation 2)" in err
     export_1 = cut / "export" / "1"
     assert sorted(p.name for p in export_1.glob("*.keras")) == ["model.keras"]
     metrics = json.loads((export_1 / "metrics.json").read_text())
     members = metrics["training"]["members"]
     assert [m["finished"] for m in members] == [True, False]
-    assert [m["epochs"] for m in members] == [3, 1]
-    assert members[0]["reason"] == "epoch_limit"
+    assert [m["validations"] for m in members] == [3, 1]
+    assert [m["examples"] for m in members] == [72, 24]
+    assert members[0]["reason"] == "example_limit"
     assert metrics["training"]["served_members"] == 1
-    assert "member 2 is unfinished (1 of at most 3 epochs)" in err
+    assert metrics["training"]["schedule"] == schedule
+    assert "member 2 is unfinished (1 validations, 24 examples)" in err
     assert not (cut / "run" / "member-1" / "model.keras").exists()
 
     # The same command, uncapped, finishes member 2 and serves both.
     code, err = _train(command)
     assert code == 0, err[-3000:]
+    assert "member 1/2: finished earlier (3 validations, example_limit)" in err
     export_2 = cut / "export" / "2"
     assert sorted(p.name for p in export_2.glob("*.keras")) == [
         "member-1.keras",
         "model.keras",
     ]
     training = json.loads((export_2 / "training.json").read_text())
-    assert [m["epochs"] for m in training["members"]] == [3, 3]
+    assert [m["validations"] for m in training["members"]] == [3, 3]
     assert all(m["finished"] for m in training["members"])
     assert training["machine"]["cores"] >= 1
+
+    # A changed schedule is refused in one line.
+    code, err = _train([*command, "--validate-every", "40"])
+    assert code == 2
+    assert "train.py: error: `validate_every` must be 24" in err
 
     # A run never cut trains the same weights.
     whole = tmp_path / "whole"

@@ -12,12 +12,19 @@ One module per concern, each importing only those before it:
 * `word_counts`: the words of a training split, counted and ranked
   (`count_words`, `split_vocabulary`);
 * `examples`: pairs to the model's examples and batches (`encode_dataset`,
-  `batched`, `epoch_batches`).
+  `batched`), and the training stream of passes (`pass_batches`,
+  `stream_batches`, `count_batches`).
 """
 
 from models.config import SPLITS
 from models.data.batches import make_batches
-from models.data.examples import batched, encode_dataset, epoch_batches
+from models.data.examples import (
+    batched,
+    count_batches,
+    encode_dataset,
+    pass_batches,
+    stream_batches,
+)
 from models.data.offline import prepare_offline
 from models.data.splits import load_split
 from models.data.word_counts import count_words, split_vocabulary
@@ -25,11 +32,13 @@ from models.data.word_counts import count_words, split_vocabulary
 __all__ = [
     "SPLITS",
     "batched",
+    "count_batches",
     "count_words",
     "encode_dataset",
-    "epoch_batches",
     "load_split",
     "make_batches",
+    "pass_batches",
     "prepare_offline",
     "split_vocabulary",
+    "stream_batches",
 ]

@@ -2,8 +2,8 @@
 
 import tensorflow as tf
 
-# Examples mixed at a time; their order is reshuffled every epoch.
-_SHUFFLE_BUFFER = 10_000
+# Examples mixed at a time.
+SHUFFLE_BUFFER = 10_000
 
 
 def _default_length(*features):
@@ -26,8 +26,9 @@ def make_batches(
     """Encodes, caches, shuffles, buckets by length, pads and prefetches.
 
     Order: `map(encode_fn)` (if given) -> `cache` -> `shuffle` (reshuffled
-    each epoch) -> `bucket_by_sequence_length` -> `prefetch(AUTOTUNE)`.
-    Caching after encoding means the encoding runs once, not once per epoch.
+    each time the dataset is read, unless `reshuffle` is False) ->
+    `bucket_by_sequence_length` -> `prefetch(AUTOTUNE)`. Caching after
+    encoding means the encoding runs once, not once per pass.
 
     Args:
         dataset: elements `(document, summary)` (or anything `encode_fn`
@@ -73,7 +74,7 @@ def make_batches(
     if cache:
         ds = ds.cache()
     if shuffle:
-        ds = ds.shuffle(_SHUFFLE_BUFFER, seed=seed, reshuffle_each_iteration=reshuffle)
+        ds = ds.shuffle(SHUFFLE_BUFFER, seed=seed, reshuffle_each_iteration=reshuffle)
     ds = ds.bucket_by_sequence_length(
         element_length_func=length_fn or _default_length,
         bucket_boundaries=boundaries,

@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-from models.data.batches import make_batches
+from models.data.batches import SHUFFLE_BUFFER, make_batches
 
 
 def encode_dataset(dataset, features):
@@ -61,51 +61,96 @@ def _source_length(inputs, target):
     return tf.shape(inputs["source_ids"])[0]
 
 
-def epoch_batches(encoded, batch_size, *, seed, epochs, steps_per_epoch=None):
-    """Training batches of `epochs` (a `range`), each epoch shuffled by its
-    own seed, one after another; and the steps of one epoch.
+def pass_batches(cached, batch_size, *, seed, index):
+    """Pass `index` (from 0) over the cached training examples: shuffled by
+    `(seed, index)` alone, bucketed by length and batched.
 
-    Epoch `e` is the same whether it follows epoch `e - 1` in one process or
-    starts a resumed run: the shuffle of each epoch is seeded by `(seed, e)`
-    alone, never by how many epochs this process has iterated. Every epoch
-    has the same number of batches whatever its order (each length bucket
-    gives `ceil(examples / batch_size)` of them), counted once.
+    The pass is the same whichever passes came before it in this process,
+    so that a resumed run reads what a run never cut reads. Every pass has
+    the same number of batches whatever its order (each length bucket gives
+    `ceil(examples / batch_size)` of them): `count_batches` of one is the
+    schedule's `pass_batches`.
+    """
+    return make_batches(
+        cached,
+        batch_size=batch_size,
+        length_fn=_source_length,
+        seed=_pass_seed(seed, index),
+        reshuffle=False,
+        cache=False,
+    )
+
+
+def count_batches(dataset):
+    """The number of elements of `dataset`, read once."""
+    return int(dataset.reduce(0, lambda count, _: count + 1))
+
+
+def stream_batches(cached, batch_size, *, seed, start=(0, 0)):
+    """The training stream: the passes (`pass_batches`) one after another,
+    without end, from batch `start[1]` of pass `start[0]`.
+
+    Batch `b` of pass `p` is the same whether the stream starts at pass 0 or
+    at `(p, b)`, where `models.schedule.Schedule.start` resumes a run: in
+    the middle of a pass too.
 
     Args:
-        encoded: the training examples (`encode_dataset`), cached here.
+        cached: the training examples (`encode_dataset`), cached in memory
+            (`Dataset.cache()`): every pass reads the same cache.
         batch_size: examples per batch.
         seed: the run's seed.
-        epochs: the epochs to cover, e.g. `range(initial_epoch, 60)`.
-        steps_per_epoch: batches an epoch (None: a pass over the data; more
-            than a pass goes on into the same order again).
+        start: `(pass, batch)`: the first pass, and the batches of it to skip.
 
     Returns:
-        `(dataset, steps_per_epoch)`.
+        A `tf.data.Dataset` of training batches.
     """
-    cached = encoded.cache()
+    first, skip = (int(v) for v in start)
+    graph_seed = tf.compat.v1.random.get_seed(0)[0]
 
-    def one_epoch(epoch):
+    def one_pass(index):
         return make_batches(
-            cached,
+            _shuffled(cached, graph_seed, _pass_seed(seed, index)),
             batch_size=batch_size,
             length_fn=_source_length,
-            seed=_epoch_seed(seed, epoch),
-            reshuffle=False,
+            shuffle=False,
             cache=False,
         )
 
-    if steps_per_epoch is None:
-        steps_per_epoch = int(one_epoch(0).reduce(0, lambda count, _: count + 1))
-    epochs = list(epochs)
-    if not epochs:
-        raise ValueError(f"`epochs` must not be empty. Received: epochs={epochs}")
-    parts = [one_epoch(e).repeat().take(steps_per_epoch) for e in epochs]
-    dataset = parts[0]
-    for part in parts[1:]:
-        dataset = dataset.concatenate(part)
-    return dataset.prefetch(tf.data.AUTOTUNE), steps_per_epoch
+    passes = tf.data.Dataset.range(first, 2**62).flat_map(one_pass)
+    return passes.skip(skip).prefetch(tf.data.AUTOTUNE)
 
 
-def _epoch_seed(seed, epoch):
-    # Distinct for every (seed, epoch) pair a run can meet, and in int64.
-    return (int(seed) * 100_003 + int(epoch)) % (2**31 - 1)
+def _shuffled(dataset, graph_seed, op_seed):
+    """`dataset.shuffle(SHUFFLE_BUFFER, seed=op_seed, reshuffle_each_iteration=
+    False)` for an `op_seed` computed in the graph, in the same order.
+
+    `Dataset.shuffle` takes a tensor seed only where the graph-level seed is
+    not 0 (its check for the seeds `(0, 0)` is in Python); the op it makes is
+    called here with the seeds it would pass, `(graph_seed, op_seed)`, and
+    `(0, 2**31 - 1)` in place of `(0, 0)`.
+    """
+    op_seed = tf.cast(op_seed, tf.int64) % _MAX_SEED
+    seed2 = tf.where(
+        (graph_seed == 0) & (op_seed == 0), tf.constant(_MAX_SEED, tf.int64), op_seed
+    )
+    flat = tf.nest.flatten(dataset.element_spec)
+    variant = tf.raw_ops.ShuffleDatasetV3(
+        input_dataset=tf.data.experimental.to_variant(dataset),
+        buffer_size=tf.constant(SHUFFLE_BUFFER, tf.int64),
+        seed=tf.constant(graph_seed, tf.int64),
+        seed2=seed2,
+        seed_generator=tf.raw_ops.DummySeedGenerator(),
+        output_types=[spec.dtype for spec in flat],
+        output_shapes=[spec.shape for spec in flat],
+        reshuffle_each_iteration=False,
+    )
+    return tf.data.experimental.from_variant(variant, dataset.element_spec)
+
+
+_MAX_SEED = 2**31 - 1
+
+
+def _pass_seed(seed, index):
+    # Distinct for every (seed, pass) pair a run can meet, and in int64;
+    # `index` may be a tensor.
+    return (seed * 100_003 + index) % _MAX_SEED
