@@ -11,6 +11,8 @@ One module per concern, each importing only those before it:
 * `batches`: shuffled, length-bucketed, padded batches (`make_batches`);
 * `word_counts`: the words of a training split, counted and ranked
   (`count_words`, `split_vocabulary`);
+* `lengths`: the token lengths of a split's pairs, on a bounded sample
+  (`measure_lengths`);
 * `examples`: pairs to the model's examples and batches (`encode_dataset`,
   `batched`, `epoch_batches`).
 """
@@ -18,6 +20,7 @@ One module per concern, each importing only those before it:
 from models.config import SPLITS
 from models.data.batches import make_batches
 from models.data.examples import batched, encode_dataset, epoch_batches
+from models.data.lengths import measure_lengths
 from models.data.offline import prepare_offline
 from models.data.splits import load_split
 from models.data.word_counts import count_words, split_vocabulary
@@ -30,6 +33,7 @@ __all__ = [
     "epoch_batches",
     "load_split",
     "make_batches",
+    "measure_lengths",
     "prepare_offline",
     "split_vocabulary",
 ]
