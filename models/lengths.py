@@ -58,7 +58,7 @@ def length_limit(lengths, bounds):
 
     Example:
 
-    >>> length_limit([10] * 98 + [50, 60], (16, 400))
+    >>> length_limit([10] * 980 + [50] * 15 + [78] * 5, (16, 400))
     64
     """
     lengths = np.asarray(lengths)
@@ -142,11 +142,11 @@ def settle_lengths(run_dir, train_split, config, choose, init_from=None):
     kept = run_dir / CONFIG_FILE if (run_dir / CONFIG_FILE).is_file() else None
     if kept is None and init_from is not None:
         kept = Path(init_from) / CONFIG_FILE
+    if kept is not None:
+        config, choose = SummarizerConfig.load(kept), ()
     if kept is not None and path.is_file():
         record = json.loads(path.read_text())
     else:
-        if kept is not None:
-            config, choose = SummarizerConfig.load(kept), ()
         measured = data.measure_lengths(train_split, config.normalization, SAMPLE_PAIRS)
         if not len(measured[0]):
             return config  # no training pairs: `prepare_run` says so
@@ -155,10 +155,13 @@ def settle_lengths(run_dir, train_split, config, choose, init_from=None):
             record["chosen"] = dict.fromkeys(LENGTH_FIELDS, f"kept from {kept}")
         run_dir.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(record, indent=2) + "\n")
+        config = dataclasses.replace(config, **{n: record[n] for n in LENGTH_FIELDS})
+    # The config a run trained with is the one authority on its lengths.
+    record.update({n: getattr(config, n) for n in LENGTH_FIELDS})
     print(
         describe(record, kept is not None and kept.parent == run_dir), file=sys.stderr
     )
-    return dataclasses.replace(config, **{n: record[n] for n in LENGTH_FIELDS})
+    return config
 
 
 def describe(record, resumed=False):
