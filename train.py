@@ -63,6 +63,12 @@ def parse_settings(argv=None):
         risk=RiskOptions(**given(args, RiskOptions)),
         # The flag's None default: the pipeline chooses from the data.
         choose_normalization=args.normalization is None,
+        # The lengths' None defaults: chosen from the data.
+        choose_lengths=tuple(
+            name
+            for name in ("max_source_length", "max_target_length", "max_length")
+            if getattr(args, name) is None
+        ),
         verbose=args.verbose,
     )
 

@@ -1,12 +1,25 @@
 """The lead baseline: a headline made of the document's first words.
 
 The score any model must beat; `models.evaluate` reports it beside each
-decoder. Plain Python: the documents are already in the data's normalized
-form, like the references, so the baseline needs no further processing.
+decoder, and `models.lead_check` holds a trained model against it on
+validation. Its number of words N is the median length of the training
+headlines (`choose_lead_tokens`), recorded with the run (`lengths.json`,
+`models.lengths`), so that it means the same in every script: words where
+the text writes spaces, characters in Chinese and Japanese. Plain Python:
+the documents are already in the data's normalized form, like the
+references, so the baseline needs no further processing.
 """
 
-from models import cjk
+import json
+import math
+import statistics
+from pathlib import Path
 
+from models import cjk
+from models.folder_layout import LENGTHS_FILE
+
+# The lead baseline's words when no run recorded them (an export made before
+# they were chosen from the data).
 LEAD_WORDS = 8
 
 
@@ -26,3 +39,38 @@ def lead_baseline(documents, n_words=LEAD_WORDS):
     if n_words < 1:
         raise ValueError(f"`n_words` must be >= 1. Received: n_words={n_words}")
     return [cjk.lead(document, n_words) for document in documents]
+
+
+def lead_name(n_words):
+    """The baseline's name in `metrics.json` and the tables: `lead_<N>`."""
+    return f"lead_{n_words}"
+
+
+def choose_lead_tokens(reference_lengths):
+    """The lead baseline's N: the median of `reference_lengths`, rounded.
+
+    Halves round up, and N is at least 1. The lengths are the headlines'
+    words as `models.cjk.word_count` counts them.
+
+    Example:
+
+    >>> choose_lead_tokens([7, 8, 8, 9])
+    8
+    >>> choose_lead_tokens([7, 8])
+    8
+    """
+    lengths = list(reference_lengths)
+    if not lengths:
+        raise ValueError(
+            "`reference_lengths` must hold at least one length. Received: none"
+        )
+    return max(1, math.floor(statistics.median(lengths) + 0.5))
+
+
+def recorded_lead_tokens(folder):
+    """The lead baseline's N recorded in `folder` (a run or an export), else
+    `LEAD_WORDS`."""
+    path = Path(folder) / LENGTHS_FILE
+    if not path.is_file():
+        return LEAD_WORDS
+    return int(json.loads(path.read_text())["lead_tokens"])

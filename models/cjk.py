@@ -55,6 +55,14 @@ def lead(text, n_words):
     return " ".join(kept)
 
 
+def word_count(text):
+    """The number of words of `text`, as `lead` counts them.
+
+    `word_count("Tokyo 東京株式市場")` is 7: `Tokyo` and six characters.
+    """
+    return sum(len(_piece_pattern().findall(chunk)) for chunk in text.split())
+
+
 @functools.cache
 def _piece_pattern():
     # A CJK character, or a run of other characters (whitespace aside).

@@ -74,9 +74,12 @@ class SummarizerConfig:
             et al. 2016), on the vocabulary part of the copy mixture.
             `val_loss` includes the term too. 0 turns it off.
         tie_embeddings: Output layer shares the embedding matrix.
-        max_source_length: Source tokens kept (the rest is truncated).
-        max_target_length: Headline tokens kept in training, and the decoding
-            limit.
+        max_source_length: Source tokens kept (the rest is truncated). On
+            the command line, unset: chosen from the training data's lengths
+            (`models.lengths`).
+        max_target_length: Headline tokens kept in training, `</s>`
+            included, and the decoding limit. On the command line, unset:
+            chosen from the training data's lengths (`models.lengths`).
         sampled_softmax: Training only: score each target against this many
             vocabulary words sampled per batch instead of the whole
             vocabulary (`models.sampled_softmax`: a step scores K words, not
@@ -107,8 +110,9 @@ class SummarizerConfig:
     word_dropout: float = 0.0
     label_smoothing: float = 0.1
     tie_embeddings: bool = True
-    max_source_length: int = 64
-    max_target_length: int = 20
+    # The flags' defaults are None: the pipeline then chooses from the data.
+    max_source_length: int = dataclasses.field(default=64, metadata={"default": None})
+    max_target_length: int = dataclasses.field(default=20, metadata={"default": None})
     sampled_softmax: int = dataclasses.field(default=1024, metadata={"metavar": "K"})
     # The flag's default is None: the pipeline then chooses from the data.
     normalization: str = dataclasses.field(
@@ -340,7 +344,8 @@ class SearchOptions:
         length_penalty: GNMT's alpha: beams are ranked by log-probability
             over `((5 + n) / 6) ** length_penalty` (0: no normalisation).
         min_length: `</s>` is banned for the first `min_length` tokens.
-        max_length: Most headline tokens.
+        max_length: Most headline tokens. On `train.py`'s command line,
+            unset: the run's `max_target_length`.
         no_repeat_ngram_size: Never repeat an n-gram of this size (0: off).
         suppress_unk: Never generate <unk> (off: Gigaword's test references
             hold UNK, which the model may then match; readable headlines
@@ -379,7 +384,7 @@ class SearchOptions:
     beam_size: int = 5
     length_penalty: float = 1.0
     min_length: int = 3
-    max_length: int = 20
+    max_length: int = dataclasses.field(default=20, metadata={"default": None})
     no_repeat_ngram_size: int = 3
     suppress_unk: bool = False
     shortlist: int = 0

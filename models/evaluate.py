@@ -13,7 +13,8 @@ Usage:
 
 Decoding signatures: `serving_default` (beam search) and, when present,
 `greedy`. Both are scored against the references, together with a lead
-baseline (the first 8 words of the document). `metrics.json` and
+baseline (the first N words of the document, `lead_<N>`: N is the run's,
+recorded in the export's `lengths.json`, else 8). `metrics.json` and
 `heatmaps/example_<i>.png` (through the `attention` signature) are written into
 the version folder `saved_models/<name>/<version>/`.
 """
@@ -25,7 +26,12 @@ import json
 import os
 import sys
 
-from models.baselines import LEAD_WORDS, lead_baseline
+from models.baselines import (
+    LEAD_WORDS,
+    lead_baseline,
+    lead_name,
+    recorded_lead_tokens,
+)
 from models.config import SPLITS
 from models.errors import UserError, first_line
 from models.evaluation_report import print_report
@@ -202,7 +208,8 @@ def evaluate(
 
     Reads `split` with `models.data.load_split`, decodes it with each decoding
     signature present (`serving_default` as "beam", `greedy` as "greedy"),
-    scores them and the first-8-words baseline ("lead_8") against the
+    scores them and the lead baseline (`lead_<N>`, the first N words, N the
+    run's: `models.baselines.recorded_lead_tokens`) against the
     references with `rouge_with_intervals`, writes `metrics.json`, prints a
     table and renders `n_heatmaps` attention heatmaps.
 
@@ -247,6 +254,7 @@ def evaluate(
         references,
         batch_size=batch_size,
         progress=progress,
+        lead_tokens=recorded_lead_tokens(version_dir),
         **scoring,
     )
     heatmaps = _write_heatmaps(model, documents, references, version_dir, n_heatmaps)
@@ -267,8 +275,11 @@ def score_systems(
     seed,
     progress,
     readable=False,
+    lead_tokens=LEAD_WORDS,
 ):
     """Decodes with each decoding signature and scores it and the baseline.
+
+    The baseline is the first `lead_tokens` words of each document.
 
     Returns:
         `(signatures, systems)`: system name -> signature name (None for the
@@ -294,8 +305,8 @@ def score_systems(
         )
         for system, name in signatures.items()
     }
-    baseline = f"lead_{LEAD_WORDS}"
-    outputs[baseline] = lead_baseline(documents, LEAD_WORDS)
+    baseline = lead_name(lead_tokens)
+    outputs[baseline] = lead_baseline(documents, lead_tokens)
     signatures[baseline] = None
     systems = {
         system: rouge_with_intervals(
@@ -330,7 +341,8 @@ def argument_parser():
         description=(
             "Score an exported headline SavedModel with ROUGE (F1 with 95% "
             "bootstrap intervals) for its beam ('serving_default') and greedy "
-            "('greedy') signatures and a first-8-words baseline. Writes "
+            "('greedy') signatures and a lead baseline (the first N words, N "
+            "the run's). Writes "
             "metrics.json and attention heatmaps into the version folder."
         ),
     )

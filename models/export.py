@@ -27,7 +27,12 @@ from pathlib import Path
 from models.config import SearchOptions
 from models.errors import UserError
 from models.flags import FLAG, SettingsParser, add_config_flags, given, parse_settings
-from models.folder_layout import CONFIG_FILE, SEARCH_OPTIONS_FILE, VOCABULARY_FILE
+from models.folder_layout import (
+    CONFIG_FILE,
+    LENGTHS_FILE,
+    SEARCH_OPTIONS_FILE,
+    VOCABULARY_FILE,
+)
 from models.startup import import_tensorflow, verbose_field
 from models.version_folders import next_version
 
@@ -123,6 +128,8 @@ def export_run(run_dir, export_dir, options=None, dtype_policy=None, members=Non
         VOCABULARY_FILE: run_dir / VOCABULARY_FILE,
         **model_files(run_dir, members),
     }
+    if (run_dir / LENGTHS_FILE).is_file():
+        files[LENGTHS_FILE] = run_dir / LENGTHS_FILE
     return export(model, features, export_dir, options=options, extra_files=files)
 
 

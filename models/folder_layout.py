@@ -17,12 +17,15 @@ A run folder (`runs/<name>/`, written by `train.py`) holds:
   `latest.weights.h5`, `best.weights.h5` and the tuned `model.keras`;
 - `teacher/`: the headlines of a distillation's teacher, decoded once;
 - `search_tuning.json`: the decoding settings chosen on validation;
+- `lengths.json`: the source and headline lengths and the lead baseline's
+  words, how each was chosen, and the training lengths they came from;
 - `logs/`: TensorBoard's logs.
 
 An export version folder (`saved_models/<name>/<version>/`) holds the
 SavedModel (`saved_model.pb`), `search_options.json`, the run's
-`config.json`, `vocab.txt` and trained models, `training.json` (what trained
-it) and, once evaluated, `metrics.json` and `heatmaps/`.
+`config.json`, `vocab.txt`, `lengths.json` and trained models, `training.json`
+(what trained it, and how it compares with the lead baseline on validation)
+and, once evaluated, `metrics.json` and `heatmaps/`.
 
 Plain constants and `pathlib` only: the server imports it without any model
 code.
@@ -53,6 +56,8 @@ LATEST_WEIGHTS_FILE = "latest.weights.h5"
 TEACHER_CACHE_DIR = "teacher"
 # The decoding settings chosen on validation, and the grid.
 SEARCH_TUNING_FILE = "search_tuning.json"
+# The lengths chosen from the training data (`models.lengths`).
+LENGTHS_FILE = "lengths.json"
 LOGS_DIR = "logs"
 
 # An export version folder.

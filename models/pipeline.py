@@ -18,7 +18,8 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from models import data, distill, text, tuning
+from models import data, distill, lead_check, lengths, text, tuning
+from models.baselines import recorded_lead_tokens
 from models.callbacks import TrainingCap, backed_up_state
 from models.distribute import in_multi_worker_mode
 from models.ensemble import SummarizerEnsemble
@@ -27,6 +28,7 @@ from models.export import export
 from models.folder_layout import (
     BACKUP_DIR,
     CONFIG_FILE,
+    LENGTHS_FILE,
     LOGS_DIR,
     METRICS_FILE,
     MODEL_FILE,
@@ -110,10 +112,11 @@ def _tune_decoding(
     settings: TuningSettings, model, features, validation, search, run_dir
 ):
     """`search` with the validation-best length penalty and n-gram blocking,
-    and greedy search's end penalty."""
+    and greedy search's end penalty; and how the chosen search compares
+    with the lead baseline on the same pairs (`models.lead_check`)."""
     pairs = list(validation.take(settings.tune_examples).as_numpy_iterator())
     if not pairs:
-        return search
+        return search, None
     print(
         f"Tuning the length penalty and n-gram blocking on {len(pairs)} "
         "validation examples",
@@ -132,10 +135,15 @@ def _tune_decoding(
         )
         print(tuning.format_greedy_rows(greedy_rows, chosen), file=sys.stderr)
         record["greedy_grid"] = greedy_rows
+    served = tuning.served_row(rows, record.get("greedy_grid"), chosen)
+    record["chosen_at_max_length"] = served["at_max_length"]
+    check = lead_check.validation_check(
+        sample[2], sample[3], served, recorded_lead_tokens(run_dir)
+    )
     (run_dir / SEARCH_TUNING_FILE).write_text(
         json.dumps({"chosen": dataclasses.asdict(chosen), **record}, indent=2) + "\n"
     )
-    return chosen
+    return chosen, check
 
 
 @dataclasses.dataclass(frozen=True)
@@ -225,6 +233,9 @@ def _run(settings, cleanup):
     )
     splits = load_splits(settings.data)
     run = _prepare(settings, splits, strategy, cleanup)
+    search = lengths.decoding_limit(
+        search, run.config, "max_length" in settings.choose_lengths
+    )
     progress.training(run.schedule)
     # One cap for the whole command: every member, every stage.
     cap = TrainingCap(options.max_train_minutes, options.stop_after_validations)
@@ -256,9 +267,10 @@ def _run(settings, cleanup):
         return None
     models = [o.model for o in served]
     model = models[0] if len(models) == 1 else SummarizerEnsemble(models)
+    check = None
     if settings.tuning.tune_decoding and settings.tuning.tune_examples > 0:
         progress.stage("tuning", "the search's settings, on validation")
-        search = _tune_decoding(
+        search, check = _tune_decoding(
             settings.tuning,
             model,
             run.features,
@@ -272,8 +284,11 @@ def _run(settings, cleanup):
         "served_members": len(served),
         "machine": _machine(),
     }
+    if check is not None:
+        record["validation_check"] = check
     version_dir = _export_and_evaluate(settings, run, model, search, record, progress)
     _print_summary(version_dir, outcomes, run.schedule, progress)
+    lead_check.print_verdict(check)
     return version_dir
 
 
@@ -342,6 +357,9 @@ def _prepare(settings, splits, strategy, cleanup):
         run_dir = _worker_run_dir(run_dir, cleanup)
     distillation = settings.distillation
     init_from = distillation.init_from
+    config = lengths.settle_lengths(
+        run_dir, train_split, config, settings.choose_lengths, init_from
+    )
     if distillation.distill_from:
         train_split = distill.distilled_split(
             train_split,
@@ -534,6 +552,8 @@ def _export_and_evaluate(settings, run, model, search, record, progress):
         CONFIG_FILE: run.run_dir / CONFIG_FILE,
         VOCABULARY_FILE: run.run_dir / VOCABULARY_FILE,
     }
+    if (run.run_dir / LENGTHS_FILE).is_file():
+        files[LENGTHS_FILE] = run.run_dir / LENGTHS_FILE
     files.update(model_files(run.run_dir))
     version_dir = export(
         model, run.features, export_dir, options=search, extra_files=files

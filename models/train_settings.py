@@ -133,6 +133,10 @@ class TrainSettings:
         risk: Minimum-risk fine-tuning after training.
         choose_normalization: `--normalization` was not given: the pipeline
             chooses `model.normalization` from the data.
+        choose_lengths: The lengths not given on the command line, of
+            `max_source_length`, `max_target_length` (the pipeline chooses
+            them from the training data, `models.lengths`) and `max_length`
+            (the search's: the run's `max_target_length`).
         verbose: TensorFlow's start-up and C++ log lines shown.
     """
 
@@ -146,6 +150,7 @@ class TrainSettings:
     search: SearchOptions
     risk: RiskOptions
     choose_normalization: bool
+    choose_lengths: tuple[str, ...]
     verbose: bool
 
 

@@ -6,6 +6,12 @@ headline style. `tune_search_options` decodes a validation sample under each
 setting of a small grid and keeps the best by mean ROUGE-1 F1;
 `tune_greedy_end_penalty` does the same for greedy search's one length
 lever, the end token's penalty. The test split is never looked at.
+
+Each row also keeps ROUGE-2 and ROUGE-L (`models.lead_check` holds the
+chosen row against the lead baseline) and flags a setting whose headlines
+average within a tenth of the search's `max_length` (`at_max_length`): a
+model that loops, or a limit that cuts its headlines, which the printed
+table then says in a line of its own.
 """
 
 import dataclasses
@@ -34,7 +40,8 @@ def tune_search_options(
 
     Returns:
         `(best, rows)`: the chosen `SearchOptions`; one dict per setting with
-        `length_penalty`, `no_repeat_ngram_size`, `rouge1` and `mean_length`.
+        `length_penalty`, `no_repeat_ngram_size`, `rouge1`, `rouge2`,
+        `rougeL`, `mean_length` and `at_max_length`.
     """
     if not documents:
         raise ValueError("`documents` must not be empty. Received: documents=[]")
@@ -57,6 +64,7 @@ def tune_search_options(
                 _scored(
                     headlines,
                     references,
+                    options.max_length,
                     length_penalty=float(alpha),
                     no_repeat_ngram_size=int(ngram_size),
                 )
@@ -83,7 +91,7 @@ def tune_greedy_end_penalty(model, features, documents, references, base, penalt
 
     Returns:
         `(best, rows)`: the chosen `SearchOptions`; one dict per value with
-        `greedy_end_penalty`, `rouge1` and `mean_length`.
+        `greedy_end_penalty` and the scores of `tune_search_options`' rows.
     """
     if not documents:
         raise ValueError("`documents` must not be empty. Received: documents=[]")
@@ -104,43 +112,90 @@ def tune_greedy_end_penalty(model, features, documents, references, base, penalt
         headlines = headlines_in_batches(
             functools.partial(search, penalty=tf.constant(float(penalty))), documents
         )
-        rows.append(_scored(headlines, references, greedy_end_penalty=float(penalty)))
+        rows.append(
+            _scored(
+                headlines,
+                references,
+                base.max_length,
+                greedy_end_penalty=float(penalty),
+            )
+        )
     best = max(rows, key=lambda r: r["rouge1"])
     chosen = dataclasses.replace(base, greedy_end_penalty=best["greedy_end_penalty"])
     return chosen, rows
 
 
-def _scored(headlines, references, **settings):
-    """One grid row: the settings, then the headlines' ROUGE-1 and length."""
+# A mean length at least this share of `max_length` sits at the maximum.
+AT_MAX_LENGTH = 0.9
+# The settings that name a row of each grid.
+BEAM_KEYS = ["length_penalty", "no_repeat_ngram_size"]
+GREEDY_KEYS = ["greedy_end_penalty"]
+
+
+def _scored(headlines, references, max_length, **settings):
+    """One grid row: the settings, then the headlines' ROUGE and length."""
+    # The normalized headlines' tokens are space-separated, a Chinese or
+    # Japanese character each: the tokenizer's units.
+    mean_length = float(np.mean([len(h.split()) for h in headlines]))
     return {
         **settings,
-        "rouge1": mean_rouge(headlines, references, ["rouge1"])["rouge1"],
-        "mean_length": float(np.mean([len(h.split()) for h in headlines])),
+        **mean_rouge(headlines, references, ["rouge1", "rouge2", "rougeL"]),
+        "mean_length": mean_length,
+        "at_max_length": mean_length >= AT_MAX_LENGTH * max_length,
     }
+
+
+def chosen_row(rows, chosen, keys):
+    """The row of `rows` whose `keys` hold `chosen`'s values."""
+    return next(r for r in rows if all(r[k] == getattr(chosen, k) for k in keys))
+
+
+def served_row(rows, greedy_rows, chosen):
+    """The row of the search an export of `chosen` serves by default: the
+    beam's (`tune_search_options`' `rows`), or greedy search's
+    (`tune_greedy_end_penalty`'s `greedy_rows`, if tuned) when the beam is 1.
+    """
+    if chosen.beam_size < 2 and greedy_rows:
+        return chosen_row(greedy_rows, chosen, GREEDY_KEYS)
+    return chosen_row(rows, chosen, BEAM_KEYS)
+
+
+def at_max_length_note(row, max_length):
+    """The line the tuning printout adds when the chosen `row` sits at the
+    maximum length, else None."""
+    if not row.get("at_max_length"):
+        return None
+    return (
+        f"note: the chosen setting's headlines average {row['mean_length']:.1f} "
+        f"tokens, at the maximum length ({max_length}): the model may repeat "
+        "itself, or the limit cuts its headlines"
+    )
 
 
 def format_greedy_rows(rows, chosen):
     """A text table of the greedy grid, the chosen row marked."""
-    return _table(rows, chosen, ["greedy_end_penalty"])
+    return _table(rows, chosen, GREEDY_KEYS)
 
 
 def format_rows(rows, chosen):
     """A text table of the grid, the chosen row marked."""
-    return _table(rows, chosen, ["length_penalty", "no_repeat_ngram_size"])
+    return _table(rows, chosen, BEAM_KEYS)
 
 
 def _table(rows, chosen, keys):
     """`rows` under a header of `keys` (each column as wide as its name),
-    ROUGE-1 and mean length; the row of `chosen`'s values marked."""
+    ROUGE-1 and mean length; the row of `chosen`'s values marked, and a
+    line after the table if it sits at the maximum length."""
     lines = ["  ".join(keys) + "  ROUGE-1  mean length"]
     for r in rows:
-        chosen_row = all(r[k] == getattr(chosen, k) for k in keys)
+        marked = all(r[k] == getattr(chosen, k) for k in keys)
         cells = [
             f"{r[k]:>{len(k)}{'d' if isinstance(r[k], int) else '.2f'}}" for k in keys
         ]
         lines.append(
             "  ".join(cells)
             + f"  {r['rouge1']:7.2f}  {r['mean_length']:11.2f}"
-            + ("  <- chosen" if chosen_row else "")
+            + ("  <- chosen" if marked else "")
         )
-    return "\n".join(lines)
+    note = at_max_length_note(chosen_row(rows, chosen, keys), chosen.max_length)
+    return "\n".join(lines + ([note] if note else []))

@@ -148,6 +148,18 @@ def test_status_and_metadata(client):
     assert client.get("/v1/models/headlines/versions/1/metadata").status_code == 200
 
 
+def test_the_exports_validation_check_is_shown(model_dir):
+    check = {"baseline": "lead_8", "beats_lead_baseline": False}
+    (model_dir / "1" / "training.json").write_text(
+        json.dumps({"validation_check": check})
+    )
+    with TestClient(serve.create_app(server_config(model_dir))) as c:
+        meta = c.get("/v1/models/headlines/metadata").json()["metadata"]
+        page = c.post("/api/headline", json={"document": "a b c d"}).json()
+    assert meta["validation_check"] == check
+    assert page["validation_check"] == check
+
+
 def test_predict_row_and_columnar(client):
     url = "/v1/models/headlines:predict"
     docs = [DOC, "one two"]

@@ -153,3 +153,29 @@ def test_length_fields_over_rest(server, direct):
         "error": "`min_length` must be at most `max_length`. "
         "Received: min_length=3, max_length=2"
     }
+
+
+def test_a_model_that_loses_to_the_lead_baseline_says_so(trained, server):
+    # The tiny data's headline is its document's first 3 words, and the lead
+    # baseline's N is the headlines' median, 3: the baseline is the
+    # reference itself, which the barely trained model cannot beat.
+    tmp_path, result = trained
+    version = tmp_path / "export" / "1"
+    lengths = json.loads((version / "lengths.json").read_text())
+    assert lengths["lead_tokens"] == 3
+    assert lengths["chosen"]["max_source_length"] == "given"
+    check = json.loads((version / "training.json").read_text())["validation_check"]
+    assert check["baseline"] == "lead_3" and check["examples"] == 8
+    assert check["lead_baseline"] == {"rouge1": 100.0, "rouge2": 100.0, "rougeL": 100.0}
+    assert check["beats_lead_baseline"] is False
+    metrics = json.loads((version / "metrics.json").read_text())
+    assert metrics["training"]["validation_check"] == check
+    # The command's last lines say so, and what to try.
+    last = result.stderr.strip().splitlines()[-2:]
+    assert last[0].startswith("[train.py] NOT TRAINED ENOUGH: the model does not beat")
+    assert "100.00 / 100.00 / 100.00" in last[0]
+    assert last[1].startswith("[train.py] to try: more data")
+    # The server's metadata, beside the signatures.
+    meta = httpx.get(f"{server}/metadata", timeout=30).json()["metadata"]
+    assert meta["validation_check"] == check
+    assert "serving_default" in meta["signature_def"]["signature_def"]

@@ -8,6 +8,7 @@ pytestmark = pytest.mark.tf_only
 
 import asyncio  # noqa: E402
 import importlib.util  # noqa: E402
+import json  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -40,10 +41,24 @@ CHROMIUM_ARGS = [
 ]
 
 
+# What `training.json` records of a model that loses to the lead baseline.
+FAILED_CHECK = {
+    "split": "validation",
+    "examples": 500,
+    "baseline": "lead_8",
+    "model": {"rouge1": 30.22, "rouge2": 3.13, "rougeL": 19.21},
+    "lead_baseline": {"rouge1": 27.52, "rouge2": 12.47, "rougeL": 25.28},
+    "beats_lead_baseline": False,
+}
+
+
 @pytest.fixture
 def model_dir(tmp_path):
     save_fake(tmp_path / "v1", upper=True)
-    return headlines_folder(tmp_path, tmp_path / "v1")
+    folder = headlines_folder(tmp_path, tmp_path / "v1")
+    record = {"validation_check": FAILED_CHECK}
+    (folder / "1" / "training.json").write_text(json.dumps(record))
+    return folder
 
 
 def test_web_page_in_headless_chromium(model_dir, tmp_path):
@@ -70,6 +85,13 @@ def test_web_page_in_headless_chromium(model_dir, tmp_path):
             page.get_by_role("button", name="Generate headline").click()
             page.wait_for_selector("#heatmap td.cell", timeout=15_000)
             assert page.text_content("#headline") == "AUSTRALIA 'S CURRENT"
+            # The export's validation check: this model loses to the lead.
+            assert page.locator("#check").is_visible()
+            assert page.text_content("#check") == (
+                "Not trained enough: on validation this model does not beat the "
+                "lead_8 baseline (the document's first words): ROUGE-1/2/L "
+                "30.22 / 3.13 / 19.21 against 27.52 / 12.47 / 25.28."
+            )
             cells = page.locator("#heatmap td.cell")
             assert cells.count() == 3 * len(article.split())
             # Headline word 2 ("'S") attends to source word 2 only.

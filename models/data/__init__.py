@@ -11,6 +11,8 @@ One module per concern, each importing only those before it:
 * `batches`: shuffled, length-bucketed, padded batches (`make_batches`);
 * `word_counts`: the words of a training split, counted and ranked
   (`count_words`, `split_vocabulary`);
+* `lengths`: the token lengths of a split's pairs, on a bounded sample
+  (`measure_lengths`);
 * `examples`: pairs to the model's examples and batches (`encode_dataset`,
   `batched`), and the training stream of passes (`pass_batches`,
   `stream_batches`, `count_batches`).
@@ -25,6 +27,7 @@ from models.data.examples import (
     pass_batches,
     stream_batches,
 )
+from models.data.lengths import measure_lengths
 from models.data.offline import prepare_offline
 from models.data.splits import load_split
 from models.data.word_counts import count_words, split_vocabulary
@@ -37,6 +40,7 @@ __all__ = [
     "encode_dataset",
     "load_split",
     "make_batches",
+    "measure_lengths",
     "pass_batches",
     "prepare_offline",
     "split_vocabulary",

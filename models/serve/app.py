@@ -221,6 +221,7 @@ class HeadlineServer:
                 "source_words": first.get("source_words", []),
                 "headline_words": first.get("headline_words", []),
                 "attention": first.get("attention", []),
+                "validation_check": servable.validation_check,
             },
             headers=_batch_headers(batch_requests, batch_size),
         )
@@ -252,13 +253,18 @@ class HeadlineServer:
         }
 
     def _metadata(self, servable):
+        metadata = {"signature_def": {"signature_def": servable.signature_defs}}
+        if servable.validation_check is not None:
+            # Beside TF Serving's own entry: whether the model beats the
+            # lead baseline on validation (`training.json`).
+            metadata["validation_check"] = servable.validation_check
         return {
             "model_spec": {
                 "name": self.config.model_name,
                 "signature_name": "",
                 "version": str(servable.version),
             },
-            "metadata": {"signature_def": {"signature_def": servable.signature_defs}},
+            "metadata": metadata,
         }
 
     async def _read_json(self, request):

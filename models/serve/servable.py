@@ -11,7 +11,11 @@ import tensorflow as tf
 from google.protobuf import json_format
 
 from models.errors import UserError
-from models.folder_layout import SAVED_MODEL_FILE, SEARCH_OPTIONS_FILE
+from models.folder_layout import (
+    SAVED_MODEL_FILE,
+    SEARCH_OPTIONS_FILE,
+    TRAINING_RECORD_FILE,
+)
 from models.saved_model_client import load_saved_model, signature_defs
 from models.version_folders import version_dirs
 
@@ -47,6 +51,17 @@ def _folder_state(path):
     )
 
 
+def _validation_check(path):
+    """The export's comparison with the lead baseline, else None."""
+    record_path = path / TRAINING_RECORD_FILE
+    if not record_path.is_file():
+        return None
+    try:
+        return json.loads(record_path.read_text()).get("validation_check")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 @dataclass
 class Servable:
     """One loaded version of the model and what is known about its signatures."""
@@ -64,6 +79,9 @@ class Servable:
     param_dtypes: dict[str, dict[str, tf.DType]]
     # The export's `search_options.json`: the defaults of the scalar inputs.
     search_options: dict[str, Any]
+    # How the model compared with the lead baseline on validation (the
+    # export's `training.json`, `models.lead_check`); None if not recorded.
+    validation_check: dict[str, Any] | None = None
 
     @classmethod
     def load(cls, version, path):
@@ -88,6 +106,7 @@ class Servable:
             json.loads(options_path.read_text()) if options_path.exists() else {}
         )
         return cls(
+            validation_check=_validation_check(path),
             version=version,
             path=path,
             loaded=loaded,

@@ -12,6 +12,7 @@
   const meta = document.getElementById("meta");
   const table = document.getElementById("heatmap");
   const modelInfo = document.getElementById("model-info");
+  const check = document.getElementById("check");
   const maxWords = document.getElementById("max-words");
   const maxWordsValue = document.getElementById("max-words-value");
 
@@ -105,6 +106,19 @@
     maxWordsValue.textContent = value === null ? "model default" : `${value} words`;
   }
 
+  // The model's comparison with the lead baseline on validation (the
+  // export's training.json): shown when the model does not beat it.
+  function showCheck(record) {
+    const failed = record && record.beats_lead_baseline === false;
+    check.hidden = !failed;
+    if (!failed) return;
+    const scores = (s) => ["rouge1", "rouge2", "rougeL"]
+      .map((k) => Number(s[k]).toFixed(2)).join(" / ");
+    check.textContent = "Not trained enough: on validation this model does not " +
+      `beat the ${record.baseline} baseline (the document's first words): ` +
+      `ROUGE-1/2/L ${scores(record.model)} against ${scores(record.lead_baseline)}.`;
+  }
+
   async function generate() {
     const text = article.value.trim();
     if (!text) {
@@ -136,6 +150,7 @@
       const score = typeof data.score === "number" ? data.score.toFixed(3) : "n/a";
       meta.textContent = `score ${score} \u00b7 ${ms} ms`;
       modelInfo.textContent = `model ${data.model_name} \u00b7 version ${data.model_version}`;
+      showCheck(data.validation_check);
       renderHeatmap(data.source_tokens || [], data.headline_tokens || [],
                     data.source_words || [], data.headline_words || [],
                     data.attention || []);
