@@ -269,7 +269,13 @@ def _project_program(args, encoded, jit, policy, model_config):
     model = training.build_model(model_config, opts)
     keras.mixed_precision.set_global_policy("float32")
     step = tf.function(model.train_step, reduce_retracing=True, jit_compile=jit)
-    batches = iter(data.batched(encoded, args.batch_size, training=True).repeat())
+    batches = data.batched(
+        encoded,
+        args.batch_size,
+        training=True,
+        max_source_length=model_config.max_source_length,
+    )
+    batches = iter(batches.repeat())
     return model, step, batches
 
 

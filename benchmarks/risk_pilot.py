@@ -67,7 +67,9 @@ def main(argv=None):
         s: data.load_split(s, data_dir=args.data_dir) for s in ("train", "validation")
     }
     train = data.encode_dataset(splits["train"].take(args.examples), features)
-    batches = data.batched(train, 64, training=True, seed=0)
+    batches = data.batched(
+        train, 64, training=True, max_source_length=config.max_source_length, seed=0
+    )
     steps = int(batches.reduce(0, lambda count, _: count + 1))
     pairs = list(splits["validation"].take(args.validation_examples))
     validation = (

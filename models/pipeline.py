@@ -392,13 +392,18 @@ def _prepare(settings, splits, strategy, cleanup):
             data.encode_dataset(splits["validation"], features),
             options.batch_size,
             training=False,
+            max_source_length=config.max_source_length,
         )
     )
     sample = splits["validation"].take(options.validation_rouge_examples)
     examples = data.encode_dataset(train_split, features).cache()
     # One pass, which fills the cache: its batches, whatever its order.
     one_pass = data.pass_batches(
-        examples, options.batch_size, seed=options.seed, index=0
+        examples,
+        options.batch_size,
+        seed=options.seed,
+        index=0,
+        max_source_length=config.max_source_length,
     )
     return RunData(
         run_dir=run_dir,
@@ -512,7 +517,11 @@ def _fine_tune_members(outcomes, run, options, risk, cap, progress):
     if risk.risk_examples:
         encoded = encoded.take(risk.risk_examples)
     batches = data.batched(
-        encoded, options.batch_size, training=True, seed=options.seed
+        encoded,
+        options.batch_size,
+        training=True,
+        max_source_length=run.config.max_source_length,
+        seed=options.seed,
     )
     steps = data.count_batches(batches)
     documents = [d for d, _ in run.sample]

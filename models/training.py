@@ -306,6 +306,7 @@ def train_member(
         run.examples,
         options.batch_size,
         seed=options.seed,
+        max_source_length=run.config.max_source_length,
         start=run.schedule.start(validations),
     )
     callbacks = []

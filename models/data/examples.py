@@ -46,12 +46,29 @@ def _unpad_example(inputs, target_out):
     return inputs, target_out[:target_length]
 
 
-def batched(encoded, batch_size, *, training, seed=0):
-    """Length-bucketed, cached, shuffled (`training`), prefetched batches."""
+def source_buckets(max_source_length):
+    """The length buckets of sources cut at `max_source_length`: up to a
+    quarter of it, three eighths, a half, three quarters, and the rest
+    (`(16, 24, 32, 48, 64)` for 64).
+
+    Relative to the cut, so that long sources (a token per Chinese or
+    Japanese character) are batched with sources of their own length, not
+    padded to the longest of all.
+    """
+    bounds = {
+        max(1, round(max_source_length * eighths / 8)) for eighths in (2, 3, 4, 6, 8)
+    }
+    return tuple(sorted(bounds))
+
+
+def batched(encoded, batch_size, *, training, max_source_length, seed=0):
+    """Length-bucketed (`source_buckets`), cached, shuffled (`training`),
+    prefetched batches."""
     return make_batches(
         encoded,
         batch_size=batch_size,
         length_fn=_source_length,
+        bucket_boundaries=source_buckets(max_source_length),
         shuffle=training,
         seed=seed,
     )
@@ -61,7 +78,7 @@ def _source_length(inputs, target):
     return tf.shape(inputs["source_ids"])[0]
 
 
-def pass_batches(cached, batch_size, *, seed, index):
+def pass_batches(cached, batch_size, *, seed, index, max_source_length):
     """Pass `index` (from 0) over the cached training examples: shuffled by
     `(seed, index)` alone, bucketed by length and batched.
 
@@ -75,6 +92,7 @@ def pass_batches(cached, batch_size, *, seed, index):
         cached,
         batch_size=batch_size,
         length_fn=_source_length,
+        bucket_boundaries=source_buckets(max_source_length),
         seed=_pass_seed(seed, index),
         reshuffle=False,
         cache=False,
@@ -86,7 +104,7 @@ def count_batches(dataset):
     return int(dataset.reduce(0, lambda count, _: count + 1))
 
 
-def stream_batches(cached, batch_size, *, seed, start=(0, 0)):
+def stream_batches(cached, batch_size, *, seed, max_source_length, start=(0, 0)):
     """The training stream: the passes (`pass_batches`) one after another,
     without end, from batch `start[1]` of pass `start[0]`.
 
@@ -99,6 +117,7 @@ def stream_batches(cached, batch_size, *, seed, start=(0, 0)):
             (`Dataset.cache()`): every pass reads the same cache.
         batch_size: examples per batch.
         seed: the run's seed.
+        max_source_length: where the sources are cut (`source_buckets`).
         start: `(pass, batch)`: the first pass, and the batches of it to skip.
 
     Returns:
@@ -112,6 +131,7 @@ def stream_batches(cached, batch_size, *, seed, start=(0, 0)):
             _shuffled(cached, graph_seed, _pass_seed(seed, index)),
             batch_size=batch_size,
             length_fn=_source_length,
+            bucket_boundaries=source_buckets(max_source_length),
             shuffle=False,
             cache=False,
         )
