@@ -178,7 +178,7 @@ def describe(record, resumed=False):
         f"p{PERCENTILE} {source[f'p{PERCENTILE}']}, max {source['max']}), headline "
         f"{record['max_target_length']} tokens with </s> "
         f"({how['max_target_length']}; p{PERCENTILE} {target[f'p{PERCENTILE}']}, "
-        f"max {target['max']}), lead baseline {record['lead_tokens']} words "
+        f"max {target['max']}), lead baseline {record['lead_tokens']} tokens "
         f"(median headline), over {record['pairs_measured']} training pairs"
     )
 
