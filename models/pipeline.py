@@ -175,6 +175,7 @@ def _train_member(run_dir, run, options, member_rank, cap):
         seed=options.seed,
         epochs=range(first_epoch, options.epochs),
         steps_per_epoch=options.steps_per_epoch,
+        cache_file=data.training_cache(run.encoded, run.run_dir),
     )
     callbacks = []
     if run.sample:

@@ -12,12 +12,17 @@ One module per concern, each importing only those before it:
 * `word_counts`: the words of a training split, counted and ranked
   (`count_words`, `split_vocabulary`);
 * `examples`: pairs to the model's examples and batches (`encode_dataset`,
-  `batched`, `epoch_batches`).
+  `batched`, `epoch_batches`, `training_cache`).
 """
 
 from models.config import SPLITS
 from models.data.batches import make_batches
-from models.data.examples import batched, encode_dataset, epoch_batches
+from models.data.examples import (
+    batched,
+    encode_dataset,
+    epoch_batches,
+    training_cache,
+)
 from models.data.offline import prepare_offline
 from models.data.splits import load_split
 from models.data.word_counts import count_words, split_vocabulary
@@ -32,4 +37,5 @@ __all__ = [
     "make_batches",
     "prepare_offline",
     "split_vocabulary",
+    "training_cache",
 ]

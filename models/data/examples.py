@@ -1,8 +1,17 @@
 """`(document, summary)` pairs to the model's training examples and batches."""
 
+import shutil
+import sys
+from pathlib import Path
+
 import tensorflow as tf
 
 from models.data.batches import make_batches
+from models.folder_layout import TRAINING_CACHE
+
+# Training examples above which they are kept on disk (`training_cache`): a
+# million examples take about 2 GB of memory as tensors.
+MEMORY_CACHE_EXAMPLES = 500_000
 
 
 def encode_dataset(dataset, features):
@@ -23,12 +32,65 @@ def encode_dataset(dataset, features):
 
     # Encoding a thousand at a time is far cheaper than one by one; the
     # examples are then unbatched and re-batched by length.
-    return (
+    encoded = (
         dataset.batch(1024)
         .map(encode, num_parallel_calls=tf.data.AUTOTUNE)
         .unbatch()
         .map(_unpad_example)
     )
+    # One example a pair: the pairs' count, when known, is the examples'
+    # (`unbatch` forgets it), which `training_cache` reads.
+    pairs = int(dataset.cardinality())
+    if pairs >= 0:
+        encoded = encoded.apply(tf.data.experimental.assert_cardinality(pairs))
+    return encoded
+
+
+def training_cache(encoded, folder):
+    """Where `epoch_batches` keeps `encoded`: in memory, or for a large split
+    in a folder of the run folder `folder`.
+
+    In memory (`Dataset.cache`) an encoded example takes about 2 KB, its four
+    tensors and their bookkeeping against some 300 bytes of ids: over 7 GB
+    for the full Gigaword. A file cache (`Dataset.cache(filename)`) holds an
+    index entry for each tensor in memory while it writes, about as much.
+    `Dataset.save` streams to disk instead, about 360 bytes an example. The
+    folder is named by the example count, so that a run resumed with another
+    `--max-train-examples` encodes its own.
+
+    Args:
+        encoded: the training examples (`encode_dataset`).
+        folder: the run folder.
+
+    Returns:
+        `None` (memory) for at most `MEMORY_CACHE_EXAMPLES` examples or an
+        unknown count, else the path of the saved examples' folder, a `str`.
+    """
+    examples = int(encoded.cardinality())
+    if examples < 0 or examples <= MEMORY_CACHE_EXAMPLES:
+        return None
+    return str(Path(folder) / f"{TRAINING_CACHE}-{examples}")
+
+
+def _saved(encoded, path):
+    """`encoded`, written once to the folder `path` and read from there."""
+    path = Path(path)
+    if not path.is_dir():
+        # Written aside and renamed when whole: a killed pass leaves no
+        # folder that looks finished, and the next run writes it again.
+        partial = path.with_name(path.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        print(
+            f"Encoding the {int(encoded.cardinality()):,} training examples "
+            f"once, into {path}",
+            file=sys.stderr,
+            flush=True,
+        )
+        # One shard: read back in the order written, so the batches are the
+        # ones the memory cache gives.
+        encoded.save(str(partial), shard_func=lambda *_: tf.constant(0, tf.int64))
+        partial.rename(path)
+    return tf.data.Dataset.load(str(path), element_spec=encoded.element_spec)
 
 
 def _unpad_example(inputs, target_out):
@@ -61,7 +123,9 @@ def _source_length(inputs, target):
     return tf.shape(inputs["source_ids"])[0]
 
 
-def epoch_batches(encoded, batch_size, *, seed, epochs, steps_per_epoch=None):
+def epoch_batches(
+    encoded, batch_size, *, seed, epochs, steps_per_epoch=None, cache_file=None
+):
     """Training batches of `epochs` (a `range`), each epoch shuffled by its
     own seed, one after another; and the steps of one epoch.
 
@@ -78,11 +142,14 @@ def epoch_batches(encoded, batch_size, *, seed, epochs, steps_per_epoch=None):
         epochs: the epochs to cover, e.g. `range(initial_epoch, 60)`.
         steps_per_epoch: batches an epoch (None: a pass over the data; more
             than a pass goes on into the same order again).
+        cache_file: the folder the examples are saved in and read from, a
+            pass at a time (`training_cache`; None: cached in memory). The
+            order and the batches are the same either way.
 
     Returns:
         `(dataset, steps_per_epoch)`.
     """
-    cached = encoded.cache()
+    cached = _saved(encoded, cache_file) if cache_file else encoded.cache()
 
     def one_epoch(epoch):
         return make_batches(
