@@ -50,7 +50,7 @@ _EVENTS = {
     "preparing": re.compile(r"^Preparing the TFDS gigaword dataset"),
     "prepared": re.compile(r"^Prepared gigaword in"),
     "run_started": re.compile(r"^(Starting|Resuming) run .*vocabulary (\d+) words"),
-    "validated": re.compile(r"^\[train\.py\] member 1/1, epoch 1\b"),
+    "validated": re.compile(r"^\[train\.py\] member 1/1, epoch \d+/"),
 }
 
 
@@ -267,6 +267,10 @@ def _table(results):
         "peak RSS GiB",
         "prepared MiB",
         "run folder MiB",
+    ]
+    # Whole seconds and MiB: `markdown_table` writes large floats as 1.35e+03.
+    rows = [
+        [round(x) if isinstance(x, float) and x >= 100 else x for x in r] for r in rows
     ]
     return markdown_table(header, rows)
 
