@@ -16,6 +16,8 @@ A run folder (`runs/<name>/`, written by `train.py`) holds:
 - `risk/`: a member's minimum-risk fine-tuning, with `state.json`,
   `latest.weights.h5`, `best.weights.h5` and the tuned `model.keras`;
 - `teacher/`: the headlines of a distillation's teacher, decoded once;
+- `training-examples-N/`: a large training split's N encoded examples,
+  saved once (a small split's stay in memory);
 - `search_tuning.json`: the decoding settings chosen on validation;
 - `lengths.json`: the source and headline lengths and the lead baseline's
   words, how each was chosen, and the training lengths they came from;
@@ -54,6 +56,8 @@ RISK_STATE_FILE = "state.json"
 LATEST_WEIGHTS_FILE = "latest.weights.h5"
 # The distillation teacher's decoded headlines (`models.distill`).
 TEACHER_CACHE_DIR = "teacher"
+# A large training split's encoded examples (`models.data.training_cache`).
+TRAINING_CACHE = "training-examples"
 # The decoding settings chosen on validation, and the grid.
 SEARCH_TUNING_FILE = "search_tuning.json"
 # The lengths chosen from the training data (`models.lengths`).

@@ -396,7 +396,7 @@ def _prepare(settings, splits, strategy, cleanup):
         )
     )
     sample = splits["validation"].take(options.validation_rouge_examples)
-    examples = data.encode_dataset(train_split, features).cache()
+    examples = data.cached_examples(data.encode_dataset(train_split, features), run_dir)
     # One pass, which fills the cache: its batches, whatever its order.
     one_pass = data.pass_batches(
         examples,

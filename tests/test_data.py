@@ -10,7 +10,7 @@ import zipfile  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from models import data  # noqa: E402
+from models import data, text  # noqa: E402
 from models.errors import UserError  # noqa: E402
 
 # Tiny made-up pairs in the Gigaword form (never lines of the real data).
@@ -353,3 +353,90 @@ def test_the_stream_is_its_passes_one_after_another_from_any_batch(graph_seed):
     # Another seed, another order.
     other = data.stream_batches(cached, 16, seed=4, max_source_length=64)
     assert _firsts(other, size) != expected[:size]
+
+
+def test_count_words_counts_every_token_of_both_sides():
+    pairs = [
+        ("the cat sat on the mat .", "cat sits"),
+        ("a <unk> dog barked at 1,500 people .", "dog barks at people"),
+        ("Écoles : 12 élèves , le chat .", "le chat"),
+    ] * 700  # three batches of 1024 pairs, the last one partial
+    ds = tf.data.Dataset.from_tensor_slices(tuple(map(list, zip(*pairs, strict=True))))
+    expected = {}
+    for document, summary in pairs[:3]:
+        for column in (document, summary):
+            for word in text.tokenize(tf.constant([column])).to_list()[0]:
+                key = word.decode()
+                expected[key] = expected.get(key, 0) + 700
+    assert data.count_words(ds) == expected
+    assert expected["the"] == 1400 and expected["chat"] == 1400
+    assert all(isinstance(w, str) for w in expected)
+
+
+def test_plain_text_pairs_and_their_encoding_know_their_count(tmp_path):
+    org = write_org_data(tmp_path / "src")
+    pairs = data.load_split("train", data_dir=org, dataset="plain")
+    assert int(pairs.cardinality()) == len(PAIRS["train"])
+    # The pairs' count goes through encoding, which unbatches.
+    from models.config import SummarizerConfig
+    from models.run_folder import make_features
+
+    vocabulary = data.split_vocabulary(pairs, 100, min_count=1)
+    features = make_features(vocabulary, SummarizerConfig(vocab_size=len(vocabulary)))
+    encoded = data.encode_dataset(pairs, features)
+    assert int(encoded.cardinality()) == len(PAIRS["train"])
+    assert len(list(encoded)) == len(PAIRS["train"])
+    filtered = pairs.filter(lambda d, s: True)  # a count no one knows
+    assert int(data.encode_dataset(filtered, features).cardinality()) < 0
+
+
+def _encoded(n):
+    """`n` made-up encoded examples of lengths 1..30 (known count)."""
+
+    def example(i):
+        source = tf.fill([i % 30 + 1], tf.cast(i, tf.int32) + 1)
+        target = tf.fill([i % 5 + 1], tf.cast(i, tf.int32) + 1)
+        inputs = {"source_ids": source, "source_ext_ids": source, "target_in": target}
+        return inputs, target
+
+    return tf.data.Dataset.range(n).map(example)
+
+
+def test_a_large_split_is_kept_on_disk_a_small_one_in_memory(tmp_path, monkeypatch):
+    from models.data import examples
+
+    assert data.training_cache(_encoded(500), tmp_path) is None
+    unknown = _encoded(500).filter(lambda inputs, target: True)
+    monkeypatch.setattr(examples, "MEMORY_CACHE_EXAMPLES", 100)
+    assert data.training_cache(unknown, tmp_path) is None
+    path = data.training_cache(_encoded(500), tmp_path)
+    assert path == str(tmp_path / "training-examples-500")
+    assert data.training_cache(_encoded(400), tmp_path).endswith("-400")
+
+
+def _batches(folder):
+    cached = data.cached_examples(_encoded(500), folder)
+    steps = data.count_batches(
+        data.pass_batches(cached, 16, seed=3, index=0, max_source_length=64)
+    )
+    stream = data.stream_batches(cached, 16, seed=3, max_source_length=64)
+    return [t.tolist() for _, t in stream.take(2 * steps).as_numpy_iterator()], steps
+
+
+def test_examples_on_disk_give_the_batches_of_the_memory_cache(tmp_path, monkeypatch):
+    from models.data import examples
+
+    path = tmp_path / "training-examples-500"
+    # What a pass killed half-way left: written again, whole.
+    (tmp_path / "training-examples-500.partial").mkdir()
+    (tmp_path / "training-examples-500.partial" / "junk").write_text("x")
+    in_memory, steps = _batches(tmp_path)  # 500 examples: in memory
+    monkeypatch.setattr(examples, "MEMORY_CACHE_EXAMPLES", 100)
+    on_disk, disk_steps = _batches(tmp_path)
+    assert (on_disk, disk_steps) == (in_memory, steps)
+    assert steps > 500 // 16 and len(in_memory) == 2 * steps
+    assert path.is_dir() and not (tmp_path / "training-examples-500.partial").exists()
+    # Written once: a second run reads the folder as it is.
+    written = {p: p.stat().st_mtime_ns for p in path.rglob("*")}
+    assert _batches(tmp_path) == (in_memory, steps)
+    assert {p: p.stat().st_mtime_ns for p in path.rglob("*")} == written

@@ -14,18 +14,22 @@ One module per concern, each importing only those before it:
 * `lengths`: the token lengths of a split's pairs, on a bounded sample
   (`measure_lengths`);
 * `examples`: pairs to the model's examples and batches (`encode_dataset`,
-  `batched`), and the training stream of passes (`pass_batches`,
-  `stream_batches`, `count_batches`).
+  `batched`, `source_buckets`), the training examples read once
+  (`cached_examples`, `training_cache`), and the training stream of passes
+  (`pass_batches`, `stream_batches`, `count_batches`).
 """
 
 from models.config import SPLITS
 from models.data.batches import make_batches
 from models.data.examples import (
     batched,
+    cached_examples,
     count_batches,
     encode_dataset,
     pass_batches,
+    source_buckets,
     stream_batches,
+    training_cache,
 )
 from models.data.lengths import measure_lengths
 from models.data.offline import prepare_offline
@@ -35,6 +39,7 @@ from models.data.word_counts import count_words, split_vocabulary
 __all__ = [
     "SPLITS",
     "batched",
+    "cached_examples",
     "count_batches",
     "count_words",
     "encode_dataset",
@@ -44,5 +49,7 @@ __all__ = [
     "pass_batches",
     "prepare_offline",
     "split_vocabulary",
+    "source_buckets",
     "stream_batches",
+    "training_cache",
 ]

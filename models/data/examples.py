@@ -1,8 +1,17 @@
 """`(document, summary)` pairs to the model's training examples and batches."""
 
+import shutil
+import sys
+from pathlib import Path
+
 import tensorflow as tf
 
 from models.data.batches import SHUFFLE_BUFFER, make_batches
+from models.folder_layout import TRAINING_CACHE
+
+# Training examples above which they are kept on disk (`cached_examples`): a
+# million examples take about 2 GB of memory as tensors.
+MEMORY_CACHE_EXAMPLES = 500_000
 
 
 def encode_dataset(dataset, features):
@@ -23,12 +32,70 @@ def encode_dataset(dataset, features):
 
     # Encoding a thousand at a time is far cheaper than one by one; the
     # examples are then unbatched and re-batched by length.
-    return (
+    encoded = (
         dataset.batch(1024)
         .map(encode, num_parallel_calls=tf.data.AUTOTUNE)
         .unbatch()
         .map(_unpad_example)
     )
+    # One example a pair: the pairs' count, when known, is the examples'
+    # (`unbatch` forgets it), which `training_cache` reads.
+    pairs = int(dataset.cardinality())
+    if pairs >= 0:
+        encoded = encoded.apply(tf.data.experimental.assert_cardinality(pairs))
+    return encoded
+
+
+def training_cache(encoded, folder):
+    """Where `cached_examples` keeps `encoded`: in memory, or for a large
+    split in a folder of the run folder `folder`.
+
+    In memory (`Dataset.cache`) an encoded example takes about 2 KB, its four
+    tensors and their bookkeeping against some 300 bytes of ids: over 7 GB
+    for the full Gigaword. A file cache (`Dataset.cache(filename)`) holds an
+    index entry for each tensor in memory while it writes, about as much.
+    `Dataset.save` streams to disk instead, about 360 bytes an example. The
+    folder is named by the example count, so that a run resumed with another
+    `--max-train-examples` encodes its own.
+
+    Args:
+        encoded: the training examples (`encode_dataset`).
+        folder: the run folder.
+
+    Returns:
+        `None` (memory) for at most `MEMORY_CACHE_EXAMPLES` examples or an
+        unknown count, else the path of the saved examples' folder, a `str`.
+    """
+    examples = int(encoded.cardinality())
+    if examples < 0 or examples <= MEMORY_CACHE_EXAMPLES:
+        return None
+    return str(Path(folder) / f"{TRAINING_CACHE}-{examples}")
+
+
+def cached_examples(encoded, folder):
+    """`encoded`, read once: cached in memory, or for a large split
+    (`training_cache`) written once into the run folder `folder` and read
+    from there. The order, and so the batches, are the same either way."""
+    path = training_cache(encoded, folder)
+    if path is None:
+        return encoded.cache()
+    path = Path(path)
+    if not path.is_dir():
+        # Written aside and renamed when whole: a killed pass leaves no
+        # folder that looks finished, and the next run writes it again.
+        partial = path.with_name(path.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        print(
+            f"Encoding the {int(encoded.cardinality()):,} training examples "
+            f"once, into {path}",
+            file=sys.stderr,
+            flush=True,
+        )
+        # One shard: read back in the order written, so the batches are the
+        # ones the memory cache gives.
+        encoded.save(str(partial), shard_func=lambda *_: tf.constant(0, tf.int64))
+        partial.rename(path)
+    return tf.data.Dataset.load(str(path), element_spec=encoded.element_spec)
 
 
 def _unpad_example(inputs, target_out):
@@ -113,8 +180,8 @@ def stream_batches(cached, batch_size, *, seed, max_source_length, start=(0, 0))
     the middle of a pass too.
 
     Args:
-        cached: the training examples (`encode_dataset`), cached in memory
-            (`Dataset.cache()`): every pass reads the same cache.
+        cached: the training examples (`encode_dataset`), cached
+            (`cached_examples`): every pass reads the same cache.
         batch_size: examples per batch.
         seed: the run's seed.
         max_source_length: where the sources are cut (`source_buckets`).

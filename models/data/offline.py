@@ -13,7 +13,9 @@ import contextlib
 import json
 import os
 import shutil
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 try:
@@ -188,10 +190,23 @@ def _prepare(source, key, root):
             }
         )
     )
+    # Minutes for the full dataset: say what is happening, and for how long.
+    print(
+        f"Preparing the TFDS gigaword dataset from {source.describe()} "
+        f"({', '.join(f'{n:,} {s}' for s, n in counts.items())} pairs) in {root}",
+        file=sys.stderr,
+        flush=True,
+    )
+    start = time.monotonic()
     try:
         builder.download_and_prepare(
             download_config=tfds.download.DownloadConfig(try_download_gcs=False)
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)  # extracted copy, if any
+    print(
+        f"Prepared gigaword in {(time.monotonic() - start) / 60:.1f} min",
+        file=sys.stderr,
+        flush=True,
+    )
     return builder

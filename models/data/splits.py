@@ -90,14 +90,20 @@ def _text_pairs(source, split):
         raise UserError(
             f"`split` must be one of {', '.join(SPLITS)}. Received: split={split!r}"
         )
-    validate(source, [split])
+    pairs = validate(source, [split])[split]
     prefix = str(source.path / SPLIT_FILES[split])
-    return tf.data.Dataset.zip(
-        tf.data.TextLineDataset(prefix + ".src.txt"),
-        tf.data.TextLineDataset(prefix + ".tgt.txt"),
-    ).map(
-        lambda d, s: (tf.strings.strip(d), tf.strings.strip(s)),
-        num_parallel_calls=tf.data.AUTOTUNE,
+    # The validated line count, as TFDS's datasets have theirs: it sizes the
+    # cache of the encoded examples (`models.data.training_cache`).
+    return (
+        tf.data.Dataset.zip(
+            tf.data.TextLineDataset(prefix + ".src.txt"),
+            tf.data.TextLineDataset(prefix + ".tgt.txt"),
+        )
+        .map(
+            lambda d, s: (tf.strings.strip(d), tf.strings.strip(s)),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+        .apply(tf.data.experimental.assert_cardinality(pairs))
     )
 
 
