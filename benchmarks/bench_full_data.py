@@ -38,10 +38,9 @@ from pathlib import Path
 
 from benchmarks.common import machine_info, markdown_table
 
-# The caps that end the command at its first validation, after 25,000
-# examples (391 batches of 64). With the example-counted schedule, this
-# becomes ["--stop-after-validations", "1"].
-CAPS = ["--steps-per-epoch", "391", "--stop-after-epochs", "1"]
+# The cap that ends the command at its first validation (after about 25,000
+# examples: a share of a pass on large data, whole passes on small data).
+CAPS = ["--stop-after-validations", "1"]
 BATCH_SIZE = 64
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -50,7 +49,7 @@ _EVENTS = {
     "preparing": re.compile(r"^Preparing the TFDS gigaword dataset"),
     "prepared": re.compile(r"^Prepared gigaword in"),
     "run_started": re.compile(r"^(Starting|Resuming) run .*vocabulary (\d+) words"),
-    "validated": re.compile(r"^\[train\.py\] member 1/1, epoch \d+/"),
+    "validated": re.compile(r"^\[train\.py\] member 1/1, validation \d+ "),
 }
 
 
@@ -275,41 +274,6 @@ def _table(results):
     return markdown_table(header, rows)
 
 
-def count_pass(args):
-    """The pass that counts a pass's batches before training (and fills the
-    cache), on the run folder's vocabulary: time, batches, peak RSS.
-
-    The plain command (no `--steps-per-epoch`) makes it inside train.py;
-    `CAPS` skip it there, so it is timed here, as the pipeline makes it.
-    """
-    import resource
-
-    from models import data
-    from models.run_folder import load_run
-
-    work = Path(args.work).resolve()
-    run_dir = work / "run"
-    start = time.monotonic()
-    train = data.load_split(
-        "train", data_dir=Path(args.data_dir).resolve(), tfds_dir=work / "tfds"
-    )
-    _, features = load_run(run_dir)
-    encoded = data.encode_dataset(train, features)
-    cache = data.training_cache(encoded, run_dir)
-    _, batches = data.epoch_batches(
-        encoded, BATCH_SIZE, seed=0, epochs=range(1), cache_file=cache
-    )
-    return {
-        "count_pass_s": round(time.monotonic() - start, 1),
-        "batches_a_pass": batches,
-        "count_pass_cache": "file" if cache else "memory",
-        "count_pass_peak_rss_mib": round(
-            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        ),
-        "run_folder_mib": _du_mib(run_dir),
-    }
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -331,15 +295,8 @@ def main(argv=None):
     parser.add_argument(
         "extra", nargs="*", help="more train.py flags, after `--`", default=[]
     )
-    parser.add_argument(
-        "--count-pass",
-        action="store_true",
-        help="after train.py, time the pass that counts a pass's batches",
-    )
     args = parser.parse_args(argv)
     record = run(args)
-    if args.count_pass and record["exit_code"] == 0:
-        record.update(count_pass(args))
     results = _merge(args.results, args.label, record)
     print(json.dumps(record, indent=2))
     print(_table(results))

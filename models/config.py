@@ -215,6 +215,10 @@ class TrainOptions:
         min_count: Words seen fewer times stay out of the vocabulary.
         validation_rouge_examples: Validation examples decoded for ROUGE at
             each validation (0: follow the validation loss instead).
+        validation_loss_examples: Validation examples the validation loss
+            is computed on at each validation, the split's first (a large
+            split's whole loss pass would cost more than the training
+            between two validations).
         lr_decay: At a validation plateau the learning rate is multiplied
             by this (1: a constant rate).
         lr_decay_patience: Validations without a better validation score
@@ -243,6 +247,7 @@ class TrainOptions:
     checkpoint_every: int | None = None
     min_count: int = 2
     validation_rouge_examples: int = 1000
+    validation_loss_examples: int = 10_000
     lr_decay: float = 1.0
     lr_decay_patience: int = 2
     ema_momentum: float = 0.999
@@ -263,7 +268,12 @@ class TrainOptions:
                 "`lr_decay_patience` must be >= 0. Received: "
                 f"lr_decay_patience={self.lr_decay_patience}"
             )
-        for name in ("validate_every", "train_examples", "batch_size"):
+        for name in (
+            "validate_every",
+            "train_examples",
+            "batch_size",
+            "validation_loss_examples",
+        ):
             if getattr(self, name) < 1:
                 raise UserError(
                     f"`{name}` must be >= 1. Received: {name}={getattr(self, name)}"

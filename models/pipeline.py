@@ -389,7 +389,10 @@ def _prepare(settings, splits, strategy, cleanup):
         )
     validation_batches = _with_known_length(
         data.batched(
-            data.encode_dataset(splits["validation"], features),
+            data.encode_dataset(
+                splits["validation"].take(options.validation_loss_examples),
+                features,
+            ),
             options.batch_size,
             training=False,
             max_source_length=config.max_source_length,
