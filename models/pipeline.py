@@ -23,7 +23,7 @@ from models.baselines import recorded_lead_tokens
 from models.callbacks import TrainingCap, backed_up_state
 from models.distribute import in_multi_worker_mode
 from models.ensemble import SummarizerEnsemble
-from models.errors import LostWorker, UserError, first_line
+from models.errors import LostWorker, first_line
 from models.export import export
 from models.folder_layout import (
     BACKUP_DIR,
@@ -34,12 +34,14 @@ from models.folder_layout import (
     MODEL_FILE,
     RISK_DIR,
     SEARCH_TUNING_FILE,
+    TEACHER_CACHE_DIR,
+    TRAINING_CACHE,
     TRAINING_RECORD_FILE,
     VOCABULARY_FILE,
 )
 from models.members import MemberEnd, member_dirs, read_end, write_end
 from models.progress import CommandProgress, machine
-from models.run_folder import model_files
+from models.run_folder import initial_model_files, model_files
 from models.schedule import run_schedule
 from models.train_settings import (
     DataSettings,
@@ -112,23 +114,25 @@ def _tune_decoding(
     settings: TuningSettings, model, features, validation, search, run_dir
 ):
     """`search` with the validation-best length penalty and n-gram blocking,
-    and greedy search's end penalty; and how the chosen search compares
-    with the lead baseline on the same pairs (`models.lead_check`)."""
+    and greedy search's end penalty (with `tune_decoding` off: `search` as
+    given, scored alone); and how the chosen search compares with the lead
+    baseline on the same pairs (`models.lead_check`)."""
     pairs = list(validation.take(settings.tune_examples).as_numpy_iterator())
     if not pairs:
         return search, None
-    print(
-        f"Tuning the length penalty and n-gram blocking on {len(pairs)} "
-        "validation examples",
-        file=sys.stderr,
-    )
+    tune = settings.tune_decoding
+    what = "Tuning the length penalty and n-gram blocking" if tune else "Scoring"
+    print(f"{what} on {len(pairs)} validation examples", file=sys.stderr)
     sample = (model, features, [d for d, _ in pairs], [s.decode() for _, s in pairs])
-    chosen, rows = tuning.tune_search_options(
-        *sample, search, settings.tune_length_penalties, settings.tune_ngram_sizes
+    grids = (
+        (settings.tune_length_penalties, settings.tune_ngram_sizes)
+        if tune
+        else ([search.length_penalty], [search.no_repeat_ngram_size])
     )
+    chosen, rows = tuning.tune_search_options(*sample, search, *grids)
     print(tuning.format_rows(rows, chosen), file=sys.stderr)
     record = {"grid": rows}
-    if settings.tune_end_penalties:
+    if tune and settings.tune_end_penalties:
         print("Tuning greedy search's end penalty", file=sys.stderr)
         chosen, greedy_rows = tuning.tune_greedy_end_penalty(
             *sample, chosen, settings.tune_end_penalties
@@ -209,8 +213,11 @@ def _worker_run_dir(run_dir, cleanup):
     """
     scratch = Path(cleanup.enter_context(tempfile.TemporaryDirectory()))
     if (run_dir / BACKUP_DIR).exists():
+        # Not the data caches: the worker encodes its own examples, and
+        # only the chief decodes a teacher.
+        ignored = (LOGS_DIR, f"{TRAINING_CACHE}-*", TEACHER_CACHE_DIR)
         shutil.copytree(
-            run_dir, scratch / "run", ignore=shutil.ignore_patterns(LOGS_DIR)
+            run_dir, scratch / "run", ignore=shutil.ignore_patterns(*ignored)
         )
     return scratch / "run"
 
@@ -228,7 +235,7 @@ def _run(settings, cleanup):
     strategy = _configure_devices(settings)
     keras.utils.set_random_seed(options.seed)
     # Checked before the data loads: a mistyped folder fails at once.
-    initial_weights = _initial_weights(
+    initial_weights = initial_model_files(
         settings.distillation.init_from, options.ensemble
     )
     splits = load_splits(settings.data)
@@ -268,7 +275,9 @@ def _run(settings, cleanup):
     models = [o.model for o in served]
     model = models[0] if len(models) == 1 else SummarizerEnsemble(models)
     check = None
-    if settings.tuning.tune_decoding and settings.tuning.tune_examples > 0:
+    # Scored on validation even when nothing is tuned: the check against the
+    # lead baseline reads the served setting's scores.
+    if settings.tuning.tune_examples > 0:
         progress.stage("tuning", "the search's settings, on validation")
         search, check = _tune_decoding(
             settings.tuning,
@@ -420,33 +429,6 @@ def _prepare(settings, splits, strategy, cleanup):
     )
 
 
-def _initial_weights(init_from, members):
-    """`{rank: model.keras}`: the file each of `members` members starts from."""
-    if not init_from:
-        return {}
-    init_from = Path(init_from)
-    files = list(model_files(init_from).values())
-    needed = [
-        init_from / CONFIG_FILE,
-        init_from / VOCABULARY_FILE,
-        files[0] if files else init_from / MODEL_FILE,
-    ]
-    missing = [p.name for p in needed if not p.is_file()]
-    if missing:
-        raise UserError(
-            "`init_from` must be a trained run folder (runs/<name>, with "
-            f"config.json, vocab.txt and model.keras); {', '.join(missing)} "
-            f"missing. Received: init_from={str(init_from)!r}"
-        )
-    if len(files) < members:
-        raise UserError(
-            f"`init_from` has {len(files)} trained member(s), fewer than the "
-            f"run's ensemble. Received: init_from={str(init_from)!r}, "
-            f"ensemble={members}"
-        )
-    return dict(enumerate(files[:members]))
-
-
 def _train_member(rank, folder, run, options, strategy, initial_weights, cap, progress):
     """Member `rank` of the ensemble, trained or resumed in `folder` unless
     it has finished, as a `MemberOutcome`. Once a cap has cut one member,
@@ -525,6 +507,7 @@ def _fine_tune_members(outcomes, run, options, risk, cap, progress):
         training=True,
         max_source_length=run.config.max_source_length,
         seed=options.seed,
+        cache=False,  # `run.examples` are cached already, in memory or on disk
     )
     steps = data.count_batches(batches)
     documents = [d for d, _ in run.sample]
@@ -566,7 +549,9 @@ def _export_and_evaluate(settings, run, model, search, record, progress):
     }
     if (run.run_dir / LENGTHS_FILE).is_file():
         files[LENGTHS_FILE] = run.run_dir / LENGTHS_FILE
-    files.update(model_files(run.run_dir))
+    # The served members' files only: a rerun with a smaller `--ensemble`
+    # leaves the others' folders in the run.
+    files.update(model_files(run.run_dir, members=record["served_members"]))
     version_dir = export(
         model, run.features, export_dir, options=search, extra_files=files
     )

@@ -117,3 +117,31 @@ def _served_weights(model_file):
     `model_file` (`models.risk_fine_tuning`)."""
     tuned = model_file.parent / RISK_DIR / MODEL_FILE
     return tuned if tuned.is_file() else model_file
+
+
+def initial_model_files(init_from, members):
+    """`{rank: model.keras}`: the file each of `members` members of a run
+    starts from (`--init-from`); `{}` without `init_from`."""
+    if not init_from:
+        return {}
+    init_from = Path(init_from)
+    files = list(model_files(init_from).values())
+    needed = [
+        init_from / CONFIG_FILE,
+        init_from / VOCABULARY_FILE,
+        files[0] if files else init_from / MODEL_FILE,
+    ]
+    missing = [p.name for p in needed if not p.is_file()]
+    if missing:
+        raise UserError(
+            "`init_from` must be a trained run folder (runs/<name>, with "
+            f"config.json, vocab.txt and model.keras); {', '.join(missing)} "
+            f"missing. Received: init_from={str(init_from)!r}"
+        )
+    if len(files) < members:
+        raise UserError(
+            f"`init_from` has {len(files)} trained member(s), fewer than the "
+            f"run's ensemble. Received: init_from={str(init_from)!r}, "
+            f"ensemble={members}"
+        )
+    return dict(enumerate(files[:members]))

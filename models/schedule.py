@@ -151,7 +151,12 @@ class Schedule:
     def describe(self):
         """One line: the interval, the patience and the limits, in examples."""
         passes = self.interval_batches / self.pass_batches
-        share = f"{passes:.0f} passes" if passes > 1.5 else f"{passes:.2g} of a pass"
+        if self.interval_batches == self.pass_batches:
+            share = "one pass"
+        elif passes > 1.5:
+            share = f"{passes:.0f} passes"
+        else:
+            share = f"{passes:.2g} of a pass"
         return (
             f"validation every {self.interval_batches} batches "
             f"({self.interval_examples:,} examples, {share} of "

@@ -110,7 +110,7 @@ def test_a_new_run_records_its_lengths_and_a_resumed_run_keeps_them(tmp_path, ca
     assert (config.max_source_length, config.max_target_length) == (16, 8)
     line = capsys.readouterr().err.strip()
     assert line.startswith("Lengths: source 16 tokens") and "\n" not in line
-    assert "lead baseline 3 words" in line
+    assert "lead baseline 3 tokens" in line
     assert recorded_lead_tokens(run_dir) == 3
     # Resumed: the run's config.json and lengths.json, whatever the data.
     SummarizerConfig(max_source_length=24, max_target_length=12).save(

@@ -128,9 +128,10 @@ def source_buckets(max_source_length):
     return tuple(sorted(bounds))
 
 
-def batched(encoded, batch_size, *, training, max_source_length, seed=0):
-    """Length-bucketed (`source_buckets`), cached, shuffled (`training`),
-    prefetched batches."""
+def batched(encoded, batch_size, *, training, max_source_length, seed=0, cache=True):
+    """Length-bucketed (`source_buckets`), shuffled (`training`), prefetched
+    batches; `encoded` cached in memory unless `cache` is False (examples
+    already read once, `cached_examples`)."""
     return make_batches(
         encoded,
         batch_size=batch_size,
@@ -138,6 +139,7 @@ def batched(encoded, batch_size, *, training, max_source_length, seed=0):
         bucket_boundaries=source_buckets(max_source_length),
         shuffle=training,
         seed=seed,
+        cache=cache,
     )
 
 
