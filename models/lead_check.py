@@ -92,7 +92,7 @@ def verdict_lines(check):
         return [f"beats the lead baseline: {scored}"]
     return [
         "NOT TRAINED ENOUGH: the model does not beat the lead baseline (the "
-        f"document's first {check['baseline'].removeprefix('lead_')} words) on "
+        f"document's first {check['baseline'].removeprefix('lead_')} tokens) on "
         f"all of ROUGE-1, ROUGE-2 and ROUGE-L: {scored}",
         "to try: more data; more training examples before stopping "
         "(--min-train-examples); longer lengths (--max-source-length, "
