@@ -128,7 +128,7 @@ def test_coverage_no_copy_gru_validation_cap_export(tmp_path, monkeypatch, capsy
         "gru",
         "--attention",
         "bahdanau-normalized",
-        # Member 1 trains its one validation, a pass of 6 batches; the cap
+        # Member 1 trains its one validation, a pass of 8 batches; the cap
         # leaves member 2 unstarted.
         "--validate-every",
         "48",
@@ -158,8 +158,8 @@ def test_coverage_no_copy_gru_validation_cap_export(tmp_path, monkeypatch, capsy
     assert "member 2 is unfinished (0 validations, 0 examples)" in err
     assert not (tmp_path / "run" / "member-1").exists()
     schedule = json.loads((tmp_path / "run" / "schedule.json").read_text())
-    assert schedule["interval_batches"] == schedule["pass_batches"] == 6
-    assert int(model.optimizer.iterations) == 6
+    assert schedule["interval_batches"] == schedule["pass_batches"] == 8
+    assert int(model.optimizer.iterations) == 8
     assert sorted(p.name for p in (tmp_path / "export" / "1").glob("*.keras")) == [
         "model.keras"
     ]

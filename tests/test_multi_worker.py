@@ -132,9 +132,9 @@ def backup_iterations(run_dir):
 
 def test_a_lost_worker_stops_the_cluster_and_the_rerun_resumes_as_one(tmp_path):
     write_org_data(tmp_path / "data", sizes=(96, 8, 8))
-    # Two validations of 24 steps (two passes of 12) each: the kill lands in
+    # Two validations of 26 steps (two passes of 13) each: the kill lands in
     # the second, long before its end; a backup every 2 steps.
-    steps = 24
+    steps = 26
     common = [
         *("--validate-every", "160", "--train-examples", "320"),
         *("--checkpoint-every", "2", "--skip-eval"),

@@ -21,8 +21,9 @@ from e2e import ROOT, train_command, write_org_data  # noqa: E402
 
 import models.summarizer  # noqa: E402, F401  (registers the model with Keras)
 
-# 40 pairs: a pass of 5 batches of 8. A validation every 3 batches (24
-# examples): after batches 3, 6 and 9 of the stream, each inside a pass.
+# 40 pairs: a pass of 6 batches of 8 (the length buckets of a 16-token
+# source cut leave partial batches). A validation every 3 batches (24
+# examples): after batches 3, 6 and 9 of the stream; 3 and 9 inside a pass.
 # Two members of three validations each; no early stopping within them.
 ENSEMBLE = ["--ensemble", "2", "--validate-every", "24", "--train-examples", "72"]
 ENSEMBLE += ["--patience", "10", "--min-train-examples", "0"]
@@ -46,11 +47,11 @@ def test_cut_member_is_not_served_then_resumed_exactly(tmp_path):
     (cut / "data").symlink_to(tmp_path / "data")
     command = train_command(cut, *ENSEMBLE)
 
-    # 1 validation: member 1 is cut at batch 3 of its first pass of 5.
+    # 1 validation: member 1 is cut at batch 3 of its first pass of 6.
     code, err = _train([*command, "--stop-after-validations", "1"])
     assert code == 0, err[-3000:]
     schedule = json.loads((cut / "run" / "schedule.json").read_text())
-    assert (schedule["pass_batches"], schedule["interval_batches"]) == (5, 3)
+    assert (schedule["pass_batches"], schedule["interval_batches"]) == (6, 3)
     assert schedule["max_validations"] == 3
     assert "member 1 is unfinished (1 validations, 24 examples)" in err
     assert "no member has finished, so nothing is exported" in err
