@@ -1,8 +1,14 @@
 """The own-data builder: Debian's translated descriptions to org_data pairs."""
 
-import bz2
+import pytest
 
-from benchmarks import own_data_sets
+# A summarizer tool: it reads Chinese and Japanese with `regex` (the
+# summarizer's extra), which the library alone does not install.
+pytestmark = pytest.mark.tf_only
+
+import bz2  # noqa: E402
+
+from benchmarks import own_data_sets  # noqa: E402
 
 _TRANSLATION = """Package: 0ad
 Description-md5: d943033bedada21853d2ae54a2578a7b
