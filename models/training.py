@@ -59,22 +59,17 @@ class FitEnd:
         early_stopped: Whether early stopping ended it.
         finished: Whether it is done (`Schedule.finished`): stopped early,
             or at its example limit.
-        capped: Whether a `TrainingCap` stopped it.
         best: The best validation score (`monitor`), None before the first.
         best_validation: Its validation, counted from 1.
         monitor: `"val_rouge1"` or `"val_loss"`.
-        history: This command's logs, Keras' `History.history`
-            (`{metric: [value per validation]}`).
     """
 
     validations: int
     early_stopped: bool
     finished: bool
-    capped: bool
     best: float | None
     best_validation: int | None
     monitor: str
-    history: dict = dataclasses.field(default_factory=dict, repr=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,7 +230,7 @@ def fit(
     done, stopped = backed_up_state(run_dir)
     interrupt = InterruptBetweenSteps()
     with interrupt.deferring():
-        history = model.fit(
+        model.fit(
             train_batches,
             validation_data=validation_batches,
             # A finished member's fit restores its state and trains nothing.
@@ -254,10 +249,10 @@ def fit(
         )
     if best_path.exists():
         model.load_weights(str(best_path))
-    return _fit_end(run_dir, schedule, checkpoint, stopping, cap, history.history)
+    return _fit_end(run_dir, schedule, checkpoint, stopping)
 
 
-def _fit_end(run_dir, schedule, checkpoint, stopping, cap, history):
+def _fit_end(run_dir, schedule, checkpoint, stopping):
     """The `FitEnd` of a finished `model.fit`, from its callbacks' state."""
     best = checkpoint.best
     known = best is not None and abs(best) != float("inf")
@@ -267,11 +262,9 @@ def _fit_end(run_dir, schedule, checkpoint, stopping, cap, history):
         validations=validations,
         early_stopped=early_stopped,
         finished=schedule.finished(validations, early_stopped),
-        capped=bool(cap is not None and cap.stopped),
         best=float(best) if known else None,
         best_validation=int(stopping.best_epoch) + 1 if known else None,
         monitor=checkpoint.monitor,
-        history=history,
     )
 
 
