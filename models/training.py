@@ -62,6 +62,8 @@ class FitEnd:
         best: The best validation score (`monitor`), None before the first.
         best_validation: Its validation, counted from 1.
         monitor: `"val_rouge1"` or `"val_loss"`.
+        history: This command's logs, Keras' `History.history`
+            (`{metric: [value per validation]}`).
     """
 
     validations: int
@@ -70,6 +72,7 @@ class FitEnd:
     best: float | None
     best_validation: int | None
     monitor: str
+    history: dict = dataclasses.field(default_factory=dict, repr=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,7 +233,7 @@ def fit(
     done, stopped = backed_up_state(run_dir)
     interrupt = InterruptBetweenSteps()
     with interrupt.deferring():
-        model.fit(
+        history = model.fit(
             train_batches,
             validation_data=validation_batches,
             # A finished member's fit restores its state and trains nothing.
@@ -249,10 +252,10 @@ def fit(
         )
     if best_path.exists():
         model.load_weights(str(best_path))
-    return _fit_end(run_dir, schedule, checkpoint, stopping)
+    return _fit_end(run_dir, schedule, checkpoint, stopping, history.history)
 
 
-def _fit_end(run_dir, schedule, checkpoint, stopping):
+def _fit_end(run_dir, schedule, checkpoint, stopping, history):
     """The `FitEnd` of a finished `model.fit`, from its callbacks' state."""
     best = checkpoint.best
     known = best is not None and abs(best) != float("inf")
@@ -265,6 +268,7 @@ def _fit_end(run_dir, schedule, checkpoint, stopping):
         best=float(best) if known else None,
         best_validation=int(stopping.best_epoch) + 1 if known else None,
         monitor=checkpoint.monitor,
+        history=history,
     )
 
 
