@@ -17,7 +17,7 @@ from models.config import RiskOptions, SearchOptions, SummarizerConfig, TrainOpt
 from models.errors import LostWorker, UserError
 from models.flags import add_config_flags, given
 from models.startup import add_verbose_flag, import_tensorflow
-from models.train_settings import FLAG_GROUPS, TrainSettings
+from models.train_settings import FLAG_GROUPS, GREEDY_LENGTHS, TrainSettings
 
 # Before anything imports Keras (the modules above do not).
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -41,6 +41,7 @@ STUDENT_DEFAULTS = {
     "learning_rate": 5e-4,
     "ensemble": 1,
     "beam_size": 1,
+    "greedy_length": "teacher",
 }
 
 
@@ -148,17 +149,25 @@ def _add_distillation_flags(g):
         "folder (models.distill). It sets the student recipe's defaults: "
         "--name headlines-student, --distill-targets inter, --init-from "
         "TEACHER, --learning-rate 5e-4, --ensemble 1, --beam-size 1 (the "
-        "export serves greedy search)",
+        "export serves greedy search), --greedy-length teacher",
     )
     g.add_argument(
         "--distill-targets",
-        choices=("teacher", "mixed", "inter"),
+        choices=("teacher", "mixed", "inter", "inter-mixed"),
         default="teacher",
         help="the student's summaries, one of teacher (the teacher's "
-        "headlines), mixed (both them and the references) or inter (of the "
+        "headlines), mixed (both them and the references), inter (of the "
         "teacher's n best, the one closest to the reference: Seq-Inter; the "
         "teacher's export needs its n_best signature, which exports have by "
-        "default)",
+        "default) or inter-mixed (both those and the references)",
+    )
+    g.add_argument(
+        "--distill-min-overlap",
+        type=float,
+        default=0.0,
+        metavar="F1",
+        help="leave out the teacher's headlines whose mean ROUGE-1/2/L F1 "
+        "with their reference (0-100) is below this",
     )
     g.add_argument(
         "--init-from",
@@ -206,6 +215,14 @@ def _add_decoding_flags(g):
         nargs="*",
         default=[0.0, 0.5, 1.0, 1.5, 2.0, 3.0],
         help="greedy search's end penalties tried (none: keep --greedy-end-penalty)",
+    )
+    g.add_argument(
+        "--greedy-length",
+        choices=GREEDY_LENGTHS,
+        default="rouge",
+        help="how the end penalty is chosen: rouge (the best validation "
+        "ROUGE-1) or teacher (the mean headline length nearest the "
+        "--distill-from teacher's on the same validation documents)",
     )
 
 

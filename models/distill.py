@@ -13,9 +13,12 @@ the teacher's headline) by the teacher's `serving_default` headlines in the
 data's normalized form, which is the form the references have. With
 `targets="inter"` (Kim & Rush's Seq-Inter), each document's summary is,
 among the teacher's n best beams (its `n_best` signature: export the teacher
-with `--n-best`), the one closest to the reference (`closest_hypotheses`).
-Everything else (vocabulary, validation on the references, tuning, export,
-evaluation) is a run like any other.
+with `--n-best`), the one closest to the reference (`closest_hypotheses`);
+`targets="inter-mixed"` joins those to the references (Freitag et al. 2017,
+whose student of one member's size matched an ensemble). Teacher headlines
+far from their reference can be left out (`min_overlap`). Everything else
+(vocabulary, validation on the references, tuning, export, evaluation) is a
+run like any other.
 
 The teacher's headlines are kept in the run folder (`teacher/`), one file
 per chunk of documents, each written whole or not at all: a rerun decodes
@@ -34,7 +37,7 @@ from tqdm.auto import tqdm
 from models.errors import UserError
 from models.folder_layout import SAVED_MODEL_FILE, TEACHER_CACHE_DIR
 
-TARGETS = ("teacher", "mixed", "inter")
+TARGETS = ("teacher", "mixed", "inter", "inter-mixed")
 N_BEST_SIGNATURE = "n_best"
 # How a cache line holds a document's n-best list (decoded headlines have no
 # tab: the text's tokenizer splits on it).
@@ -171,11 +174,12 @@ def closest_hypotheses(n_best, references):
 
     Args:
         n_best: One cache line per document: its hypotheses, best first,
-            tab-separated.
+            tab-separated (a plain headline is a list of one).
         references: The documents' references.
 
     Returns:
-        One hypothesis per document (`""` for an empty list).
+        `(hypotheses, overlaps)`: one hypothesis per document (`""` for an
+        empty list), and its mean ROUGE F1 with the reference, 0-100.
     """
     from models.metrics import rouge_scores
 
@@ -183,27 +187,46 @@ def closest_hypotheses(n_best, references):
     pairs = [(h, r) for hs, r in zip(lists, references, strict=True) for h in hs]
     every, their_references = [h for h, _ in pairs], [r for _, r in pairs]
     types = ("rouge1", "rouge2", "rougeL")
-    scores = iter(rouge_scores(every, their_references, types).mean(1))
-    chosen = []
+    scores = iter(100 * rouge_scores(every, their_references, types).mean(1))
+    chosen, overlaps = [], []
     for hypotheses in lists:
-        mine = [next(scores) for _ in hypotheses]
-        chosen.append(hypotheses[mine.index(max(mine))])
-    return chosen
+        mine = [float(next(scores)) for _ in hypotheses]
+        best = mine.index(max(mine))
+        chosen.append(hypotheses[best])
+        overlaps.append(mine[best])
+    return chosen, overlaps
 
 
-def distillation_pairs(documents, references, headlines, targets="teacher"):
+def mean_headline_length(teacher_dir, documents):
+    """The mean length, in the data's normalized tokens, of the teacher's
+    served headlines (`serving_default`) of `documents`: the length a
+    student's greedy search is tuned to (`train.py --greedy-length teacher`).
+    """
+    from models.saved_model_client import decode_documents
+
+    headlines = decode_documents(str(teacher_dir), documents, progress=False)
+    return sum(len(h.split()) for h in headlines) / max(len(headlines), 1)
+
+
+def distillation_pairs(
+    documents, references, headlines, targets="teacher", min_overlap=0.0
+):
     """The student's training pairs.
 
     Args:
         documents, references: The training split.
-        headlines: The teacher's headline of each document.
+        headlines: The teacher's headline of each document (with the
+            `"inter"` targets, its n-best list: a cache line).
         targets: `"teacher"`: the teacher's headlines only (sequence-level
-            KD); `"mixed"`: the references and the teacher's headlines, each
-            document twice; `"inter"`: `headlines` are n-best lists, and the
-            hypothesis closest to the reference is the summary. A document
-            whose teacher headline is empty is left out, except that
-            `"mixed"` keeps its reference (and if every headline is empty,
-            the references are the summaries).
+            KD); `"inter"`: of each n-best list, the hypothesis closest to
+            the reference (Seq-Inter); `"mixed"` and `"inter-mixed"`: those,
+            and the references besides, each document twice (Freitag et
+            al. 2017). A document whose teacher headline is empty is left
+            out, except that the mixed targets keep its reference (and if
+            every headline is empty, the references are the summaries).
+        min_overlap: Teacher headlines whose mean ROUGE-1/2/L F1 with
+            their reference (0-100) is below it are left out as well: the
+            teacher's mistakes, which Freitag et al. filter. 0: none.
 
     Returns:
         `(documents, summaries)`, two lists of `str`.
@@ -213,20 +236,28 @@ def distillation_pairs(documents, references, headlines, targets="teacher"):
             f"`distill_targets` must be one of {', '.join(TARGETS)}. "
             f"Received: distill_targets={targets!r}"
         )
+    if not 0 <= min_overlap <= 100:
+        raise UserError(
+            "`distill_min_overlap` must be in [0, 100]. Received: "
+            f"distill_min_overlap={min_overlap!r}"
+        )
     references = [_text(r) for r in references]
-    if targets == "inter":
-        headlines = closest_hypotheses(headlines, references)
+    overlaps = [100.0] * len(references)
+    if targets.startswith("inter") or min_overlap > 0:
+        headlines, overlaps = closest_hypotheses(headlines, references)
     pairs = [
         (_text(d), h)
-        for d, h, r in zip(documents, headlines, references, strict=True)
-        if h.strip()
+        for d, h, o in zip(documents, headlines, overlaps, strict=True)
+        if h.strip() and o >= min_overlap
     ]
-    if targets == "mixed" or not pairs:
+    if targets.endswith("mixed") or not pairs:
         pairs += [(_text(d), r) for d, r in zip(documents, references, strict=True)]
     return [d for d, _ in pairs], [s for _, s in pairs]
 
 
-def distilled_split(train_split, teacher_dir, run_dir, targets="teacher"):
+def distilled_split(
+    train_split, teacher_dir, run_dir, targets="teacher", min_overlap=0.0
+):
     """`train_split` with the teacher's headlines as (or beside) its summaries.
 
     Args:
@@ -237,6 +268,8 @@ def distilled_split(train_split, teacher_dir, run_dir, targets="teacher"):
         run_dir: The student's run folder; the headlines are cached in its
             `teacher/` folder.
         targets: One of `TARGETS` (`distillation_pairs`).
+        min_overlap: The least overlap of a kept teacher headline with its
+            reference (`distillation_pairs`).
 
     Returns:
         A `tf.data.Dataset` of `(document, summary)` string pairs.
@@ -255,7 +288,7 @@ def distilled_split(train_split, teacher_dir, run_dir, targets="teacher"):
     documents = [d for d, _ in pairs]
     manifest = {"teacher": digest, "documents": documents_digest(documents)}
     signature = "serving_default"
-    if targets == "inter":  # Another cache: the n-best lists.
+    if targets.startswith("inter"):  # Another cache: the n-best lists.
         manifest["signature"] = signature = N_BEST_SIGNATURE
     # Before the cache's manifest is written, so that a rerun with a new
     # export of the teacher is not refused as another teacher.
@@ -267,7 +300,7 @@ def distilled_split(train_split, teacher_dir, run_dir, targets="teacher"):
             + (
                 " (exports have it by default; `python -m models.export ... "
                 "--n-best 5` adds it to an older one)"
-                if targets == "inter"
+                if targets.startswith("inter")
                 else ""
             )
             + f". Received: distill_from={str(teacher_dir)!r} with the "
@@ -289,7 +322,7 @@ def distilled_split(train_split, teacher_dir, run_dir, targets="teacher"):
         documents, decode, Path(run_dir) / TEACHER_CACHE_DIR, manifest
     )
     docs, summaries = distillation_pairs(
-        documents, [s for _, s in pairs], headlines, targets
+        documents, [s for _, s in pairs], headlines, targets, min_overlap
     )
     return tf.data.Dataset.from_tensor_slices(
         (tf.constant(docs, tf.string), tf.constant(summaries, tf.string))

@@ -111,12 +111,13 @@ def default_normalization(settings: DataSettings, train_split, sample=1000):
 
 
 def _tune_decoding(
-    settings: TuningSettings, model, features, validation, search, run_dir
+    settings: TuningSettings, model, features, validation, search, run_dir, teacher
 ):
     """`search` with the validation-best length penalty and n-gram blocking,
     and greedy search's end penalty (with `tune_decoding` off: `search` as
     given, scored alone); and how the chosen search compares with the lead
-    baseline on the same pairs (`models.lead_check`)."""
+    baseline on the same pairs (`models.lead_check`). With `teacher` (an
+    export) the end penalty keeps the teacher's mean length instead."""
     pairs = list(validation.take(settings.tune_examples).as_numpy_iterator())
     if not pairs:
         return search, None
@@ -134,8 +135,13 @@ def _tune_decoding(
     record = {"grid": rows}
     if tune and settings.tune_end_penalties:
         print("Tuning greedy search's end penalty", file=sys.stderr)
+        target = None
+        if teacher is not None:
+            target = distill.mean_headline_length(teacher, sample[2])
+            print(f"the teacher's mean length: {target:.2f} tokens", file=sys.stderr)
+            record["teacher_mean_length"] = target
         chosen, greedy_rows = tuning.tune_greedy_end_penalty(
-            *sample, chosen, settings.tune_end_penalties
+            *sample, chosen, settings.tune_end_penalties, target_length=target
         )
         print(tuning.format_greedy_rows(greedy_rows, chosen), file=sys.stderr)
         record["greedy_grid"] = greedy_rows
@@ -286,6 +292,9 @@ def _run(settings, cleanup):
             splits["validation"],
             search,
             run.run_dir,
+            settings.distillation.distill_from
+            if settings.tuning.greedy_length == "teacher"
+            else None,
         )
     record = {
         "schedule": run.schedule.to_dict(),
@@ -375,6 +384,7 @@ def _prepare(settings, splits, strategy, cleanup):
             distillation.distill_from,
             run_dir,
             distillation.distill_targets,
+            distillation.distill_min_overlap,
         )
     config, features, resumed = prepare_run(
         run_dir, train_split, config, options, init_from

@@ -12,6 +12,7 @@ import dataclasses
 from pathlib import Path
 
 from models.config import RiskOptions, SearchOptions, SummarizerConfig, TrainOptions
+from models.errors import UserError
 
 
 @dataclasses.dataclass
@@ -71,14 +72,17 @@ class DistillationSettings:
     Attributes:
         distill_from: An exported teacher (`saved_models/<name>/<version>`)
             whose headlines the student learns, None: no distillation.
-        distill_targets: The student's summaries: `"teacher"`, `"mixed"` or
-            `"inter"` (`models.distill.TARGETS`).
+        distill_targets: The student's summaries: `"teacher"`, `"mixed"`,
+            `"inter"` or `"inter-mixed"` (`models.distill.TARGETS`).
+        distill_min_overlap: Teacher headlines whose mean ROUGE F1 with the
+            reference (0-100) is below it are left out.
         init_from: A trained run or an export whose config, vocabulary and
             members' weights the run starts from, None: from scratch.
     """
 
     distill_from: str | None
     distill_targets: str
+    distill_min_overlap: float
     init_from: str | None
 
 
@@ -93,6 +97,9 @@ class TuningSettings:
         tune_ngram_sizes: The n-gram blocking sizes tried.
         tune_end_penalties: Greedy search's end penalties tried (empty: keep
             the one given).
+        greedy_length: How the end penalty is chosen: `"rouge"`, the best
+            validation ROUGE-1; `"teacher"`, the headlines' mean length
+            nearest the distillation teacher's on the same documents.
     """
 
     tune_decoding: bool
@@ -100,6 +107,7 @@ class TuningSettings:
     tune_length_penalties: list[float]
     tune_ngram_sizes: list[int]
     tune_end_penalties: list[float]
+    greedy_length: str
 
 
 @dataclasses.dataclass
@@ -153,6 +161,22 @@ class TrainSettings:
     choose_lengths: tuple[str, ...]
     verbose: bool
 
+    def __post_init__(self):
+        if self.tuning.greedy_length not in GREEDY_LENGTHS:
+            raise UserError(
+                f"`greedy_length` must be one of {', '.join(GREEDY_LENGTHS)}. "
+                f"Received: greedy_length={self.tuning.greedy_length!r}"
+            )
+        teacher = self.distillation.distill_from
+        if self.tuning.greedy_length == "teacher" and not teacher:
+            raise UserError(
+                "`--greedy-length teacher` keeps a distillation teacher's "
+                "length, and needs `--distill-from`. Received: distill_from=None"
+            )
+
+
+# How greedy search's end penalty is chosen (`TuningSettings.greedy_length`).
+GREEDY_LENGTHS = ("rouge", "teacher")
 
 # The groups whose fields are flags of the same names.
 FLAG_GROUPS = {

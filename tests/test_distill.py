@@ -141,17 +141,31 @@ def test_closest_hypotheses_pick_by_rouge_and_break_ties_by_rank():
         "only one",
     ]
     references = ["police arrest man", "a b c", "z", "only one here"]
-    assert distill.closest_hypotheses(n_best, references) == [
-        "police arrest man",
-        "a b",
-        "x y",
-        "only one",
-    ]
+    chosen, overlaps = distill.closest_hypotheses(n_best, references)
+    assert chosen == ["police arrest man", "a b", "x y", "only one"]
+    # ROUGE-1/2/L F1 of "a b" against "a b c": 0.8, 2/3, 0.8 (and alike
+    # of "only one" against "only one here").
+    part = (80 + 200 / 3 + 80) / 3
+    assert overlaps == pytest.approx([100.0, part, 0.0, part])
     docs = ["d1", "d2", "d3", "d4"]
     assert distill.distillation_pairs(docs, references, n_best, "inter") == (
         docs,
         ["police arrest man", "a b", "x y", "only one"],
     )
+    # Freitag et al.: the references, and the teacher's targets not far
+    # from them (the third has nothing in common with its reference).
+    assert distill.distillation_pairs(
+        docs, references, n_best, "inter-mixed", min_overlap=50
+    ) == (
+        ["d1", "d2", "d4", *docs],
+        ["police arrest man", "a b", "only one", *references],
+    )
+    # Plain headlines are filtered alike: "x y" shares nothing with "z".
+    assert distill.distillation_pairs(
+        docs[2:], references[2:], ["x y", "only one"], "teacher", min_overlap=1
+    ) == (["d4"], ["only one"])
+    with pytest.raises(UserError, match=r"Received: distill_min_overlap=101"):
+        distill.distillation_pairs(docs, references, n_best, "inter", 101)
 
 
 def _last_two_words_teacher(path, n_best=False):
@@ -232,6 +246,19 @@ def test_distilled_split_uses_the_teachers_headlines_and_its_cache(tmp_path):
 def test_distill_from_a_folder_that_is_no_export(tmp_path):
     with pytest.raises(UserError, match=r"Received: distill_from='.*nothing'"):
         distill.teacher_digest(tmp_path / "nothing")
+
+
+def test_a_student_keeps_its_teachers_length_unless_told():
+    from train import main, parse_settings
+
+    student = parse_settings(["--distill-from", "saved_models/t/1"])
+    assert student.tuning.greedy_length == "teacher"
+    assert parse_settings([]).tuning.greedy_length == "rouge"
+    told = parse_settings(["--distill-from", "t/1", "--greedy-length", "rouge"])
+    assert told.tuning.greedy_length == "rouge"
+    with pytest.raises(UserError, match=r"needs `--distill-from`. Received"):
+        parse_settings(["--greedy-length", "teacher"])
+    assert main(["--greedy-length", "teacher"]) == 2
 
 
 @pytest.mark.slow
@@ -335,6 +362,8 @@ def test_one_command_makes_the_served_student_from_a_plain_export(trained, tmp_p
         *("--validate-every", "16", "--train-examples", "16"),
         *("--learning-rate", "0"),
         *("--validation-rouge-examples", "0", "--max-eval-examples", "8"),
+        *("--tune-decoding", "--tune-examples", "8", "--tune-ngram-sizes", "0"),
+        *("--tune-length-penalties", "1", "--tune-end-penalties", "0", "3"),
     )
     # The student recipe's own search: one beam.
     at = command.index("--beam-size")
@@ -344,6 +373,18 @@ def test_one_command_makes_the_served_student_from_a_plain_export(trained, tmp_p
     assert f"weights from {teacher}" in result.stderr
     manifest = json.loads((tmp_path / "run" / "teacher" / "manifest.json").read_text())
     assert manifest["signature"] == "n_best"
+    # The end penalty keeps the teacher's mean length on the tuning pairs.
+    tuned = json.loads((tmp_path / "run" / "search_tuning.json").read_text())
+    nearest = min(
+        abs(r["mean_length"] - tuned["teacher_mean_length"])
+        for r in tuned["greedy_grid"]
+    )
+    row = next(
+        r
+        for r in tuned["greedy_grid"]
+        if r["greedy_end_penalty"] == tuned["chosen"]["greedy_end_penalty"]
+    )
+    assert abs(row["mean_length"] - tuned["teacher_mean_length"]) == nearest
     options = json.loads(
         (tmp_path / "export" / "1" / "search_options.json").read_text()
     )

@@ -224,3 +224,18 @@ def test_the_greedy_end_penalty_is_chosen_by_rouge_on_validation():
     assert [r["mean_length"] for r in rows] == [3.5, 5.0]
     assert rows[1]["rouge1"] == pytest.approx(100.0)
     assert rows[0]["rouge1"] < rows[1]["rouge1"]
+
+
+@pytest.mark.parametrize("target, penalty", [(3.6, 0.0), (4.4, 1.0), (9.0, 1.0)])
+def test_a_target_length_chooses_the_nearest_mean_length(target, penalty):
+    # Mean lengths 3.5 and 5.0 (above): the nearest wins, whatever ROUGE says.
+    chosen, _ = tune_greedy_end_penalty(
+        scripted.ScriptedModel(),
+        scripted.features(),
+        DOCUMENTS,
+        PADDED,
+        scripted.OPTIONS,
+        [0.0, 1.0],
+        target_length=target,
+    )
+    assert chosen.greedy_end_penalty == penalty
