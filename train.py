@@ -82,7 +82,7 @@ def _parser():
     add_config_flags(
         p.add_argument_group(
             "minimum-risk fine-tuning (after training: the expected ROUGE cost "
-            "of each member's sampled headlines)"
+            "of each member's beam n-best headlines)"
         ),
         RiskOptions,
     )

@@ -2,18 +2,26 @@
 at what cost per training example against likelihood training?
 
 One trained member of a run (its `model.keras`) is fine-tuned by
-`models.risk_fine_tuning` on the first `--examples` training pairs for
-`--epochs` epochs, with `--candidates` candidates (the reference and
-sampled headlines); validation ROUGE-1 of greedy headlines (the run's
-validation sample) is measured before and after each epoch. In the same
-process, on the same pairs, one epoch of likelihood training from the same
-weights gives likelihood's training examples/s.
+`models.risk_fine_tuning` with the stage's defaults, Edunov et al. 2018's
+recipe (`models.config.RiskOptions`): the beam's 8 best headlines without
+the reference, costs `100 * (1 - ROUGE)`, the candidates' distribution from
+their length-normalized log-probabilities, the loss `0.5 * risk + 0.5 *
+likelihood`, Adam's rate warmed up over the first tenth of the updates;
+`--updates` batches of 64 over all the training pairs (or the first
+`--examples`), pass after pass. Validation ROUGE-1 of greedy headlines (the
+first `--validation-examples` validation pairs) is measured before the first
+update and every `--validate-every` updates. In the same process, on the
+same batches, likelihood training from the same weights gives likelihood's
+training examples/s (`--likelihood-batches`, after a few untimed ones).
 
 ```
 python -m benchmarks.risk_pilot --data-dir ../shared/data/gigaword_sample \
-    --run-dir runs/headlines --examples 3000 --candidates 4 --epochs 1 \
+    --run-dir runs/headlines --stage-dir runs/headlines-risk-pilot \
     --json-out benchmarks/results/risk_pilot.json
 ```
+
+With `--stage-dir` the stage keeps its state there, so the same command
+resumes a cut pilot; without it, a temporary folder holds it.
 """
 
 import argparse
@@ -27,26 +35,85 @@ from pathlib import Path
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
+BATCH_SIZE = 64
+UNTIMED_BATCHES = 5
+
 
 def _parser():
     p = argparse.ArgumentParser(prog="python -m benchmarks.risk_pilot")
     p.add_argument("--data-dir", required=True, help="the data's org_data folder")
     p.add_argument("--run-dir", required=True, help="a trained run (runs/<name>)")
-    p.add_argument("--examples", type=int, default=3000, help="training pairs")
-    p.add_argument("--candidates", type=int, default=4, help="reference + sampled")
-    p.add_argument("--epochs", type=int, default=1, help="fine-tuning epochs")
+    p.add_argument("--examples", type=int, help="training pairs (default: all)")
+    p.add_argument("--updates", type=int, default=2000, help="fine-tuning updates")
+    p.add_argument("--validate-every", type=int, default=500, help="updates")
+    p.add_argument("--patience", type=int, default=3, help="validations")
+    p.add_argument("--candidates", type=int, default=8, help="the beam's n best")
+    p.add_argument("--method", choices=("beam", "sample"), default="beam")
+    p.add_argument(
+        "--include-reference",
+        action="store_true",
+        help="the reference is a candidate too",
+    )
     p.add_argument("--learning-rate", type=float, default=1e-4)
+    p.add_argument("--warmup-updates", type=int, help="default: a tenth of updates")
     p.add_argument("--alpha", type=float, default=1.0, help="sharpness")
-    p.add_argument("--nll-weight", type=float, default=0.3)
-    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--nll-weight", type=float, default=0.5)
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling only")
     p.add_argument("--validation-examples", type=int, default=1000)
+    p.add_argument(
+        "--likelihood-batches",
+        type=int,
+        default=100,
+        help="batches timed for likelihood's examples/s",
+    )
+    p.add_argument("--stage-dir", help="where the stage keeps its state (resumable)")
     p.add_argument("--json-out", help="append the result to this JSON file")
     p.add_argument(
         "--save-model",
-        help="write the model after the last epoch (whatever validation says) "
-        "to this .keras file, to be exported and scored as its own row",
+        help="write the model at the last validation (whatever validation "
+        "says) to this .keras file, to be exported and scored as its own row",
     )
     return p
+
+
+def _options(args):
+    from models.config import RiskOptions
+
+    return RiskOptions(
+        risk_updates=args.updates,
+        risk_validate_every=args.validate_every,
+        risk_patience=args.patience,
+        risk_candidates=args.candidates,
+        risk_method=args.method,
+        risk_include_reference=args.include_reference,
+        risk_temperature=args.temperature,
+        risk_alpha=args.alpha,
+        risk_nll_weight=args.nll_weight,
+        risk_learning_rate=args.learning_rate,
+        risk_warmup_updates=args.warmup_updates,
+    )
+
+
+def _likelihood_rate(config, trained, examples, batches):
+    """Likelihood training's examples/s from `trained`'s weights on the first
+    `batches` batches of the stream (after `UNTIMED_BATCHES` untimed)."""
+    import tensorflow as tf
+
+    from models import data
+    from models.config import TrainOptions
+    from models.training import build_model
+
+    likelihood = build_model(config, TrainOptions())
+    likelihood.set_weights(trained.get_weights())
+    stream = data.stream_batches(
+        examples, BATCH_SIZE, seed=0, max_source_length=config.max_source_length
+    )
+    likelihood.fit(stream.take(UNTIMED_BATCHES), epochs=1, verbose=0)
+    timed = stream.skip(UNTIMED_BATCHES).take(batches)
+    read = int(timed.reduce(0, lambda count, batch: count + tf.shape(batch[1])[0]))
+    start = time.monotonic()
+    likelihood.fit(timed, epochs=1, verbose=0)
+    return read / (time.monotonic() - start)
 
 
 def main(argv=None):
@@ -55,61 +122,54 @@ def main(argv=None):
 
     from benchmarks.common import machine_info
     from models import data
-    from models.config import RiskOptions, TrainOptions
     from models.folder_layout import LATEST_WEIGHTS_FILE, MODEL_FILE, RISK_DIR
     from models.risk_fine_tuning import fine_tune
     from models.run_folder import load_run
-    from models.training import build_model
 
+    options = _options(args)
     config, features = load_run(args.run_dir)
     trained = keras.saving.load_model(Path(args.run_dir) / MODEL_FILE, compile=False)
     splits = {
         s: data.load_split(s, data_dir=args.data_dir) for s in ("train", "validation")
     }
-    train = data.encode_dataset(splits["train"].take(args.examples), features)
-    batches = data.batched(
-        train, 64, training=True, max_source_length=config.max_source_length, seed=0
+    train = splits["train"]
+    if args.examples:
+        train = train.take(args.examples)
+    examples = data.cached_examples(
+        data.encode_dataset(train, features), Path(args.run_dir)
     )
-    steps = int(batches.reduce(0, lambda count, _: count + 1))
     pairs = list(splits["validation"].take(args.validation_examples))
     validation = (
         [d.numpy() for d, _ in pairs],
         [s.numpy().decode("utf-8") for _, s in pairs],
     )
-
-    likelihood = build_model(config, TrainOptions())
-    likelihood.set_weights(trained.get_weights())
-    start = time.monotonic()
-    likelihood.fit(batches, epochs=1, verbose=0)
-    likelihood_rate = args.examples / (time.monotonic() - start)
-
-    options = RiskOptions(
-        risk_epochs=args.epochs,
-        risk_candidates=args.candidates,
-        risk_patience=args.epochs + 1,
-        risk_learning_rate=args.learning_rate,
-        risk_alpha=args.alpha,
-        risk_nll_weight=args.nll_weight,
-        risk_temperature=args.temperature,
+    likelihood_rate = _likelihood_rate(
+        config, trained, examples, args.likelihood_batches
     )
-    folder = Path(tempfile.mkdtemp(prefix="risk-pilot-"))
+
+    folder = Path(args.stage_dir or tempfile.mkdtemp(prefix="risk-pilot-"))
     try:
         record = fine_tune(
-            trained, batches, steps, validation, features, options, folder
+            trained,
+            examples,
+            validation,
+            features,
+            options,
+            folder,
+            batch_size=BATCH_SIZE,
         )
         if args.save_model:
             trained.load_weights(folder / RISK_DIR / LATEST_WEIGHTS_FILE)
             trained.save(args.save_model)
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        if not args.stage_dir:
+            shutil.rmtree(folder, ignore_errors=True)
     result = {
         "run_dir": str(args.run_dir),
-        "examples": args.examples,
-        "candidates": args.candidates,
-        "options": {
-            k: getattr(options, k)
-            for k in ("risk_learning_rate", "risk_alpha", "risk_nll_weight")
-        },
+        "examples": args.examples or "all",
+        "options": {k: v for k, v in vars(options).items() if k != "risk_examples"},
+        "updates": record["updates"],
+        "best_updates": record["best_updates"],
         "validation_rouge1": record["rouge1"],
         "risk_examples_per_second": record["examples_per_second"],
         "likelihood_examples_per_second": round(likelihood_rate, 1),

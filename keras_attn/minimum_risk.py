@@ -8,13 +8,22 @@ source, K candidate sequences `y_1 .. y_K` (drawn with
 `keras_attn.draw_candidates`, say) are scored by the model, teacher-forced:
 
     log p(y_k) = sum_t mask_kt log p(y_kt | y_k<t, x)
-    Q(y_k)     = softmax_k(alpha * log p(y_k))      over the present candidates
-    risk       = sum_k Q(y_k) cost(y_k, y)
+    s(y_k)     = log p(y_k), or log p(y_k) / n_k with `length_normalize`
+                 (n_k the candidate's scored tokens)
+    Q(y_k)     = softmax_k(alpha * s(y_k))          over the present candidates
+    risk       = sum_k Q(y_k) cost_scale * cost(y_k, y)
 
 so the gradient moves probability towards the candidates that cost less
-than the expected cost, `d risk / d log p(y_k) = alpha Q(y_k) (cost_k -
-risk)`. The cost is not differentiated (ROUGE on token ids by default,
+than the expected cost, `d risk / d s(y_k) = alpha Q(y_k) (cost_k - risk)`.
+The cost is not differentiated (ROUGE on token ids by default,
 `keras_attn.rouge_cost`).
+
+Edunov et al.'s recipe (fairseq's `sequence_risk` criterion, combined with
+the token-level loss by `combined_sequence_criterion`): the beam's n best as
+the candidates, the length-normalized score (`length_normalize=True`), the
+cost on the metric's 0-100 scale (`100 - BLEU` there; `cost_scale=100` with
+`rouge_cost` here), and the loss `(1 - a) * risk + a * token NLL`
+(`nll_weight=a`), a = 0.5 in fairseq's examples.
 """
 
 from keras import ops
@@ -35,6 +44,8 @@ def minimum_risk_loss(
     end_id=None,
     pad_id=0,
     alpha=1.0,
+    length_normalize=False,
+    cost_scale=1.0,
     nll_weight=0.0,
     reference_log_probs=None,
     reference_mask=None,
@@ -42,12 +53,16 @@ def minimum_risk_loss(
 ):
     """The expected cost of K candidates per source under the model.
 
-    Each candidate's sequence log-probability is the masked sum of its token
-    log-probabilities; sharpened by `alpha` and renormalised over the present
-    candidates, it weights each candidate's cost (see the module docstring).
-    With `nll_weight = w`, the loss of a source is
-    `(1 - w) * risk + w * nll`, `nll` the mean negative log-probability of
-    its reference's tokens (Edunov et al.'s weighted objective).
+    Each candidate's score is the masked sum of its token log-probabilities
+    (divided by its scored tokens with `length_normalize`); sharpened by
+    `alpha` and renormalised over the present candidates, it weights each
+    candidate's cost times `cost_scale` (see the module docstring). With
+    `nll_weight = w`, the loss of a source is `(1 - w) * risk + w * nll`,
+    `nll` the mean negative log-probability of its reference's tokens
+    (Edunov et al.'s weighted objective). The mix weighs a risk on the
+    cost's scale against an NLL in nats: fairseq's weights assume costs on
+    0-100 (`cost_scale=100` with a cost in `[0, 1]`); on 0-1 the NLL
+    dominates any `w` but the smallest.
 
     Args:
         log_probs: float `(batch, K, T)`, each candidate token's
@@ -76,6 +91,17 @@ def minimum_risk_loss(
             `Q(y) ~ p(y) ** alpha`. 1 (Edunov et al.) renormalises the
             model's own probabilities; Shen et al. used 0.005 with 100
             sampled candidates.
+        length_normalize: Python bool. True: a candidate's score is its
+            log-probability over its scored tokens (`token_mask`'s count,
+            the end token included), as in fairseq's `sequence_risk`
+            criterion (Edunov et al. 2018), so that `Q` does not favour
+            short candidates. (That criterion then takes the softmax of
+            `exp` of this mean, which flattens `Q` further; a smaller
+            `alpha` flattens it here.) False: the summed log-probability.
+        cost_scale: Positive Python float, the factor on every cost: 100
+            puts `rouge_cost` (`1 - ROUGE` in `[0, 1]`) on the 0-100 scale
+            of fairseq's `100 - BLEU`, which its NLL weights assume. Only
+            the risk's scale changes: `Q` does not depend on it.
         nll_weight: Float in `[0, 1]`, the weight of the reference's NLL.
             Above 0, `reference_log_probs` is needed.
         reference_log_probs: float `(batch, T_ref)` (or `(batch, T_ref, V)`)
@@ -102,13 +128,22 @@ def minimum_risk_loss(
         >>> loss = ka.minimum_risk_loss(log_probs, candidates, reference, end_id=END)
         >>> round(float(loss), 3)
         0.781
+        >>> # Edunov et al.'s score: each candidate's mean token log-probability,
+        >>> # log 1/2 for all three, so Q = 1/3 each; costs (0, 11/15, 1) x 100.
+        >>> loss = ka.minimum_risk_loss(log_probs, candidates, reference, end_id=END,
+        ...     length_normalize=True, cost_scale=100.0)
+        >>> round(float(loss), 2)
+        57.78
     """
     check_reduction(reduction)
     _check_weights(alpha, nll_weight, reference_log_probs)
+    _check_scoring(length_normalize, cost_scale)
     candidate_ids = ops.convert_to_tensor(candidate_ids, "int32")
     if token_mask is None:
         token_mask = scored_tokens(candidate_ids, end_id, pad_id)
     sequence = _sequence_log_probs(log_probs, candidate_ids, token_mask, "log_probs")
+    if length_normalize:
+        sequence = sequence / _token_counts(token_mask, sequence.dtype)
     present = sequence != float("-inf")
     if candidate_mask is not None:
         present = ops.logical_and(present, ops.cast(candidate_mask, "bool"))
@@ -118,6 +153,8 @@ def minimum_risk_loss(
     else:
         costs = cost(candidate_ids, reference_ids)
     costs = ops.stop_gradient(ops.cast(costs, sequence.dtype))
+    if cost_scale != 1:
+        costs = costs * cost_scale
     if tuple(costs.shape) != tuple(sequence.shape):
         raise ValueError(
             "`cost` must return one cost per candidate, shape "
@@ -132,8 +169,9 @@ def minimum_risk_loss(
         reference = _sequence_log_probs(
             reference_log_probs, reference_ids, reference_mask, "reference_log_probs"
         )
-        counts = ops.sum(ops.cast(ops.cast(reference_mask, "bool"), risk.dtype), -1)
-        nll = -ops.cast(reference, risk.dtype) / ops.maximum(counts, 1.0)
+        nll = -ops.cast(reference, risk.dtype) / _token_counts(
+            reference_mask, risk.dtype
+        )
         loss = (1.0 - nll_weight) * risk + nll_weight * nll
     return reduce_masked(loss, None, reduction)
 
@@ -156,6 +194,29 @@ def _sequence_log_probs(log_probs, ids, mask, name):
     # A select, not a product: a masked token's log-probability may be -inf.
     mask = ops.cast(mask, "bool")
     return ops.sum(ops.where(mask, log_probs, 0.0), axis=-1)
+
+
+def _token_counts(mask, dtype):
+    """The tokens `mask` holds on its last axis, at least 1, as `dtype`."""
+    counts = ops.sum(ops.cast(ops.cast(mask, "bool"), dtype), axis=-1)
+    return ops.maximum(counts, 1.0)
+
+
+def _check_scoring(length_normalize, cost_scale):
+    if not isinstance(length_normalize, bool):
+        raise ValueError(
+            "`length_normalize` must be a Python bool. Received: "
+            f"length_normalize={length_normalize!r}"
+        )
+    if (
+        isinstance(cost_scale, bool)
+        or not isinstance(cost_scale, (int, float))
+        or not 0 < cost_scale < float("inf")
+    ):
+        raise ValueError(
+            "`cost_scale` must be a positive Python number. Received: "
+            f"cost_scale={cost_scale!r}"
+        )
 
 
 def _check_weights(alpha, nll_weight, reference_log_probs):

@@ -258,7 +258,7 @@ def _run(settings, cleanup):
         )
         for rank, folder in enumerate(member_dirs(run.run_dir, options.ensemble))
     ]
-    if settings.risk.risk_epochs and run.chief:
+    if settings.risk.risk_updates and run.chief:
         outcomes = _fine_tune_members(
             outcomes, run, options, settings.risk, cap, progress
         )
@@ -333,7 +333,7 @@ def _unfinished_lines(outcomes, schedule):
         else:
             lines.append(
                 f"member {o.rank + 1}'s minimum-risk fine-tuning is unfinished "
-                f"({o.minimum_risk['epochs']} epochs) and it is not served: run "
+                f"({o.minimum_risk['updates']} updates) and it is not served: run "
                 "the same command again to finish it"
             )
     return lines
@@ -511,15 +511,6 @@ def _fine_tune_members(outcomes, run, options, risk, cap, progress):
     encoded = run.examples
     if risk.risk_examples:
         encoded = encoded.take(risk.risk_examples)
-    batches = data.batched(
-        encoded,
-        options.batch_size,
-        training=True,
-        max_source_length=run.config.max_source_length,
-        seed=options.seed,
-        cache=False,  # `run.examples` are cached already, in memory or on disk
-    )
-    steps = data.count_batches(batches)
     documents = [d for d, _ in run.sample]
     references = [s.decode("utf-8") for _, s in run.sample]
     trained = [o for o in outcomes if o.model is not None]
@@ -527,17 +518,19 @@ def _fine_tune_members(outcomes, run, options, risk, cap, progress):
     for i, outcome in enumerate(trained):
         progress.stage(
             f"minimum risk, member {i + 1}/{len(trained)}",
-            f"at most {risk.risk_epochs} epochs of {steps} batches",
+            f"at most {risk.risk_updates} updates of {options.batch_size} "
+            f"examples, validation every {risk.risk_validate_every}",
         )
         record = fine_tune(
             outcome.model,
-            batches,
-            steps,
+            encoded,
             (documents, references),
             run.features,
             risk,
             outcome.folder,
-            cap,
+            batch_size=options.batch_size,
+            seed=options.seed,
+            cap=cap,
         )
         if record["finished"]:
             outcome.model.save(outcome.folder / RISK_DIR / MODEL_FILE)

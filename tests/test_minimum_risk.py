@@ -1,7 +1,8 @@
 """`keras_attn.minimum_risk_loss` against a float64 numpy reference written
 from the formulas (Shen et al. 2016; Edunov et al. 2018): the value, the
-masks, the mix with the reference's NLL, and its gradient against central
-finite differences of the reference."""
+masks, the length-normalized scores, the costs' scale, the mix with the
+reference's NLL, and its gradient against central finite differences of the
+reference."""
 
 import keras
 import numpy as np
@@ -29,21 +30,26 @@ def reference_loss(
     reference_log_probs=None,
     reference_mask=None,
     reduction="mean",
+    length_normalize=False,
+    cost_scale=1.0,
 ):
-    """The loss in float64: per source, `sum_k Q_k cost_k` with
-    `Q = softmax(alpha * log p(y_k))` over the present candidates, mixed
-    with the reference's mean token NLL."""
+    """The loss in float64: per source, `sum_k Q_k cost_scale cost_k` with
+    `Q = softmax(alpha * s_k)` over the present candidates, `s_k` the
+    candidate's summed log-probability (over its token count with
+    `length_normalize`), mixed with the reference's mean token NLL."""
     losses = []
     for b in range(log_probs.shape[0]):
         present = [k for k in range(log_probs.shape[1]) if candidate_mask[b, k]]
         risk = 0.0
         if present:
-            sequence = np.array(
-                [np.sum(log_probs[b, k][token_mask[b, k]]) for k in present]
-            )
+            tokens = [log_probs[b, k][token_mask[b, k]] for k in present]
+            if length_normalize:
+                sequence = np.array([np.mean(t) for t in tokens])
+            else:
+                sequence = np.array([np.sum(t) for t in tokens])
             q = np.exp(alpha * sequence - np.max(alpha * sequence))
             q /= q.sum()
-            risk = float(np.sum(q * costs[b, present]))
+            risk = float(np.sum(q * cost_scale * costs[b, present]))
         nll = 0.0
         if nll_weight:
             tokens = reference_log_probs[b][reference_mask[b]]
@@ -130,6 +136,64 @@ def test_the_mix_with_the_reference_nll_matches_the_formula(nll_weight):
         np.testing.assert_allclose(np_(got), [-t.mean() for t in tokens], rtol=1e-5)
 
 
+@pytest.mark.parametrize("alpha", [1.0, 3.0])
+@pytest.mark.parametrize("cost_scale", [1.0, 100.0])
+def test_length_normalized_scores_and_scaled_costs_match_the_formula(alpha, cost_scale):
+    case = random_case(7)
+    kwargs = dict(alpha=alpha, length_normalize=True, cost_scale=cost_scale)
+    got = loss_of(case, reduction="none", **kwargs)
+    want = expected_of(case, reduction="none", **kwargs)
+    np.testing.assert_allclose(np_(got), want, rtol=1e-5)
+    # The lengths differ, so normalizing changes Q and the loss.
+    plain = expected_of(case, reduction="none", alpha=alpha, cost_scale=cost_scale)
+    assert np.max(np.abs(want - plain)) > 1e-3
+
+
+def test_length_normalization_weighs_by_the_mean_token_log_probability():
+    # Two candidates: 1 token at probability 1/4 (sum log 1/4, mean log 1/4)
+    # and 4 tokens at 1/2 each (sum log 1/16, mean log 1/2). Summed, the
+    # short one has Q = (1/4) / (1/4 + 1/16) = 4/5; normalized, the long one
+    # has Q = (1/2) / (1/2 + 1/4) = 2/3.
+    log_probs = np.log([[[0.25, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5]]])
+    token_mask = np.array([[[True, False, False, False], [True] * 4]])
+    costs = np.array([[0.3, 0.9]])
+
+    def loss(**kwargs):
+        return float(
+            ka.minimum_risk_loss(
+                log_probs,
+                np.full((1, 2, 4), 5, "int32"),
+                np.array([[5, END]], "int32"),
+                token_mask=token_mask,
+                cost=lambda c, r: ops.convert_to_tensor(costs),
+                **kwargs,
+            )
+        )
+
+    np.testing.assert_allclose(loss(), 0.8 * 0.3 + 0.2 * 0.9, rtol=1e-6)
+    np.testing.assert_allclose(
+        loss(length_normalize=True), (0.3 + 2 * 0.9) / 3, rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        loss(length_normalize=True, cost_scale=100.0), 100 * 0.7, rtol=1e-6
+    )
+
+
+def test_fairseqs_combined_loss_on_the_0_100_scale():
+    # (1 - a) * 100 * risk + a * NLL: the mix of Edunov et al.'s recipe.
+    case = random_case(8)
+    kwargs = dict(length_normalize=True, cost_scale=100.0, nll_weight=0.5)
+    got = np_(loss_of(case, reduction="none", **kwargs))
+    risk = expected_of(case, reduction="none", length_normalize=True)
+    nll = np.array(
+        [
+            -case["reference_log_probs"][b][case["reference_mask"][b]].mean()
+            for b in range(B)
+        ]
+    )
+    np.testing.assert_allclose(got, 0.5 * 100 * risk + 0.5 * nll, rtol=1e-5)
+
+
 def test_whole_distributions_are_taken_at_the_candidates():
     case = random_case(2)
     rng = np.random.default_rng(2)
@@ -210,20 +274,28 @@ def finite_differences(fn, x, eps=1e-6):
     return grad
 
 
-@pytest.mark.parametrize("alpha, nll_weight", [(1.0, 0.0), (0.5, 0.3)])
-def test_gradients_match_finite_differences(alpha, nll_weight, gradient, precise_dtype):
+@pytest.mark.parametrize(
+    "alpha, nll_weight, normalized",
+    [(1.0, 0.0, False), (0.5, 0.3, False), (2.0, 0.5, True)],
+)
+def test_gradients_match_finite_differences(
+    alpha, nll_weight, normalized, gradient, precise_dtype
+):
     case = random_case(6)
     names = ["log_probs", "reference_log_probs"] if nll_weight else ["log_probs"]
+    kwargs = dict(alpha=alpha, nll_weight=nll_weight, length_normalize=normalized)
+    if normalized:
+        kwargs["cost_scale"] = 100.0
 
     def reference(name, x):
-        return expected_of(dict(case, **{name: x}), alpha=alpha, nll_weight=nll_weight)
+        return expected_of(dict(case, **{name: x}), **kwargs)
 
     want = [
         finite_differences(lambda x, name=name: reference(name, x), case[name])
         for name in names
     ]
     got = gradient(
-        lambda *xs: loss_of(case, *xs, alpha=alpha, nll_weight=nll_weight),
+        lambda *xs: loss_of(case, *xs, **kwargs),
         *(case[name].astype(precise_dtype) for name in names),
     )
     tolerance = 1e-7 if precise_dtype == "float64" else 1e-5
@@ -238,6 +310,13 @@ def test_gradients_match_finite_differences(alpha, nll_weight, gradient, precise
     "kwargs, match",
     [
         (dict(alpha=0.0), r"`alpha` must be positive. Received: alpha=0.0"),
+        (
+            dict(length_normalize="yes"),
+            r"`length_normalize` must be a Python bool. Received: "
+            r"length_normalize='yes'",
+        ),
+        (dict(cost_scale=0.0), r"`cost_scale` must be .*Received: cost_scale=0.0"),
+        (dict(cost_scale=float("inf")), r"cost_scale=inf"),
         (dict(nll_weight=1.5), r"nll_weight=1.5"),
         (dict(reduction="max"), r"reduction='max'"),
         (dict(nll_weight=0.5, reference_log_probs=None), "reference_log_probs"),

@@ -1,6 +1,6 @@
-"""`train.py --risk-epochs`: minimum-risk fine-tuning after training, its
-record, the weights it exports, and a rerun that resumes instead of
-training again."""
+"""`train.py --risk-updates`: minimum-risk fine-tuning after training, its
+record, the weights it exports, a rerun that resumes instead of training
+again; its options' defaults (Edunov et al.'s recipe) and warm-up."""
 
 import pytest
 
@@ -17,8 +17,11 @@ from e2e import ROOT, train_command, write_org_data  # noqa: E402
 import models.summarizer  # noqa: E402, F401  (registers the model with Keras)
 from models.config import RiskOptions  # noqa: E402
 from models.errors import UserError  # noqa: E402
+from models.risk_fine_tuning import LinearWarmUp  # noqa: E402
 
-RISK = ["--risk-epochs", "1", "--risk-examples", "16", "--risk-candidates", "3"]
+# Two updates of beam candidates, one validation after them.
+RISK = ["--risk-updates", "2", "--risk-validate-every", "2"]
+RISK += ["--risk-examples", "16", "--risk-candidates", "3"]
 # Likelihood training of one validation, after two batches.
 ONE_VALIDATION = ["--validate-every", "16", "--train-examples", "16"]
 
@@ -37,13 +40,16 @@ def test_risk_stage_records_exports_and_resumes(tmp_path):
     command = train_command(tmp_path, *ONE_VALIDATION, "--max-eval-examples", "4")
     result = _train([*command, *RISK])
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stderr.count("minimum risk, epoch 1") == 1
+    assert result.stderr.count("minimum risk, update 2/2:") == 1
+    assert "minimum risk, update 1/" not in result.stderr
 
     state = json.loads((tmp_path / "run" / "risk" / "state.json").read_text())
-    assert state["epoch"] == 1 and len(state["rouge1"]) == 2
+    assert state["updates"] == 2 and state["validated_at"] == [0, 2]
+    assert len(state["rouge1"]) == 2
     metrics = json.loads((tmp_path / "export" / "1" / "metrics.json").read_text())
     record = metrics["training"]["members"][0]["minimum_risk"]
-    assert record["epochs"] == 1
+    assert record["updates"] == 2
+    assert record["best_updates"] == state["validated_at"][state["best_validation"]]
     assert record["rouge1"] == [round(r, 2) for r in state["rouge1"]]
     # The export serves the fine-tuned weights: the best of before and after.
     served = _weights(tmp_path / "export" / "1" / "model.keras")
@@ -54,12 +60,12 @@ def test_risk_stage_records_exports_and_resumes(tmp_path):
         not np.array_equal(a, b)
         for a, b in zip(served, _weights(tmp_path / "run" / "model.keras"), strict=True)
     )
-    assert moved == (state["best_epoch"] == 1)
+    assert moved == (state["best_validation"] == 1)
 
-    # The same command again: the stage has run its epoch, nothing retrains.
+    # The same command again: the stage has run its updates, nothing retrains.
     result = _train([*command, *RISK])
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "minimum risk, epoch" not in result.stderr
+    assert "minimum risk, update" not in result.stderr
     state_again = json.loads((tmp_path / "run" / "risk" / "state.json").read_text())
     assert state_again == state
 
@@ -67,40 +73,74 @@ def test_risk_stage_records_exports_and_resumes(tmp_path):
 def test_the_validation_cap_bounds_the_risk_stage(tmp_path):
     """`--stop-after-validations` counts the stage's validations too: the
     member it cuts in the stage is not served, and the same command goes on
-    from the stage's last epoch."""
+    from the stage's last validation. Sampled candidates and the reference
+    here, the other way to draw them."""
     write_org_data(tmp_path / "data", sizes=(40, 8, 8))
     command = train_command(tmp_path, *ONE_VALIDATION, "--skip-eval")
-    risk = [*RISK[2:], "--risk-epochs", "3", "--risk-patience", "5"]
-    # One validation of training, one of the stage's: cut after its epoch 1.
+    risk = [*RISK, "--risk-updates", "3", "--risk-validate-every", "1"]
+    risk += ["--risk-patience", "5", "--risk-method", "sample"]
+    risk += ["--risk-include-reference"]
+    # One validation of training, one of the stage's: cut after update 1.
     result = _train([*command, *risk, "--stop-after-validations", "2"])
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stderr.count("minimum risk, epoch 1:") == 1
-    assert "minimum risk, epoch 2" not in result.stderr
-    assert "member 1's minimum-risk fine-tuning is unfinished (1 epochs)" in (
+    assert result.stderr.count("minimum risk, update 1/3:") == 1
+    assert "minimum risk, update 2" not in result.stderr
+    assert "member 1's minimum-risk fine-tuning is unfinished (1 updates)" in (
         result.stderr
     )
     assert "nothing is exported" in result.stderr
     assert not (tmp_path / "export").exists()
     assert not (tmp_path / "run" / "risk" / "model.keras").exists()
     state = json.loads((tmp_path / "run" / "risk" / "state.json").read_text())
-    assert state["epoch"] == 1
+    assert state["updates"] == 1
 
-    # The same command, uncapped: epochs 2 and 3 only, then the export.
+    # The same command, uncapped: updates 2 and 3 only, then the export.
     result = _train([*command, *risk])
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "minimum risk, epoch 1:" not in result.stderr
-    assert result.stderr.count("minimum risk, epoch 3:") == 1
+    assert "minimum risk, update 1/3:" not in result.stderr
+    assert result.stderr.count("minimum risk, update 3/3:") == 1
     training = json.loads((tmp_path / "export" / "1" / "training.json").read_text())
     (member,) = training["members"]
     assert member["finished"] and member["minimum_risk"]["finished"]
-    assert member["minimum_risk"]["epochs"] == 3
+    assert member["minimum_risk"]["updates"] == 3
     assert (tmp_path / "run" / "risk" / "model.keras").is_file()
+
+
+def test_the_default_options_are_edunov_et_al_s_recipe():
+    options = RiskOptions(risk_updates=2000)
+    assert options.risk_method == "beam" and options.risk_candidates == 8
+    assert not options.risk_include_reference
+    assert options.risk_length_normalize and options.risk_nll_weight == 0.5
+    assert options.risk_warmup_updates == 200  # a tenth of the updates
+    assert (
+        RiskOptions(risk_updates=2000, risk_warmup_updates=0).risk_warmup_updates == 0
+    )
+
+
+def test_the_learning_rate_rises_linearly_over_the_warm_up():
+    rates = [float(LinearWarmUp(1e-3, 4)(step)) for step in range(6)]
+    np.testing.assert_allclose(rates, [2.5e-4, 5e-4, 7.5e-4, 1e-3, 1e-3, 1e-3])
+    assert float(LinearWarmUp(1e-3, 0)(0)) == np.float32(1e-3)
 
 
 @pytest.mark.parametrize(
     "field, value",
-    [("risk_epochs", -1), ("risk_candidates", 1), ("risk_nll_weight", 1.5)],
+    [
+        ("risk_updates", -1),
+        ("risk_validate_every", 0),
+        ("risk_patience", 0),
+        ("risk_candidates", 0),
+        ("risk_method", "greedy"),
+        ("risk_nll_weight", 1.5),
+        ("risk_warmup_updates", -1),
+    ],
 )
 def test_risk_options_refuse_bad_values(field, value):
     with pytest.raises(UserError, match=f"Received: {field}="):
         RiskOptions(**{field: value})
+
+
+def test_the_reference_takes_a_candidate_place():
+    with pytest.raises(UserError, match="risk_candidates=1"):
+        RiskOptions(risk_candidates=1, risk_include_reference=True)
+    assert RiskOptions(risk_candidates=1).risk_candidates == 1
