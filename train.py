@@ -41,7 +41,6 @@ STUDENT_DEFAULTS = {
     "learning_rate": 5e-4,
     "ensemble": 1,
     "beam_size": 1,
-    "greedy_length": "teacher",
 }
 
 
@@ -149,7 +148,7 @@ def _add_distillation_flags(g):
         "folder (models.distill). It sets the student recipe's defaults: "
         "--name headlines-student, --distill-targets inter, --init-from "
         "TEACHER, --learning-rate 5e-4, --ensemble 1, --beam-size 1 (the "
-        "export serves greedy search), --greedy-length teacher",
+        "export serves greedy search)",
     )
     g.add_argument(
         "--distill-targets",

@@ -248,14 +248,15 @@ def test_distill_from_a_folder_that_is_no_export(tmp_path):
         distill.teacher_digest(tmp_path / "nothing")
 
 
-def test_a_student_keeps_its_teachers_length_unless_told():
+def test_a_student_keeps_its_teachers_length_when_told():
     from train import main, parse_settings
 
+    # Validation ROUGE chooses the end penalty, a student's too, unless told.
     student = parse_settings(["--distill-from", "saved_models/t/1"])
-    assert student.tuning.greedy_length == "teacher"
+    assert student.tuning.greedy_length == "rouge"
     assert parse_settings([]).tuning.greedy_length == "rouge"
-    told = parse_settings(["--distill-from", "t/1", "--greedy-length", "rouge"])
-    assert told.tuning.greedy_length == "rouge"
+    told = parse_settings(["--distill-from", "t/1", "--greedy-length", "teacher"])
+    assert told.tuning.greedy_length == "teacher"
     with pytest.raises(UserError, match=r"needs `--distill-from`. Received"):
         parse_settings(["--greedy-length", "teacher"])
     assert main(["--greedy-length", "teacher"]) == 2
@@ -364,6 +365,7 @@ def test_one_command_makes_the_served_student_from_a_plain_export(trained, tmp_p
         *("--validation-rouge-examples", "0", "--max-eval-examples", "8"),
         *("--tune-decoding", "--tune-examples", "8", "--tune-ngram-sizes", "0"),
         *("--tune-length-penalties", "1", "--tune-end-penalties", "0", "3"),
+        *("--greedy-length", "teacher"),
     )
     # The student recipe's own search: one beam.
     at = command.index("--beam-size")
@@ -373,7 +375,7 @@ def test_one_command_makes_the_served_student_from_a_plain_export(trained, tmp_p
     assert f"weights from {teacher}" in result.stderr
     manifest = json.loads((tmp_path / "run" / "teacher" / "manifest.json").read_text())
     assert manifest["signature"] == "n_best"
-    # The end penalty keeps the teacher's mean length on the tuning pairs.
+    # Told so, the end penalty keeps the teacher's mean length.
     tuned = json.loads((tmp_path / "run" / "search_tuning.json").read_text())
     nearest = min(
         abs(r["mean_length"] - tuned["teacher_mean_length"])
