@@ -18,8 +18,7 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from models import data, distill, lead_check, lengths, text, tuning
-from models.baselines import recorded_lead_tokens
+from models import data, distill, lengths, served_search, text
 from models.callbacks import TrainingCap, backed_up_state
 from models.distribute import in_multi_worker_mode
 from models.ensemble import SummarizerEnsemble
@@ -33,7 +32,6 @@ from models.folder_layout import (
     METRICS_FILE,
     MODEL_FILE,
     RISK_DIR,
-    SEARCH_TUNING_FILE,
     TEACHER_CACHE_DIR,
     TRAINING_CACHE,
     TRAINING_RECORD_FILE,
@@ -46,7 +44,6 @@ from models.schedule import run_schedule
 from models.train_settings import (
     DataSettings,
     TrainSettings,
-    TuningSettings,
 )
 from models.training import RunData, prepare_run, train_member
 
@@ -108,52 +105,6 @@ def default_normalization(settings: DataSettings, train_split, sample=1000):
         return "gigaword"
     pairs = train_split.take(sample).as_numpy_iterator()
     return text.guess_normalization(s.decode("utf-8") for p in pairs for s in p)
-
-
-def _tune_decoding(
-    settings: TuningSettings, model, features, validation, search, run_dir, teacher
-):
-    """`search` with the validation-best length penalty and n-gram blocking,
-    and greedy search's end penalty (with `tune_decoding` off: `search` as
-    given, scored alone); and how the chosen search compares with the lead
-    baseline on the same pairs (`models.lead_check`). With `teacher` (an
-    export) the end penalty keeps the teacher's mean length instead."""
-    pairs = list(validation.take(settings.tune_examples).as_numpy_iterator())
-    if not pairs:
-        return search, None
-    tune = settings.tune_decoding
-    what = "Tuning the length penalty and n-gram blocking" if tune else "Scoring"
-    print(f"{what} on {len(pairs)} validation examples", file=sys.stderr)
-    sample = (model, features, [d for d, _ in pairs], [s.decode() for _, s in pairs])
-    grids = (
-        (settings.tune_length_penalties, settings.tune_ngram_sizes)
-        if tune
-        else ([search.length_penalty], [search.no_repeat_ngram_size])
-    )
-    chosen, rows = tuning.tune_search_options(*sample, search, *grids)
-    print(tuning.format_rows(rows, chosen), file=sys.stderr)
-    record = {"grid": rows}
-    if tune and settings.tune_end_penalties:
-        print("Tuning greedy search's end penalty", file=sys.stderr)
-        target = None
-        if teacher is not None:
-            target = distill.mean_headline_length(teacher, sample[2])
-            print(f"the teacher's mean length: {target:.2f} tokens", file=sys.stderr)
-            record["teacher_mean_length"] = target
-        chosen, greedy_rows = tuning.tune_greedy_end_penalty(
-            *sample, chosen, settings.tune_end_penalties, target_length=target
-        )
-        print(tuning.format_greedy_rows(greedy_rows, chosen), file=sys.stderr)
-        record["greedy_grid"] = greedy_rows
-    served = tuning.served_row(rows, record.get("greedy_grid"), chosen)
-    record["chosen_at_max_length"] = served["at_max_length"]
-    check = lead_check.validation_check(
-        sample[2], sample[3], served, recorded_lead_tokens(run_dir)
-    )
-    (run_dir / SEARCH_TUNING_FILE).write_text(
-        json.dumps({"chosen": dataclasses.asdict(chosen), **record}, indent=2) + "\n"
-    )
-    return chosen, check
 
 
 @dataclasses.dataclass(frozen=True)
@@ -280,33 +231,24 @@ def _run(settings, cleanup):
         return None
     models = [o.model for o in served]
     model = models[0] if len(models) == 1 else SummarizerEnsemble(models)
-    check = None
+    checks = {}
     # Scored on validation even when nothing is tuned: the check against the
     # lead baseline reads the served setting's scores.
     if settings.tuning.tune_examples > 0:
-        progress.stage("tuning", "the search's settings, on validation")
-        search, check = _tune_decoding(
-            settings.tuning,
-            model,
-            run.features,
-            splits["validation"],
-            search,
-            run.run_dir,
-            settings.distillation.distill_from
-            if settings.tuning.greedy_length == "teacher"
-            else None,
-        )
+        search, checks = served_search.choose(
+            settings, model, run.features, splits["validation"], search,
+            run.run_dir, initial_weights, progress,
+        )  # fmt: skip
     record = {
         "schedule": run.schedule.to_dict(),
         "members": [o.record(run.schedule) for o in outcomes],
         "served_members": len(served),
         "machine": _machine(),
+        **checks,
     }
-    if check is not None:
-        record["validation_check"] = check
     version_dir = _export_and_evaluate(settings, run, model, search, record, progress)
     _print_summary(version_dir, outcomes, run.schedule, progress)
-    lead_check.print_verdict(check)
+    served_search.print_verdicts(checks, settings)
     return version_dir
 
 

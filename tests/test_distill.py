@@ -243,6 +243,41 @@ def test_distilled_split_uses_the_teachers_headlines_and_its_cache(tmp_path):
     assert [s.decode() for _, s in again.as_numpy_iterator()] == ["c d", "f g", "k l"]
 
 
+def test_member_check_asks_for_rouge_1_above_and_neither_other_below():
+    from models import member_check
+    from models.config import SearchOptions
+
+    def check(student, member):
+        keys = ("rouge1", "rouge2", "rougeL")
+        return member_check.compare(
+            dict(zip(keys, student, strict=True)),
+            dict(zip(keys, member, strict=True)),
+            500,
+            SearchOptions(beam_size=1, greedy_end_penalty=1.5),
+        )
+
+    assert check((43.14, 21.0, 40.0), (41.42, 21.0, 39.99))["beats_member"]
+    # Rounded as recorded: 0.004 is no lead.
+    assert not check((41.424, 21.0, 40.0), (41.42, 20.0, 39.0))["beats_member"]
+    assert not check((43.14, 20.99, 40.0), (41.42, 21.0, 39.0))["beats_member"]
+    lost = check((43.14, 21.0, 39.0), (41.42, 20.0, 39.5))
+    assert not lost["beats_member"]
+    lines = member_check.verdict_lines(lost, "saved_models/t/1", "saved_models/s")
+    assert lines[0].startswith("THE STUDENT DOES NOT BEAT")
+    assert (
+        "R1/R2/RL 43.14 / 21.00 / 39.00 against the member's 41.42 / 20.00 / "
+        in (lines[0])
+    )
+    assert lines[1] == (
+        "serve the member instead: python -m models.export --run-dir "
+        "saved_models/t/1 --export-dir saved_models/s-member --members 1 "
+        "--beam-size 1 --greedy-end-penalty 1.5"
+    )
+    won = check((43.14, 21.0, 40.0), (41.42, 21.0, 39.99))
+    (line,) = member_check.verdict_lines(won, "t/1", "s")
+    assert line.startswith("the student beats its teacher's first member")
+
+
 def test_distill_from_a_folder_that_is_no_export(tmp_path):
     with pytest.raises(UserError, match=r"Received: distill_from='.*nothing'"):
         distill.teacher_digest(tmp_path / "nothing")
@@ -391,6 +426,30 @@ def test_one_command_makes_the_served_student_from_a_plain_export(trained, tmp_p
         (tmp_path / "export" / "1" / "search_options.json").read_text()
     )
     assert options["beam_size"] == 1
+
+    # At learning rate 0 the student is its teacher's first member, served
+    # at a length-chosen end penalty; the member's own penalty is chosen by
+    # ROUGE-1 on the same grid and pairs: the student cannot beat it, and
+    # the command says what to serve instead.
+    training = json.loads((tmp_path / "export" / "1" / "training.json").read_text())
+    check = training["member_check"]
+    assert check["examples"] == 8 and check["beam_size"] == 1
+    assert check["student"] == training["validation_check"]["model"]
+    assert check["member"]["rouge1"] >= check["student"]["rouge1"]
+    assert check["greedy_end_penalty"] in (0.0, 3.0)
+    assert check["beats_member"] is False
+    last = result.stderr.strip().splitlines()[-2:]
+    assert last[0].startswith("[train.py] THE STUDENT DOES NOT BEAT")
+    command = last[1].split("serve the member instead: ")[1].split()
+    assert command[:3] == ["python", "-m", "models.export"]
+    from models.export import parse_export_settings
+
+    member = parse_export_settings(command[3:])
+    assert member.run_dir == str(teacher) and member.members == 1
+    assert member.search_overrides == {
+        "beam_size": 1,
+        "greedy_end_penalty": check["greedy_end_penalty"],
+    }
 
     for name in ("config.json", "vocab.txt"):
         assert (tmp_path / "run" / name).read_text() == (teacher / name).read_text()
