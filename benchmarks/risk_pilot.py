@@ -7,7 +7,7 @@ recipe (`models.config.RiskOptions`): the beam's 8 best headlines without
 the reference, costs `100 * (1 - ROUGE)`, the candidates' distribution from
 their length-normalized log-probabilities, the loss `0.5 * risk + 0.5 *
 likelihood`, Adam's rate warmed up over the first tenth of the updates;
-`--updates` batches of 64 over all the training pairs (or the first
+`--updates` batches of `--batch-size` (64) over all the training pairs (or the first
 `--examples`), pass after pass. Validation ROUGE-1 of greedy headlines (the
 first `--validation-examples` validation pairs) is measured before the first
 update and every `--validate-every` updates. In the same process, on the
@@ -35,7 +35,6 @@ from pathlib import Path
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
-BATCH_SIZE = 64
 UNTIMED_BATCHES = 5
 
 
@@ -45,6 +44,7 @@ def _parser():
     p.add_argument("--run-dir", required=True, help="a trained run (runs/<name>)")
     p.add_argument("--examples", type=int, help="training pairs (default: all)")
     p.add_argument("--updates", type=int, default=2000, help="fine-tuning updates")
+    p.add_argument("--batch-size", type=int, default=64, help="examples an update")
     p.add_argument("--validate-every", type=int, default=500, help="updates")
     p.add_argument("--patience", type=int, default=3, help="validations")
     p.add_argument("--candidates", type=int, default=8, help="the beam's n best")
@@ -94,9 +94,10 @@ def _options(args):
     )
 
 
-def _likelihood_rate(config, trained, examples, batches):
+def _likelihood_rate(config, trained, examples, batches, batch_size):
     """Likelihood training's examples/s from `trained`'s weights on the first
-    `batches` batches of the stream (after `UNTIMED_BATCHES` untimed)."""
+    `batches` batches of `batch_size` of the stream (after `UNTIMED_BATCHES`
+    untimed)."""
     import tensorflow as tf
 
     from models import data
@@ -106,7 +107,7 @@ def _likelihood_rate(config, trained, examples, batches):
     likelihood = build_model(config, TrainOptions())
     likelihood.set_weights(trained.get_weights())
     stream = data.stream_batches(
-        examples, BATCH_SIZE, seed=0, max_source_length=config.max_source_length
+        examples, batch_size, seed=0, max_source_length=config.max_source_length
     )
     likelihood.fit(stream.take(UNTIMED_BATCHES), epochs=1, verbose=0)
     timed = stream.skip(UNTIMED_BATCHES).take(batches)
@@ -144,7 +145,7 @@ def main(argv=None):
         [s.numpy().decode("utf-8") for _, s in pairs],
     )
     likelihood_rate = _likelihood_rate(
-        config, trained, examples, args.likelihood_batches
+        config, trained, examples, args.likelihood_batches, args.batch_size
     )
 
     folder = Path(args.stage_dir or tempfile.mkdtemp(prefix="risk-pilot-"))
@@ -156,7 +157,7 @@ def main(argv=None):
             features,
             options,
             folder,
-            batch_size=BATCH_SIZE,
+            batch_size=args.batch_size,
         )
         if args.save_model:
             trained.load_weights(folder / RISK_DIR / LATEST_WEIGHTS_FILE)
@@ -167,6 +168,7 @@ def main(argv=None):
     result = {
         "run_dir": str(args.run_dir),
         "examples": args.examples or "all",
+        "batch_size": args.batch_size,
         "options": {k: v for k, v in vars(options).items() if k != "risk_examples"},
         "updates": record["updates"],
         "best_updates": record["best_updates"],
