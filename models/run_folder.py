@@ -94,7 +94,10 @@ def model_files(run_dir, members=None):
     `model.keras`, then `member-K.keras` for the ensemble members that
     finished (`models.members`: an unfinished member is never served), each
     its minimum-risk fine-tuned weights where that stage ran; `members`: the
-    first `members` of them only.
+    first `members` of them only. An export's version folder, which holds
+    them side by side under those names, gives them as they are, so that an
+    export can be exported again or started from (`--init-from`) member by
+    member.
     """
     if members is not None and members < 1:
         raise UserError(f"`members` must be >= 1. Received: members={members}")
@@ -109,6 +112,11 @@ def model_files(run_dir, members=None):
         + [(f"{p.parent.name}.keras", p) for p in found]
         if is_served(path.parent)
     }
+    if MODEL_FILE in files:
+        exported = run_dir.glob(f"{MEMBER_PREFIX}*.keras")
+        files.update(
+            (p.name, p) for p in sorted(exported, key=lambda p: member_rank(p.stem))
+        )
     return dict(list(files.items())[:members])
 
 

@@ -39,7 +39,8 @@ def choose(
         search: the `SearchOptions` to tune from.
         run_dir: the run folder (`search_tuning.json` goes there).
         initial_weights: `{rank: model.keras}` the members started from
-            (`--init-from`); a distilled student is held against the first.
+            (`--init-from`); a distilled student of one model is held
+            against the one it started from.
         progress: the command's `CommandProgress`.
 
     Returns:
@@ -63,7 +64,9 @@ def choose(
     if check is None:
         return search, {}
     checks = {"validation_check": check}
-    if teacher and initial_weights:
+    # One model at one model's cost: a student that is an ensemble again
+    # (`--ensemble 3`) is not served at its member's cost.
+    if teacher and len(initial_weights) == 1:
         progress.stage("tuning", "the teacher's first member alone, at the same cost")
         checks["member_check"] = member_check.check_member(
             initial_weights[0],

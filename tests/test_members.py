@@ -67,3 +67,29 @@ def test_model_files_leave_out_unfinished_members(tmp_path):
         "model.keras": run / "model.keras",
         "member-2.keras": finished / "model.keras",
     }
+
+
+def test_model_files_of_an_export_are_its_members_side_by_side(tmp_path):
+    from models.run_folder import initial_model_files, model_files
+
+    export = _member(tmp_path / "export")  # model.keras, no backup
+    for rank in (10, 2, 1):  # ranks, not names, order them
+        (export / f"member-{rank}.keras").write_bytes(b"member")
+    assert list(model_files(export)) == [
+        "model.keras",
+        "member-1.keras",
+        "member-2.keras",
+        "member-10.keras",
+    ]
+    assert model_files(export, members=2) == {
+        "model.keras": export / "model.keras",
+        "member-1.keras": export / "member-1.keras",
+    }
+    for name in ("config.json", "vocab.txt"):
+        (export / name).write_text("x")
+    # An export's members each start a member of the same rank.
+    assert initial_model_files(export, 3) == {
+        0: export / "model.keras",
+        1: export / "member-1.keras",
+        2: export / "member-2.keras",
+    }
