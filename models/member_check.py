@@ -1,24 +1,28 @@
 """Whether a distilled student beats its teacher's first member served alone.
 
-A student (`train.py --distill-from`) starts from its teacher's first member
-and is served at one model's cost, so the export it must beat is that
-member served alone with the same search. After tuning, the member is
-scored on the validation pairs the student was tuned on, with the
-student's search (greedy: its own end penalty, chosen on the same grid, so
-that each model gets its best setting), and the two are held on ROUGE-1,
-ROUGE-2 and ROUGE-L. The student beats the member when its ROUGE-1 is
-higher and neither its ROUGE-2 nor its ROUGE-L is lower. The check is kept
-with the export (`training.json`, and `metrics.json` once evaluated); the
-command's last lines say which of the two to serve, with the command that
-exports the member.
+A student of one model (`train.py --distill-from`, `--ensemble 1`) is
+served at one model's cost, so the export it must beat is its teacher's
+first member served alone with the same search. After tuning, that member
+(read from the teacher's export, with the teacher's vocabulary) is scored
+on the validation pairs the student was tuned on, each model as it would be
+served: greedy search with the member's own end penalty, chosen by ROUGE-1
+on the student's grid (the student's was chosen by its `--greedy-length`
+rule); a beam with the student's tuned settings. The two are held on
+ROUGE-1, ROUGE-2 and ROUGE-L: the student beats the member when its
+ROUGE-1 is higher and neither its ROUGE-2 nor its ROUGE-L is lower. The
+check is kept with the export (`training.json`, and `metrics.json` once
+evaluated); the command's last lines say which of the two to serve, with
+the command that exports the member.
 """
 
+import shlex
 import sys
-
-import keras
+from pathlib import Path
 
 from models import tuning
+from models.folder_layout import SEARCH_OPTIONS_FILE
 from models.lead_check import CHECKED
+from models.run_folder import load_run, load_trained_model
 
 
 def compare(student_scores, member_scores, examples, member_search):
@@ -62,21 +66,21 @@ def compare(student_scores, member_scores, examples, member_search):
     }
 
 
-def check_member(member_file, features, pairs, search, end_penalties, student):
-    """`compare` of the student's served scores with its starting member's.
+def check_member(teacher_dir, pairs, search, end_penalties, student):
+    """`compare` of the student's served scores with its teacher's first
+    member's.
 
     Args:
-        member_file: the member's `model.keras` (`--init-from`'s first).
-        features: the run's `TextFeatures` (the student shares the member's
-            vocabulary).
+        teacher_dir: the teacher's export version folder (`--distill-from`).
         pairs: the validation `(document, reference)` pairs the student was
             tuned on (bytes).
         search: the student's chosen `SearchOptions`.
-        end_penalties: greedy search's end penalties to try for the member
-            (the student's grid); empty: the student's.
+        end_penalties: greedy search's end penalties to choose the member's
+            from (the student's grid); empty: the student's.
         student: the student's scores on `pairs` (its tuning's served row).
     """
-    member = keras.saving.load_model(member_file, compile=False)
+    _, features = load_run(teacher_dir)
+    member = load_trained_model(teacher_dir, members=1)
     documents = [d for d, _ in pairs]
     references = [s.decode("utf-8") for _, s in pairs]
     sample = (member, features, documents, references)
@@ -96,15 +100,30 @@ def _scores(scores):
     return " / ".join(f"{scores[k]:.2f}" for k in CHECKED)
 
 
-def verdict_lines(check, member_source, export_dir):
+def export_command(check, teacher_dir, export_dir, version_dir):
+    """The command that exports the member as it was scored: the student's
+    search options (`version_dir`'s), the member's end penalty, into
+    `<export_dir>-member`."""
+    command = [
+        *("python", "-m", "models.export", "--run-dir", str(teacher_dir)),
+        *("--export-dir", f"{export_dir}-member", "--members", "1"),
+        *("--search-options", str(Path(version_dir) / SEARCH_OPTIONS_FILE)),
+    ]
+    if check["beam_size"] < 2:
+        command += ["--greedy-end-penalty", repr(check["greedy_end_penalty"])]
+    return shlex.join(command)
+
+
+def verdict_lines(check, teacher_dir, export_dir, version_dir):
     """The command's last lines about `check` (without the `[train.py] `).
 
     Args:
         check: a `compare` record.
-        member_source: where the member was read (`--init-from`: the
-            teacher's export or run folder).
+        teacher_dir: the teacher's export (`--distill-from`).
         export_dir: the student's export folder (`saved_models/<name>`); the
             member's is named after it.
+        version_dir: the student's export version folder, whose search
+            options the member was scored with.
     """
     metrics = "/".join(CHECKED.values())
     scored = (
@@ -116,18 +135,15 @@ def verdict_lines(check, member_source, export_dir):
             "the student beats its teacher's first member served alone at the "
             f"same cost: {scored}"
         ]
-    search = f"--beam-size {check['beam_size']}"
-    if check["beam_size"] < 2:
-        search += f" --greedy-end-penalty {check['greedy_end_penalty']:g}"
     return [
         "THE STUDENT DOES NOT BEAT its teacher's first member served alone at "
         f"the same cost (higher ROUGE-1, ROUGE-2 and ROUGE-L not lower): {scored}",
-        "serve the member instead: python -m models.export --run-dir "
-        f"{member_source} --export-dir {export_dir}-member --members 1 {search}",
+        "serve the member instead: "
+        + export_command(check, teacher_dir, export_dir, version_dir),
     ]
 
 
-def print_verdict(check, member_source, export_dir, file=None):
+def print_verdict(check, teacher_dir, export_dir, version_dir, file=None):
     """Prints `verdict_lines` as the command's last lines (stderr)."""
-    for line in verdict_lines(check, member_source, export_dir):
+    for line in verdict_lines(check, teacher_dir, export_dir, version_dir):
         print(f"[train.py] {line}", file=file or sys.stderr)

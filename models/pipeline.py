@@ -235,10 +235,10 @@ def _run(settings, cleanup):
     # Scored on validation even when nothing is tuned: the check against the
     # lead baseline reads the served setting's scores.
     if settings.tuning.tune_examples > 0:
+        progress.stage("tuning", "the search's settings, on validation")
         search, checks = served_search.choose(
-            settings, model, run.features, splits["validation"], search,
-            run.run_dir, initial_weights, progress,
-        )  # fmt: skip
+            settings, model, run.features, splits["validation"], search, run.run_dir
+        )
     record = {
         "schedule": run.schedule.to_dict(),
         "members": [o.record(run.schedule) for o in outcomes],
@@ -248,7 +248,7 @@ def _run(settings, cleanup):
     }
     version_dir = _export_and_evaluate(settings, run, model, search, record, progress)
     _print_summary(version_dir, outcomes, run.schedule, progress)
-    served_search.print_verdicts(checks, settings)
+    served_search.print_verdicts(checks, settings, version_dir)
     return version_dir
 
 

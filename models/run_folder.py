@@ -16,6 +16,7 @@ from models.folder_layout import (
     MEMBER_PREFIX,
     MODEL_FILE,
     RISK_DIR,
+    SAVED_MODEL_FILE,
     VOCABULARY_FILE,
     member_rank,
 )
@@ -112,7 +113,7 @@ def model_files(run_dir, members=None):
         + [(f"{p.parent.name}.keras", p) for p in found]
         if is_served(path.parent)
     }
-    if MODEL_FILE in files:
+    if MODEL_FILE in files and (run_dir / SAVED_MODEL_FILE).is_file():
         exported = run_dir.glob(f"{MEMBER_PREFIX}*.keras")
         files.update(
             (p.name, p) for p in sorted(exported, key=lambda p: member_rank(p.stem))
@@ -142,8 +143,9 @@ def initial_model_files(init_from, members):
     missing = [p.name for p in needed if not p.is_file()]
     if missing:
         raise UserError(
-            "`init_from` must be a trained run folder (runs/<name>, with "
-            f"config.json, vocab.txt and model.keras); {', '.join(missing)} "
+            "`init_from` must be a trained run folder (runs/<name>) or an "
+            "export (saved_models/<name>/<version>), with config.json, "
+            f"vocab.txt and model.keras; {', '.join(missing)} "
             f"missing. Received: init_from={str(init_from)!r}"
         )
     if len(files) < members:

@@ -19,16 +19,7 @@ from models.folder_layout import SEARCH_TUNING_FILE
 from models.train_settings import TrainSettings, TuningSettings
 
 
-def choose(
-    settings: TrainSettings,
-    model,
-    features,
-    validation,
-    search,
-    run_dir,
-    initial_weights,
-    progress,
-):
+def choose(settings: TrainSettings, model, features, validation, search, run_dir):
     """The served search and its checks, as `train.py`'s settings say.
 
     Args:
@@ -38,69 +29,68 @@ def choose(
         validation: the validation split, `(document, summary)` pairs.
         search: the `SearchOptions` to tune from.
         run_dir: the run folder (`search_tuning.json` goes there).
-        initial_weights: `{rank: model.keras}` the members started from
-            (`--init-from`); a distilled student of one model is held
-            against the one it started from.
-        progress: the command's `CommandProgress`.
 
     Returns:
         `(search, checks)`: the chosen `SearchOptions`, and a dict holding
-        `validation_check` (`models.lead_check`) and, for a student,
-        `member_check` (`models.member_check`); empty without validation
-        pairs.
+        `validation_check` (`models.lead_check`) and, for a student of one
+        model, `member_check` (`models.member_check`); empty without
+        validation pairs.
     """
-    progress.stage("tuning", "the search's settings, on validation")
-    distillation = settings.distillation
-    teacher = distillation.distill_from
+    tuning_settings = settings.tuning
+    pairs = list(validation.take(tuning_settings.tune_examples).as_numpy_iterator())
+    if not pairs:
+        return search, {}
+    teacher = settings.distillation.distill_from
     search, check = tune_decoding(
-        settings.tuning,
+        tuning_settings,
         model,
         features,
-        validation,
+        pairs,
         search,
         run_dir,
-        teacher if settings.tuning.greedy_length == "teacher" else None,
+        teacher if tuning_settings.greedy_length == "teacher" else None,
     )
-    if check is None:
-        return search, {}
     checks = {"validation_check": check}
     # One model at one model's cost: a student that is an ensemble again
     # (`--ensemble 3`) is not served at its member's cost.
-    if teacher and len(initial_weights) == 1:
-        progress.stage("tuning", "the teacher's first member alone, at the same cost")
+    if teacher and settings.training.ensemble == 1:
+        print(
+            "Scoring the teacher's first member alone, with the same search",
+            file=sys.stderr,
+        )
+        tuned = tuning_settings.tune_decoding
         checks["member_check"] = member_check.check_member(
-            initial_weights[0],
-            features,
-            list(validation.take(check["examples"]).as_numpy_iterator()),
+            teacher,
+            pairs,
             search,
-            settings.tuning.tune_end_penalties,
+            tuning_settings.tune_end_penalties if tuned else [],
             check["model"],
         )
     return search, checks
 
 
-def print_verdicts(checks, settings: TrainSettings):
-    """The command's last lines about `choose`'s checks (stderr)."""
+def print_verdicts(checks, settings: TrainSettings, version_dir):
+    """The command's last lines about `choose`'s checks (stderr); the
+    member's export command reads the student's `version_dir`."""
     lead_check.print_verdict(checks.get("validation_check"))
     if "member_check" in checks:
         member_check.print_verdict(
             checks["member_check"],
-            settings.distillation.init_from,
+            settings.distillation.distill_from,
             settings.run.export_path(),
+            version_dir,
         )
 
 
 def tune_decoding(
-    settings: TuningSettings, model, features, validation, search, run_dir, teacher
+    settings: TuningSettings, model, features, pairs, search, run_dir, teacher
 ):
     """`search` with the validation-best length penalty and n-gram blocking,
     and greedy search's end penalty (with `tune_decoding` off: `search` as
-    given, scored alone); and how the chosen search compares with the lead
-    baseline on the same pairs (`models.lead_check`). With `teacher` (an
-    export) the end penalty keeps the teacher's mean length instead."""
-    pairs = list(validation.take(settings.tune_examples).as_numpy_iterator())
-    if not pairs:
-        return search, None
+    given, scored alone) on the validation `pairs` (bytes); and how the
+    chosen search compares with the lead baseline on them
+    (`models.lead_check`). With `teacher` (an export) the end penalty keeps
+    the teacher's mean length instead."""
     tune = settings.tune_decoding
     what = "Tuning the length penalty and n-gram blocking" if tune else "Scoring"
     print(f"{what} on {len(pairs)} validation examples", file=sys.stderr)

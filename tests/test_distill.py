@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 from e2e import ROOT, run, train_command, write_org_data
@@ -262,19 +263,20 @@ def test_member_check_asks_for_rouge_1_above_and_neither_other_below():
     assert not check((43.14, 20.99, 40.0), (41.42, 21.0, 39.0))["beats_member"]
     lost = check((43.14, 21.0, 39.0), (41.42, 20.0, 39.5))
     assert not lost["beats_member"]
-    lines = member_check.verdict_lines(lost, "saved_models/t/1", "saved_models/s")
-    assert lines[0].startswith("THE STUDENT DOES NOT BEAT")
-    assert (
-        "R1/R2/RL 43.14 / 21.00 / 39.00 against the member's 41.42 / 20.00 / "
-        in (lines[0])
+    lines = member_check.verdict_lines(
+        lost, "saved_models/t/1", "saved_models/my student", "saved_models/s/2"
     )
+    assert lines[0].startswith("THE STUDENT DOES NOT BEAT")
+    scored = "R1/R2/RL 43.14 / 21.00 / 39.00 against the member's 41.42 / 20.00 / "
+    assert scored in lines[0]
     assert lines[1] == (
         "serve the member instead: python -m models.export --run-dir "
-        "saved_models/t/1 --export-dir saved_models/s-member --members 1 "
-        "--beam-size 1 --greedy-end-penalty 1.5"
+        "saved_models/t/1 --export-dir 'saved_models/my student-member' "
+        "--members 1 --search-options saved_models/s/2/search_options.json "
+        "--greedy-end-penalty 1.5"
     )
     won = check((43.14, 21.0, 40.0), (41.42, 21.0, 39.99))
-    (line,) = member_check.verdict_lines(won, "t/1", "s")
+    (line,) = member_check.verdict_lines(won, "t/1", "s", "s/1")
     assert line.startswith("the student beats its teacher's first member")
 
 
@@ -427,29 +429,7 @@ def test_one_command_makes_the_served_student_from_a_plain_export(trained, tmp_p
     )
     assert options["beam_size"] == 1
 
-    # At learning rate 0 the student is its teacher's first member, served
-    # at a length-chosen end penalty; the member's own penalty is chosen by
-    # ROUGE-1 on the same grid and pairs: the student cannot beat it, and
-    # the command says what to serve instead.
-    training = json.loads((tmp_path / "export" / "1" / "training.json").read_text())
-    check = training["member_check"]
-    assert check["examples"] == 8 and check["beam_size"] == 1
-    assert check["student"] == training["validation_check"]["model"]
-    assert check["member"]["rouge1"] >= check["student"]["rouge1"]
-    assert check["greedy_end_penalty"] in (0.0, 3.0)
-    assert check["beats_member"] is False
-    last = result.stderr.strip().splitlines()[-2:]
-    assert last[0].startswith("[train.py] THE STUDENT DOES NOT BEAT")
-    command = last[1].split("serve the member instead: ")[1].split()
-    assert command[:3] == ["python", "-m", "models.export"]
-    from models.export import parse_export_settings
-
-    member = parse_export_settings(command[3:])
-    assert member.run_dir == str(teacher) and member.members == 1
-    assert member.search_overrides == {
-        "beam_size": 1,
-        "greedy_end_penalty": check["greedy_end_penalty"],
-    }
+    _assert_the_member_is_to_be_served(result, tmp_path / "export" / "1", teacher)
 
     for name in ("config.json", "vocab.txt"):
         assert (tmp_path / "run" / name).read_text() == (teacher / name).read_text()
@@ -467,6 +447,35 @@ def test_one_command_makes_the_served_student_from_a_plain_export(trained, tmp_p
     np.testing.assert_array_equal(
         default["headlines"].numpy(), greedy["headlines"].numpy()
     )
+
+
+def _assert_the_member_is_to_be_served(result, version_dir, teacher):
+    """At learning rate 0 the student is its teacher's first member, served
+    at a length-chosen end penalty; the member's own penalty is chosen by
+    ROUGE-1 on the same grid and pairs: the student cannot beat it, and the
+    command says how to export the member as it was scored."""
+    from models.config import SearchOptions
+    from models.export import parse_export_settings
+
+    training = json.loads((version_dir / "training.json").read_text())
+    check = training["member_check"]
+    assert check["examples"] == 8 and check["beam_size"] == 1
+    assert check["student"] == training["validation_check"]["model"]
+    assert check["member"]["rouge1"] >= check["student"]["rouge1"]
+    assert check["greedy_end_penalty"] in (0.0, 3.0)
+    assert check["beats_member"] is False
+    last = result.stderr.strip().splitlines()[-2:]
+    assert last[0].startswith("[train.py] THE STUDENT DOES NOT BEAT")
+    command = last[1].split("serve the member instead: ")[1].split()
+    assert command[:3] == ["python", "-m", "models.export"]
+    member = parse_export_settings(command[3:])
+    assert member.run_dir == str(teacher) and member.members == 1
+    assert member.search_overrides == {
+        "greedy_end_penalty": check["greedy_end_penalty"]
+    }
+    # The student's search, but for the member's end penalty.
+    assert member.search_options == str(version_dir / "search_options.json")
+    SearchOptions(**json.loads(Path(member.search_options).read_text()))
 
 
 def keras_model(path):

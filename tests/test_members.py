@@ -75,6 +75,9 @@ def test_model_files_of_an_export_are_its_members_side_by_side(tmp_path):
     export = _member(tmp_path / "export")  # model.keras, no backup
     for rank in (10, 2, 1):  # ranks, not names, order them
         (export / f"member-{rank}.keras").write_bytes(b"member")
+    # Without its SavedModel, a folder is read as a run folder.
+    assert list(model_files(export)) == ["model.keras"]
+    (export / "saved_model.pb").write_bytes(b"graph")
     assert list(model_files(export)) == [
         "model.keras",
         "member-1.keras",
