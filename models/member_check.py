@@ -20,7 +20,12 @@ import sys
 from pathlib import Path
 
 from models import tuning
-from models.folder_layout import SEARCH_OPTIONS_FILE
+from models.folder_layout import (
+    CONFIG_FILE,
+    MODEL_FILE,
+    SEARCH_OPTIONS_FILE,
+    VOCABULARY_FILE,
+)
 from models.lead_check import CHECKED
 from models.run_folder import load_run, load_trained_model
 
@@ -64,6 +69,14 @@ def compare(student_scores, member_scores, examples, member_search):
         "beats_member": student["rouge1"] > member["rouge1"]
         and all(student[k] >= member[k] for k in ("rouge2", "rougeL")),
     }
+
+
+def holds_member(teacher_dir):
+    """Whether the teacher's export holds its trained model, config and
+    vocabulary (every export of `train.py` does; any SavedModel with the
+    signatures can teach)."""
+    files = (CONFIG_FILE, VOCABULARY_FILE, MODEL_FILE)
+    return all((Path(teacher_dir) / name).is_file() for name in files)
 
 
 def check_member(teacher_dir, pairs, search, end_penalties, student):

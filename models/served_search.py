@@ -54,6 +54,13 @@ def choose(settings: TrainSettings, model, features, validation, search, run_dir
     # One model at one model's cost: a student that is an ensemble again
     # (`--ensemble 3`) is not served at its member's cost.
     if teacher and settings.training.ensemble == 1:
+        if not member_check.holds_member(teacher):
+            print(
+                f"{teacher} holds no trained model (config.json, vocab.txt, "
+                "model.keras): the student is not compared with a member",
+                file=sys.stderr,
+            )
+            return search, checks
         print(
             "Scoring the teacher's first member alone, with the same search",
             file=sys.stderr,

@@ -357,6 +357,8 @@ def test_train_py_distills_a_student_from_a_runs_weights_and_exports_it(
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Distilling from" in result.stderr
     assert f"weights from {source}" in result.stderr
+    # A teacher that is any SavedModel with the signatures holds no member.
+    assert "holds no trained model" in result.stderr
     documents = (tmp_path / "data" / "org_data" / "train.src.txt").read_text()
     expected = [" ".join(d.split()[-2:]) for d in documents.splitlines()]
     cached = (tmp_path / "run" / "teacher" / "chunk-00000.txt").read_text()
