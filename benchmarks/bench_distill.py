@@ -40,7 +40,6 @@ from benchmarks.common import interleaved, machine_info, markdown_table
 from benchmarks.flops import search_flops
 from models.folder_layout import (
     CONFIG_FILE,
-    MEMBER_PREFIX,
     METRICS_FILE,
     SEARCH_OPTIONS_FILE,
 )
@@ -73,12 +72,13 @@ def rouge(system):
 def gflop_per_headline(system, saved, documents):
     """FLOPs of decoding `documents`, counted on the headlines written."""
     from models.config import SearchOptions, SummarizerConfig
+    from models.run_folder import model_files
 
     config = SummarizerConfig.load(system["dir"] / CONFIG_FILE)
     options = SearchOptions(
         **json.loads((system["dir"] / SEARCH_OPTIONS_FILE).read_text())
     )
-    members = 1 + len(list(system["dir"].glob(f"{MEMBER_PREFIX}*.keras")))
+    members = len(model_files(system["dir"]))
     out = saved.signatures["attention"](documents=documents)
     source_lengths = np.sum(out["source_tokens"].numpy() != b"", axis=1)
     headlines = saved.signatures[system["signature"]](documents=documents)

@@ -117,11 +117,9 @@ def export_command(check, teacher_dir, export_dir, version_dir):
     """The command that exports the member as it was scored: the student's
     search options (`version_dir`'s), the member's end penalty, into
     `<export_dir>-member`."""
-    command = [
-        *("python", "-m", "models.export", "--run-dir", str(teacher_dir)),
-        *("--export-dir", f"{export_dir}-member", "--members", "1"),
-        *("--search-options", str(Path(version_dir) / SEARCH_OPTIONS_FILE)),
-    ]
+    command = ["python", "-m", "models.export", "--run-dir", str(teacher_dir)]
+    command += ["--export-dir", f"{export_dir}-member", "--members", "1"]
+    command += ["--search-options", str(Path(version_dir) / SEARCH_OPTIONS_FILE)]
     if check["beam_size"] < 2:
         command += ["--greedy-end-penalty", repr(check["greedy_end_penalty"])]
     return shlex.join(command)
