@@ -28,6 +28,10 @@ from models.inference import HeadlineModule
 from models.metrics import mean_rouge
 from models.saved_model_client import headlines_in_batches
 
+# The key of `Backup`'s callback state file under which each state is kept by
+# the validations done when it was saved.
+STATE_BY_VALIDATIONS = "by_validations"
+
 
 class Backup(keras.callbacks.BackupAndRestore):
     """`BackupAndRestore` that saves every `save_freq` steps *and* at each
@@ -68,9 +72,8 @@ class Backup(keras.callbacks.BackupAndRestore):
 
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
-        if not self._state_path.exists():
-            return
-        saved = json.loads(self._state_path.read_text())
+        validations = _validations_done(self._training_metadata_path)
+        saved = _saved_callback_state(self._state_path, validations)
         # By class, so that a run resumed with or without `--lr-decay` keeps
         # what it can: a callback that was not tracked starts afresh.
         for callback in self.tracked:
@@ -78,34 +81,63 @@ class Backup(keras.callbacks.BackupAndRestore):
                 is_count = name != "best" and value is not None
                 setattr(callback, name, int(value) if is_count else value)
 
+    def on_epoch_begin(self, epoch, logs=None):
+        # Keras counts the validations done only at an interval's end: a
+        # resumed run's backups within its first interval would record 0.
+        super().on_epoch_begin(epoch, logs)
+        self._current_epoch = epoch
+
     def _save_model(self):
-        super()._save_model()
-        # Written after the weights: a kill in between leaves the previous
-        # validation's state, which loses patience already spent (and can halve
-        # a learning rate that the weights' optimizer already halved).
+        # The callbacks' state first, under the validations it belongs to,
+        # and Keras' record of the validations done last, so that a kill
+        # anywhere in between restores the state that matches the record
+        # (the previous validation's is kept for Keras' previous backup).
+        validations = self._current_epoch
+        by_validations = _read_json(self._state_path).get(STATE_BY_VALIDATIONS, {})
+        kept = {k: v for k, v in by_validations.items() if int(k) == validations - 1}
+        kept[str(validations)] = self.callback_state()
         tmp = self._state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.callback_state()))
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps({STATE_BY_VALIDATIONS: kept}))
         tmp.replace(self._state_path)
+        super()._save_model()
 
     def on_epoch_end(self, epoch, logs=None):
-        super().on_epoch_end(epoch, logs)
-        self._save_model()
+        super().on_epoch_end(epoch, logs)  # saves when `save_freq="epoch"`
+        if self.save_freq != "epoch":
+            self._save_model()
+
+
+def _read_json(path):
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _validations_done(metadata_path):
+    try:
+        return int(_read_json(metadata_path)["epoch"])
+    except (KeyError, TypeError, ValueError):
+        return 0
+
+
+def _saved_callback_state(state_path, validations):
+    """The tracked callbacks' state that `Backup` saved at `validations`
+    validations done (`{}`: none), from its file at `state_path`. A file
+    written before the state was kept by validations is read as it is."""
+    saved = _read_json(state_path)
+    if STATE_BY_VALIDATIONS not in saved:
+        return saved
+    return saved[STATE_BY_VALIDATIONS].get(str(validations), {})
 
 
 def backed_up_state(member_dir):
     """`(validations, stopped early)` of the backup in `member_dir`: the
     validations done (Keras' epoch, 0: no backup) and whether early stopping
     ended the member (`ScheduledStopping`'s saved state)."""
-    try:
-        validations = int(
-            json.loads(backup_metadata_path(member_dir).read_text())["epoch"]
-        )
-    except (OSError, ValueError, KeyError):
-        return 0, False
-    try:
-        state = json.loads(callback_state_path(member_dir).read_text())
-    except (OSError, ValueError):
-        state = {}
+    validations = _validations_done(backup_metadata_path(member_dir))
+    state = _saved_callback_state(callback_state_path(member_dir), validations)
     stopped = state.get(ScheduledStopping.__name__, {}).get("stopped_epoch")
     return validations, bool(stopped)
 

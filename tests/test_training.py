@@ -1,6 +1,8 @@
 """Training's callbacks: the moving average of the weights (validated and
-kept, never trained on), and Ctrl-C taken between two steps."""
+kept, never trained on), Ctrl-C taken between two steps, and backups whose
+callback state always matches the validations they record."""
 
+import json
 import os
 import signal
 
@@ -10,7 +12,7 @@ import pytest
 
 pytestmark = pytest.mark.tf_only
 
-from models.callbacks import InterruptBetweenSteps  # noqa: E402
+from models.callbacks import Backup, InterruptBetweenSteps  # noqa: E402
 from models.training import AveragedWeights  # noqa: E402
 
 
@@ -117,3 +119,88 @@ def test_an_ignored_sigint_stays_ignored():
     steps, raised, after = _fit_with_ctrl_c(presses=1, handler=signal.SIG_IGN)
     assert (steps, raised) == (6, False)
     assert after is signal.SIG_IGN
+
+
+class _Killed(Exception):
+    """Stands for a kill -9 in the middle of a backup."""
+
+
+# Validation scores: the best of the first validation is 20, of two 35.
+SCORES = [20.0, 35.0, 30.0]
+
+
+def _stopping():
+    return keras.callbacks.EarlyStopping(monitor="score", mode="max", patience=9)
+
+
+def _fit_with_backup(backup_dir, epochs, stopping, save_freq="epoch", probe=None):
+    """Fits a tiny model for `epochs` validations (4 steps each), scored by
+    `SCORES`, with `stopping` tracked by a `Backup` in `backup_dir`."""
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+
+    class Score(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            logs["score"] = SCORES[epoch]
+
+    callbacks = [Score(), stopping, Backup(str(backup_dir), save_freq, [stopping])]
+    x = np.ones((8, 2), "float32")
+    model.fit(
+        x,
+        x[:, :1],
+        batch_size=2,
+        epochs=epochs,
+        callbacks=[*callbacks, *([probe] if probe else [])],
+        verbose=0,
+    )
+
+
+@pytest.mark.parametrize("kill", ["before_keras_records", "after_keras_records"])
+def test_a_backup_killed_midway_restores_the_state_of_the_validations_it_records(
+    tmp_path, monkeypatch, kill
+):
+    _fit_with_backup(tmp_path / "backup", 1, _stopping())
+    keras_save = keras.callbacks.BackupAndRestore._save_model
+
+    def killed_save(self):
+        if kill == "after_keras_records":
+            keras_save(self)
+        raise _Killed
+
+    monkeypatch.setattr(keras.callbacks.BackupAndRestore, "_save_model", killed_save)
+    with pytest.raises(_Killed):
+        _fit_with_backup(tmp_path / "backup", 2, _stopping())
+    monkeypatch.undo()
+
+    metadata = json.loads((tmp_path / "backup" / "training_metadata.json").read_text())
+    recorded = {"before_keras_records": 1, "after_keras_records": 2}[kill]
+    assert metadata["epoch"] == recorded
+    # A resumed fit starts after the recorded validations, with their best.
+    seen = {}
+    stopping = _stopping()
+
+    class Probe(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            seen.setdefault("epoch", epoch)
+            seen.setdefault("best", stopping.best)
+
+    _fit_with_backup(tmp_path / "backup", 3, stopping, probe=Probe())
+    assert seen == {"epoch": recorded, "best": max(SCORES[:recorded])}
+
+
+def test_a_resumed_run_records_its_validations_in_backups_within_an_interval(
+    tmp_path,
+):
+    _fit_with_backup(tmp_path / "backup", 1, _stopping())
+    recorded = []
+
+    class ReadBackup(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            path = tmp_path / "backup" / "training_metadata.json"
+            recorded.append(json.loads(path.read_text())["epoch"])
+
+    # A backup every step: the first ones fall within the second interval.
+    stopping = _stopping()
+    _fit_with_backup(tmp_path / "backup", 2, stopping, save_freq=1, probe=ReadBackup())
+    assert recorded == [1, 1, 1, 1]
+    assert stopping.best == max(SCORES[:2])
