@@ -344,9 +344,10 @@ class BaseAttention(CheckedConstructor, keras.layers.Layer):
             query, memory, scores_mask, training, **score_kwargs
         )
         if query_mask is not None:
+            # `where`, not a product: a NaN in a masked row is cleared too.
             query_mask = ops.expand_dims(ops.cast(query_mask, "bool"), -1)
-            context = context * ops.cast(query_mask, context.dtype)
-            weights = weights * ops.cast(query_mask, weights.dtype)
+            context = ops.where(query_mask, context, ops.zeros_like(context))
+            weights = ops.where(query_mask, weights, ops.zeros_like(weights))
         if single_step:
             context, weights = ops.squeeze(context, 1), ops.squeeze(weights, 1)
         if return_attention_scores:

@@ -267,7 +267,10 @@ class CoverageAttention(BahdanauAttention):
                 step_mask = ops.expand_dims(x[:, units + 1 :] > 0.5, 1)
             step_scores = self._calculate_scores(step_query, keys, coverage=cov)
             weights = ops.squeeze(masked_softmax(step_scores, step_mask), 1)
-            return cov + weights * step_valid, cov, weights
+            # `where`, not a product: a NaN in a masked step stays out of the
+            # coverage and of the loop's buffers.
+            weights = ops.where(step_valid > 0.5, weights, ops.zeros_like(weights))
+            return cov + weights, cov, weights
 
         loop = _while_over_time if _use_while_loop() else _scan_over_time
         coverages, weights = loop(one_step, coverage, xs)
@@ -275,8 +278,6 @@ class CoverageAttention(BahdanauAttention):
         full_shape = (*ops.shape(query)[:2], ops.shape(keys)[1])
         coverages = ops.reshape(ops.transpose(coverages, (1, 0, 2)), full_shape)
         weights = ops.reshape(ops.transpose(weights, (1, 0, 2)), full_shape)
-        if query_mask is not None:
-            weights = weights * ops.expand_dims(ops.cast(query_mask, dtype), -1)
         return coverages, weights
 
     @staticmethod

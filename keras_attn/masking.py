@@ -6,9 +6,9 @@ softmax over half-precision logits loses the small weights that copy attention
 needs.
 """
 
+import keras
 from keras import ops
 from keras.backend import standardize_dtype
-from keras.src.backend import get_keras_mask, set_keras_mask
 
 # Finite, so that a fully masked row never produces `inf - inf = nan`.
 _MASK_VALUE = -1e9
@@ -85,6 +85,34 @@ def masked_softmax(scores, mask=None):
     return weights * ops.cast(mask, weights.dtype)
 
 
+class _CarriedMask(keras.layers.Layer):
+    """Returns the mask Keras passes to `call`: the mask `inputs` carries."""
+
+    def call(self, inputs, mask=None):
+        return mask
+
+    def compute_mask(self, inputs, previous_mask):
+        # The returned mask carries no mask of its own.
+        return None
+
+
+class _CarryMask(keras.layers.Layer):
+    """Returns `inputs`, on which Keras sets `mask` as its Keras mask."""
+
+    supports_masking = True
+
+    def call(self, inputs, mask=None):
+        return inputs
+
+
+def _takes_attributes(x):
+    # A JAX array takes no attribute: from Keras 3.6 Keras keeps its mask in a
+    # table by id that only `Layer.__call__` reads and writes (Keras 3.5 keeps
+    # none). TensorFlow and torch tensors, and KerasTensors, carry it as the
+    # `_keras_mask` attribute, Keras' own reader in 3.5.
+    return keras.backend.backend() != "jax" or isinstance(x, keras.KerasTensor)
+
+
 def keras_mask(x):
     """The mask Keras attached to `x` (an `Embedding(mask_zero=True)`'s
     output, say), or None.
@@ -94,16 +122,25 @@ def keras_mask(x):
     beside the inputs it passes `mask=None`. The tensors still carry their
     masks, so the layers read them here.
     """
-    # Keras exports no reader: a JAX array keeps its mask in a table by id,
-    # not as the `_keras_mask` attribute a TensorFlow or torch tensor has.
-    return None if x is None else get_keras_mask(x)
+    if x is None:
+        return None
+    if _takes_attributes(x):
+        return getattr(x, "_keras_mask", None)
+    return _CarriedMask()(x)
 
 
 def with_keras_mask(x, mask):
     """`x` carrying `mask` as its Keras mask (when `mask` is not None)."""
-    if mask is not None:
-        set_keras_mask(x, mask)
-    return x
+    if mask is None:
+        return x
+    if _takes_attributes(x):
+        try:
+            x._keras_mask = mask
+        except AttributeError:
+            # A NumPy array, say: Keras too leaves it without a mask.
+            pass
+        return x
+    return _CarryMask()(x, mask=mask)
 
 
 def _shape(x):

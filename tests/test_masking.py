@@ -238,6 +238,19 @@ def test_query_mask_zeroes_outputs(spec, ref, rng):
         )
 
 
+def test_a_nan_in_a_masked_query_row_is_cleared(spec, rng):
+    query = rng.normal(size=(B, TQ, D)).astype("float32")
+    value = rng.normal(size=(B, TV, D)).astype("float32")
+    query_mask = QUERY_IDS > 0
+    query[~query_mask] = np.nan
+    context, weights = make(spec)(
+        [query, value], query_mask=query_mask, return_attention_scores=True
+    )
+    context, weights = to_np(context), to_np(weights)
+    assert np.all(context[~query_mask] == 0) and np.all(weights[~query_mask] == 0)
+    assert np.isfinite(context).all() and np.isfinite(weights).all()
+
+
 # ------------------------------------------------------------ masked_softmax
 
 
