@@ -35,9 +35,35 @@ in order at every step, under `jit` too, so a processor must be built from
 that of Hugging Face's `LogitsProcessor`s, minus the renormalisation.
 """
 
+import numbers
+
 from keras import ops
+from keras.backend import standardize_dtype
+
+from keras_attn.arguments import describe
 
 _NEG_INF = float("-inf")
+
+
+def _check_int_scalar(value, name):
+    """Raises a one-line ValueError unless `value` is an int scalar: a Python
+    int >= 0, or an int tensor of rank 0 (whose value a traced graph cannot
+    check).
+
+    Args:
+        value: The argument.
+        name: Its name, for the message.
+    """
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        if value >= 0:
+            return
+    elif hasattr(value, "dtype") and len(getattr(value, "shape", (0,))) == 0:
+        if standardize_dtype(value.dtype).startswith(("int", "uint")):
+            return
+    raise ValueError(
+        f"`{name}` must be an int scalar >= 0: a Python int or an int tensor "
+        f"of rank 0. Received: {name}={describe(value)}"
+    )
 
 
 class LogitsProcessor:
@@ -204,8 +230,8 @@ class MinLength(IdBan):
     So every hypothesis has at least `min_length` tokens before its end.
 
     Args:
-        min_length: int scalar (Python int or tensor).
-        end_id: int scalar, the end token.
+        min_length: int scalar (Python int or tensor) >= 0.
+        end_id: int scalar >= 0, the end token.
 
     Examples:
         >>> import numpy as np
@@ -223,6 +249,8 @@ class MinLength(IdBan):
     """
 
     def __init__(self, min_length, end_id):
+        _check_int_scalar(min_length, "min_length")
+        _check_int_scalar(end_id, "end_id")
         self.min_length = min_length
         self.end_id = end_id
 
@@ -241,7 +269,7 @@ class MaxLength(TokenBan):
 
     Args:
         max_length: int scalar (Python int or tensor) >= 0.
-        end_id: int scalar, the end token.
+        end_id: int scalar >= 0, the end token.
 
     Examples:
         >>> import numpy as np
@@ -256,6 +284,8 @@ class MaxLength(TokenBan):
     """
 
     def __init__(self, max_length, end_id):
+        _check_int_scalar(max_length, "max_length")
+        _check_int_scalar(end_id, "end_id")
         self.max_length = max_length
         self.end_id = end_id
 

@@ -188,3 +188,42 @@ def test_no_repeat_ignores_followers_beyond_the_columns():
     history = np.array([[14, -1, -1]], "int32")
     out = ka.NoRepeatNgram(1)(np.zeros((1, 12), "float32"), history, 1)
     assert not np.isinf(ops.convert_to_numpy(out)).any()
+
+
+LENGTHS = {ka.MinLength: "min_length", ka.MaxLength: "max_length"}
+
+
+@pytest.mark.parametrize("processor", sorted(LENGTHS, key=lambda p: p.__name__))
+@pytest.mark.parametrize(
+    "length, value, received",
+    [
+        (True, -1, "-1"),
+        (True, 2.0, "2.0"),
+        (True, True, "True"),
+        (True, np.array([2, 3], "int32"), r"a tensor of shape \(2,\)"),
+        (True, np.array(2.0, "float32"), r"array\(2\., dtype=float32\)"),
+        (False, -1, "-1"),
+        (False, "2", "'2'"),
+    ],
+)
+def test_length_processors_refuse_what_is_not_an_int_scalar(
+    processor, length, value, received
+):
+    kwargs = {LENGTHS[processor]: 3, "end_id": 2}
+    name = LENGTHS[processor] if length else "end_id"
+    kwargs[name] = value
+    with pytest.raises(
+        ValueError,
+        match=rf"^`{name}` must be an int scalar >= 0: .* Received: {name}={received}$",
+    ):
+        processor(**kwargs)
+
+
+@pytest.mark.parametrize("value", [0, np.int64(3), np.array(3, "int32")])
+def test_length_processors_take_int_scalars(value):
+    # At step 3 a cut at 0 or 3 leaves only the end token (1).
+    ids = ops.convert_to_tensor([[1, 2]], "int32")
+    for max_length in (value, ops.convert_to_tensor(value, "int32")):
+        banned = ka.MaxLength(max_length, end_id=np.int32(1)).banned(ids, HISTORY, 3)
+        assert ops.convert_to_numpy(banned).tolist() == [[False, True]]
+    assert ka.MinLength(value, end_id=1).min_length is value
