@@ -1,12 +1,21 @@
 """Masks: propagated by Keras, explicit, causal, fully masked rows."""
 
+import ast
+from pathlib import Path
+
 import keras
 import numpy as np
 import pytest
 from keras import ops
 
 import keras_attn as ka
-from keras_attn.masking import causal_mask, combine_masks, masked_softmax
+from keras_attn.masking import (
+    causal_mask,
+    combine_masks,
+    keras_mask,
+    masked_softmax,
+    with_keras_mask,
+)
 
 B, TQ, TV, D = 2, 3, 5, 4
 # Token ids; 0 is padding. Query row 0 ends in padding, value row 0 too.
@@ -249,6 +258,30 @@ def test_a_nan_in_a_masked_query_row_is_cleared(spec, rng):
     context, weights = to_np(context), to_np(weights)
     assert np.all(context[~query_mask] == 0) and np.all(weights[~query_mask] == 0)
     assert np.isfinite(context).all() and np.isfinite(weights).all()
+
+
+def test_keras_attn_imports_no_private_keras_module():
+    # Keras' `keras.src` changes between releases; keras_attn supports 3.5 on.
+    private = []
+    for path in sorted(Path(ka.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            private += [f"{path.name}: {n}" for n in names if n.startswith("keras.src")]
+    assert private == []
+
+
+def test_a_mask_set_on_a_tensor_is_read_back():
+    x = ops.ones((2, 3))
+    assert keras_mask(x) is None and keras_mask(None) is None
+    mask = ops.convert_to_tensor(QUERY_IDS > 0)
+    x = with_keras_mask(x, mask)
+    np.testing.assert_array_equal(to_np(keras_mask(x)), QUERY_IDS > 0)
+    embedded = keras.layers.Embedding(10, D, mask_zero=True)(QUERY_IDS)
+    np.testing.assert_array_equal(to_np(keras_mask(embedded)), QUERY_IDS > 0)
 
 
 # ------------------------------------------------------------ masked_softmax
