@@ -109,8 +109,20 @@ def test_config_round_trip(spec, ref, rng):
         ka.ConcatAttention,
         ka.BahdanauAttention,
         ka.NetworkAttention,
+        ka.PointerGenerator,
     ],
 )
 def test_registered_name(cls):
     assert keras.saving.get_registered_name(cls) == f"keras_attn>{cls.__name__}"
     assert keras.saving.get_registered_object(f"keras_attn>{cls.__name__}") is cls
+
+
+def test_a_pointer_generator_saved_from_keras_attn_pointer_loads():
+    # Models saved before the layer had a module of its own name that module.
+    layer = ka.PointerGenerator(use_bias=False, name="p_gen")
+    layer.build([(None, 4), (None, 3), (None, 2)])
+    saved = keras.saving.serialize_keras_object(layer)
+    saved["module"] = "keras_attn.pointer"
+    revived = keras.saving.deserialize_keras_object(saved)
+    assert type(revived) is ka.PointerGenerator
+    assert revived.get_config() == layer.get_config()
