@@ -59,7 +59,8 @@ Outputs, in `--output` (default `examples/output/`):
 forecasts against the truth over the test period, one panel per variable) and
 `attention.png` (which past quarters each test forecast attended to).
 
-Usage:
+Usage (the data, the plots and the progress bars need the `examples` extra,
+`pip install -e ".[examples]"`):
 
 ```
 python -m examples.forecast                       # full run, a few minutes on CPU
@@ -83,6 +84,7 @@ from examples.forecast_report import (
     plot_attention,
     plot_forecasts,
 )
+from examples.optional import MissingExtra, require
 from keras_attn import (
     AttentionCellWrapper,
     AttentionRNN,
@@ -384,6 +386,7 @@ def run(
             f"Need window >= 2 and horizon >= 1. Received: window={window}, "
             f"horizon={horizon}"
         )
+    require("statsmodels.datasets", "matplotlib", *(("tqdm",) if progress else ()))
     if quick:
         epochs = min(epochs, 3)
     units = QUICK_UNITS if quick else UNITS
@@ -554,15 +557,18 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="3 epochs, tiny models")
     parser.add_argument("--patience", type=int, default=20)
     args = parser.parse_args(argv)
-    result = run(
-        epochs=args.epochs,
-        window=args.window,
-        horizon=args.horizon,
-        output=args.output,
-        seed=args.seed,
-        quick=args.quick,
-        patience=args.patience,
-    )
+    try:
+        result = run(
+            epochs=args.epochs,
+            window=args.window,
+            horizon=args.horizon,
+            output=args.output,
+            seed=args.seed,
+            quick=args.quick,
+            patience=args.patience,
+        )
+    except MissingExtra as error:
+        raise SystemExit(f"error: {error}") from None
     print()
     print(result["paths"]["metrics_md"].read_text())
     for key in ("metrics_json", "forecasts_png", "attention_png"):

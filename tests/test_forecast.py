@@ -8,16 +8,14 @@ The example is pure Keras: it runs on every backend.
 """
 
 import json
+import sys
 from pathlib import Path
 
+# Plain imports: a missing dependency fails the run, never skips it.
+import matplotlib  # noqa: F401
 import numpy as np
 import pytest
-
-pytestmark = pytest.mark.slow
-
-# Plain imports: a missing dependency fails the run, never skips it.
-import matplotlib  # noqa: E402, F401
-import statsmodels  # noqa: E402, F401
+import statsmodels  # noqa: F401
 
 
 # Session scope: built once per worker process, whatever order the worker
@@ -55,6 +53,7 @@ def test_windows_are_chronological(example):
         example.prepare_data(window=150, horizon=40)
 
 
+@pytest.mark.slow
 def test_outputs_written(result):
     paths = result["paths"]
     for path in paths.values():
@@ -68,6 +67,7 @@ def test_outputs_written(result):
         assert f"| {name} |" in table
 
 
+@pytest.mark.slow
 def test_metrics_are_those_of_the_predictions(example, result):
     models = result["metrics"]["models"]
     assert set(models) == {
@@ -102,6 +102,7 @@ def test_metrics_are_those_of_the_predictions(example, result):
         assert models[name]["params"] > 0 and models[name]["epochs"] == 2
 
 
+@pytest.mark.slow
 def test_attention_sums_to_one(result):
     attention = result["attention"]
     n_test = len(result["predictions"]["lstm"])
@@ -112,3 +113,16 @@ def test_attention_sums_to_one(result):
     for weights in attention.values():
         assert np.all(weights >= 0)
         np.testing.assert_allclose(weights.sum(axis=-1), 1.0, atol=1e-5)
+
+
+@pytest.mark.parametrize("missing", ["statsmodels.datasets", "matplotlib", "tqdm"])
+def test_a_missing_package_is_one_line_naming_the_extra(
+    example, missing, monkeypatch, tmp_path, capsys
+):
+    monkeypatch.setitem(sys.modules, missing, None)
+    with pytest.raises(SystemExit) as excinfo:
+        example.main(["--quick", "--output", str(tmp_path)])
+    message = str(excinfo.value)
+    assert message.startswith(f"error: `{missing}` is not installed: ")
+    assert 'pip install -e ".[examples]"' in message and "\n" not in message
+    assert list(tmp_path.iterdir()) == []
