@@ -2,12 +2,15 @@
 
 The score any model must beat; `models.evaluate` reports it beside each
 decoder, and `models.lead_check` holds a trained model against it on
-validation. Its number of words N is the median length of the training
-headlines (`choose_lead_tokens`), recorded with the run (`lengths.json`,
-`models.lengths`), so that it means the same in every script: words where
-the text writes spaces, characters in Chinese and Japanese. Plain Python:
-the documents are already in the data's normalized form, like the
-references, so the baseline needs no further processing.
+validation. The median length of the training headlines
+(`choose_lead_tokens`), recorded with the run (`lengths.json`,
+`models.lengths`), centres the Ns tried; the check keeps the strongest on
+validation, and the export records it (`training.json`, `chosen_lead_tokens`)
+so that the test split is scored against the same N. Words are counted alike
+in every script: words where the text writes spaces, characters in Chinese
+and Japanese. Plain Python: the documents are already in the data's
+normalized form, like the references, so the baseline needs no further
+processing.
 """
 
 import json
@@ -16,7 +19,7 @@ import statistics
 from pathlib import Path
 
 from models import cjk
-from models.folder_layout import LENGTHS_FILE
+from models.folder_layout import LENGTHS_FILE, TRAINING_RECORD_FILE
 
 # The lead baseline's words when no run recorded them (an export made before
 # they were chosen from the data).
@@ -74,3 +77,15 @@ def recorded_lead_tokens(folder):
     if not path.is_file():
         return LEAD_WORDS
     return int(json.loads(path.read_text())["lead_tokens"])
+
+
+def chosen_lead_tokens(folder):
+    """The lead baseline's N chosen on validation, recorded in `folder`'s
+    `training.json` (an export; `models.lead_check`), else
+    `recorded_lead_tokens(folder)`."""
+    path = Path(folder) / TRAINING_RECORD_FILE
+    if path.is_file():
+        check = json.loads(path.read_text()).get("validation_check") or {}
+        if "lead_tokens" in check:
+            return int(check["lead_tokens"])
+    return recorded_lead_tokens(folder)

@@ -13,8 +13,9 @@ Usage:
 
 Decoding signatures: `serving_default` (beam search) and, when present,
 `greedy`. Both are scored against the references, together with a lead
-baseline (the first N words of the document, `lead_<N>`: N is the run's,
-recorded in the export's `lengths.json`, else 8). `metrics.json` and
+baseline (the first N words of the document, `lead_<N>`: N is the one the
+run chose on validation, recorded in the export's `training.json`, else its
+`lengths.json`'s, else 8). `metrics.json` and
 `heatmaps/example_<i>.png` (through the `attention` signature) are written into
 the version folder `saved_models/<name>/<version>/`.
 """
@@ -28,9 +29,9 @@ import sys
 
 from models.baselines import (
     LEAD_WORDS,
+    chosen_lead_tokens,
     lead_baseline,
     lead_name,
-    recorded_lead_tokens,
 )
 from models.config import SPLITS
 from models.errors import UserError, first_line
@@ -203,13 +204,14 @@ def evaluate(
     seed=0,
     progress=True,
     readable=False,
+    lead_tokens=None,
 ):
     """Scores the SavedModel's decoders and the lead baseline on a split.
 
     Reads `split` with `models.data.load_split`, decodes it with each decoding
     signature present (`serving_default` as "beam", `greedy` as "greedy"),
     scores them and the lead baseline (`lead_<N>`, the first N words, N the
-    run's: `models.baselines.recorded_lead_tokens`) against the
+    run's: `models.baselines.chosen_lead_tokens`) against the
     references with `rouge_with_intervals`, writes `metrics.json`, prints a
     table and renders `n_heatmaps` attention heatmaps.
 
@@ -232,6 +234,8 @@ def evaluate(
         readable: score the readable `headlines` rather than the
             `normalized_headlines` (for references in written text, not in
             the data's normalized form).
+        lead_tokens: the lead baseline's N; None: the export's
+            (`chosen_lead_tokens`).
 
     Returns:
         The metrics dictionary written to `metrics.json`; its `"systems"` maps
@@ -254,7 +258,7 @@ def evaluate(
         references,
         batch_size=batch_size,
         progress=progress,
-        lead_tokens=recorded_lead_tokens(version_dir),
+        lead_tokens=lead_tokens or chosen_lead_tokens(version_dir),
         **scoring,
     )
     heatmaps = _write_heatmaps(model, documents, references, version_dir, n_heatmaps)

@@ -508,6 +508,8 @@ def _export_and_evaluate(settings, run, model, search, record, progress):
         progress.stage("evaluation", f"the {evaluation.eval_split} split")
         evaluate.evaluate(
             version_dir,
+            # The N the validation check chose: `training.json` comes later.
+            lead_tokens=record.get("validation_check", {}).get("lead_tokens"),
             split=evaluation.eval_split,
             data_dir=data_settings.data_dir,
             dataset=data_settings.dataset,
