@@ -4,7 +4,7 @@ again; its options' defaults (Edunov et al.'s recipe) and warm-up."""
 
 import pytest
 
-pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
+pytestmark = pytest.mark.tf_only
 
 import json  # noqa: E402
 import os  # noqa: E402
@@ -35,6 +35,7 @@ def _weights(path):
     return [np.asarray(w) for w in keras.saving.load_model(path, compile=False).weights]
 
 
+@pytest.mark.slow
 def test_risk_stage_records_exports_and_resumes(tmp_path):
     write_org_data(tmp_path / "data", sizes=(40, 8, 8))
     command = train_command(tmp_path, *ONE_VALIDATION, "--max-eval-examples", "4")
@@ -70,6 +71,7 @@ def test_risk_stage_records_exports_and_resumes(tmp_path):
     assert state_again == state
 
 
+@pytest.mark.slow
 def test_the_validation_cap_bounds_the_risk_stage(tmp_path):
     """`--stop-after-validations` counts the stage's validations too: the
     member it cuts in the stage is not served, and the same command goes on

@@ -9,7 +9,7 @@ version that fails to load, one half-written, the served one removed).
 
 import pytest
 
-pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
+pytestmark = pytest.mark.tf_only
 
 import base64  # noqa: E402
 import os  # noqa: E402
@@ -75,6 +75,7 @@ def servers(trained, tmp_path_factory):
         any_host.stop()
 
 
+@pytest.mark.slow
 def test_binds_loopback_unless_host_says_otherwise(servers):
     main, any_host, _, _ = servers
     assert listening_addresses(main.port) == {"127.0.0.1"}
@@ -89,6 +90,7 @@ def _chunks(words):
     yield b'"]}'
 
 
+@pytest.mark.slow
 def test_chunked_upload_over_the_limit_is_413(servers):
     main = servers[0]
     small = httpx.post(main.url + PREDICT, content=_chunks(300), timeout=60)
@@ -116,6 +118,7 @@ def _outputs(url, documents):
     return reply.json()["outputs"]
 
 
+@pytest.mark.slow
 def test_raw_utf8_strings_on_predict_and_the_page_api(servers):
     main = servers[1]  # The other server: no batching delay.
     raw = _outputs(main.url, DOCS)
@@ -143,6 +146,7 @@ def test_raw_utf8_strings_on_predict_and_the_page_api(servers):
         assert answer["headline_tokens"] == [t for t in raw["headline_tokens"][i] if t]
 
 
+@pytest.mark.slow
 def test_max_batch_size_caps_a_batch(servers):
     main = servers[0]
 
@@ -272,6 +276,7 @@ def _wait_polls(n=6):
     time.sleep(n * POLL_S)
 
 
+@pytest.mark.slow
 def test_version_folders_under_load(servers):
     """Hot swap, a broken version, a half-written one, the served one removed.
 

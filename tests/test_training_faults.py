@@ -10,7 +10,7 @@ holds.
 
 import pytest
 
-pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
+pytestmark = pytest.mark.tf_only
 
 import json  # noqa: E402
 import os  # noqa: E402
@@ -87,6 +87,7 @@ SHORT = [
 ]
 
 
+@pytest.mark.slow
 def test_ctrl_c_then_the_same_command_resumes(tmp_path, capsys, monkeypatch):
     import train  # the checkout's command line, from the repository root
     from models import pipeline
@@ -130,6 +131,7 @@ def test_ctrl_c_then_the_same_command_resumes(tmp_path, capsys, monkeypatch):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
+@pytest.mark.slow
 def test_an_ensemble_killed_in_its_second_member_resumes_that_member(tmp_path, capsys):
     """Killed in member 2, the same command trains only what is left of it;
     the export is the mean of both members, and `models.export --members 1`
@@ -270,6 +272,7 @@ def _scalars(folder):
     return found
 
 
+@pytest.mark.slow
 def test_tensorboard_event_files_are_written_and_readable(trained):
     folder, result = trained
     logs = folder / "run" / "logs"
