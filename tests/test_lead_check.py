@@ -29,9 +29,10 @@ def _mean(scores):
     return sum(scores.values()) / 3
 
 
-def test_the_ns_tried_surround_the_median_and_start_at_one():
-    assert list(lead_check.lead_candidates(8)) == list(range(4, 13))
-    assert list(lead_check.lead_candidates(2)) == [1, 2, 3, 4, 5, 6]
+def test_the_ns_tried_run_from_half_the_median_to_twice_it():
+    assert list(lead_check.lead_candidates(8)) == list(range(4, 17))
+    assert list(lead_check.lead_candidates(2)) == [1, 2, 3, 4]
+    assert list(lead_check.lead_candidates(1)) == [1, 2]
 
 
 def test_the_strongest_lead_has_the_best_mean_of_the_three():
@@ -40,7 +41,7 @@ def test_the_strongest_lead_has_the_best_mean_of_the_three():
     )
     assert n == 5
     assert scores == pytest.approx(LEAD_5)
-    assert list(means) == list(range(1, 9))
+    assert list(means) == list(range(2, 9))
     for tokens, expected in ((4, LEAD_4), (5, LEAD_5), (6, LEAD_6)):
         assert means[tokens] == pytest.approx(_mean(expected))
     assert max(means.values()) == means[5]
