@@ -301,7 +301,10 @@ class PointerNetwork(keras.layers.Layer):
 
     @staticmethod
     def _one_hot(ids, depth, dtype):
-        return ops.one_hot(ops.maximum(ops.cast(ids, "int32"), 0), depth, dtype=dtype)
+        # A comparison, not `ops.one_hot`: tf2onnx converts only TensorFlow's
+        # OneHot of rank-1 ids, and these are `(B, T)`.
+        ids = ops.maximum(ops.cast(ids, "int32"), 0)
+        return ops.cast(ids[..., None] == ops.arange(depth, dtype="int32"), dtype)
 
     # ----------------------------------------------------------- training
 

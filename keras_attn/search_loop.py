@@ -480,7 +480,9 @@ class SearchLoop:
         k, length, n = self.beam_size, self.max_length, self.num_hypotheses
         scores = ops.reshape(loop["score"], (batch, k))
         if n == 1:
-            best = ops.cast(ops.argmax(scores, 1), "int32")
+            # Not `ops.argmax`: on TensorFlow it bit-casts the floats to
+            # tell -0.0 from 0.0, ops neither ONNX nor LiteRT's builtins hold.
+            best = argmax_first(scores)[1]
             chosen = ops.arange(batch, dtype="int32") * k + best
         else:  # The n best of each example, best first: rows `b * n + i`.
             _, best = ops.top_k(scores, n)
