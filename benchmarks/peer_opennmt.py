@@ -12,11 +12,11 @@ so that the recipe is told apart from the size. Stages, each resumable:
 - `config`: the recipe's YAML (`recipe_config`) and the shared vocabulary.
 - `train`: `onmt_train` to its best validation (its validation steps, early
   stopping); a killed run resumes from its latest checkpoint.
-- `translate`: the test set with the page's Gigaword decoding (beam 10, no
-  penalties) and with keras-attn's export's (`export_decoding`), by the best
-  checkpoint and by an ensemble of the best (`onmt_translate -model a b c`).
-- `score`: ROUGE with intervals by `models.metrics.rouge_with_intervals`;
-  keras-attn's exports (`--keras-export`, `--keras-member-export`) too.
+- `translate`: the test set by the best checkpoint with the page's Gigaword
+  decoding (beam 10, no penalties) and with keras-attn's export's
+  (`export_decoding`).
+- `score`: ROUGE with intervals by `models.metrics.rouge_with_intervals`, as
+  keras-attn's exports are scored (their figures: `benchmarks.bench_distill`).
 - `timing`: headlines/s at batch 64 and latency at batch 1, both with the
   export's search; `--only-timing` reruns it alone from the checkpoints.
 
@@ -117,7 +117,7 @@ def export_decoding(export_dir=None):
 
 def recipe_config(size, run_dir, data_dir):
     """The `onmt_train` / `onmt_build_vocab` configuration, as a dict."""
-    run_dir, org = Path(run_dir), Path(data_dir) / "org_data"
+    run_dir, org = Path(run_dir), Path(data_dir).resolve() / "org_data"
     word_vec_size, hidden_size = size_dims(size)
     return {
         **RECIPE,
@@ -258,7 +258,7 @@ def resident_peak_mib(pid):
     return int(found.group(1)) / 1024 if found else 0.0
 
 
-def run_measured(command, log_path, should_stop=None, on_peak=None):
+def run_measured(command, log_path, env, should_stop=None, on_peak=None):
     """Runs `command`, its output appended to `log_path`, watching it.
 
     Args:
@@ -272,7 +272,9 @@ def run_measured(command, log_path, should_stop=None, on_peak=None):
     peak = 0.0
     with open(log_path, "a") as log:
         start = time.perf_counter()
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=env
+        )
         while not (ended := os.wait4(process.pid, os.WNOHANG))[0]:
             if (now := resident_peak_mib(process.pid)) > peak:
                 peak = now
@@ -284,6 +286,68 @@ def run_measured(command, log_path, should_stop=None, on_peak=None):
     _, status, usage = ended
     wall = time.perf_counter() - start
     return os.waitstatus_to_exitcode(status), wall, max(peak, usage.ru_maxrss / 1024)
+
+
+@dataclasses.dataclass(frozen=True)
+class Peer:
+    """OpenNMT-py's venv, and the threads its commands run with.
+
+    torch's OpenMP threads wait for each other by spinning: where other
+    processes share the cores, a step of 2 threads waits on the one that is
+    not scheduled. One thread avoids that; `--threads 2` on a quiet machine.
+    """
+
+    venv: Path
+    threads: int = 1
+
+    def command(self, name):
+        return Path(self.venv) / "bin" / name
+
+    def env(self):
+        # OpenNMT-py 3.5.1's checkpoints hold an `argparse.Namespace`, which
+        # torch's default `weights_only` load refuses; these are its own.
+        threads = {"OMP_NUM_THREADS": str(self.threads)}
+        return {**os.environ, **threads, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
+
+
+# OpenNMT-py 3.5.1 saves a copy-attention model's generator apart from the
+# model and then looks for it inside (its issue #2503): neither `-train_from`
+# nor `onmt_translate` loads its own checkpoint. This copy puts it inside.
+LOADABLE = """import sys, torch
+checkpoint = torch.load(sys.argv[1], map_location="cpu", weights_only=False)
+for key, value in (checkpoint.get("generator") or {}).items():
+    checkpoint["model"]["generator." + key] = value
+checkpoint["generator"] = None
+torch.save(checkpoint, sys.argv[2])
+"""
+# `onmt_translate` as OpenNMT-py 3.5.1 runs it, but with the copy keys
+# (`src_map`) in the batches, which its inference leaves out for every model.
+TRANSLATE = """import sys
+from onmt.bin.translate import _get_parser
+from onmt.constants import CorpusTask
+from onmt.inference_engine import InferenceEnginePY
+from onmt.inputters.dynamic_iterator import build_dynamic_dataset_iter
+from onmt.utils.parse import ArgumentParser as Parse
+opt = _get_parser().parse_args(sys.argv[1:])
+for check in ("validate_translate_opts", "_get_all_transform_translate",
+              "_validate_transforms_opts", "validate_translate_opts_dynamic"):
+    getattr(Parse, check)(opt)
+engine = InferenceEnginePY(opt)
+engine._translate(build_dynamic_dataset_iter(
+    opt, engine.transforms_cls, engine.vocabs, task=CorpusTask.INFER, copy=True))
+"""
+
+
+def loadable(peer, checkpoint):
+    """The copy of `checkpoint` that OpenNMT-py loads (`LOADABLE`), made once."""
+    checkpoint = Path(checkpoint)
+    copy = checkpoint.with_suffix(".loadable.pt")
+    if not copy.exists():
+        partial = checkpoint.with_suffix(".partial")
+        command = [peer.command("python"), "-c", LOADABLE, checkpoint, partial]
+        subprocess.run(command, check=True, env=peer.env())
+        partial.rename(copy)
+    return copy
 
 
 def make_venv(venv):
@@ -299,25 +363,22 @@ def make_venv(venv):
     subprocess.run([*pip, *PEER_PACKAGES], check=True)
 
 
-def read_state(run_dir):
-    """The run's `state.json` (peak RSS of its training runs), or `{}`."""
+def record_peak(run_dir, mib=0.0):
+    """The highest training peak RSS so far, kept in the run's `state.json`."""
     path = Path(run_dir) / "state.json"
-    return json.loads(path.read_text()) if path.exists() else {}
+    state = json.loads(path.read_text()) if path.exists() else {}
+    if mib > state.get("train_peak_rss_mib", 0.0):
+        state["train_peak_rss_mib"] = mib
+        path.write_text(json.dumps(state, indent=2))
+    return state.get("train_peak_rss_mib")
 
 
-def record_peak(run_dir, mib):
-    """Keeps the highest training peak RSS in the run's `state.json`."""
-    state = read_state(run_dir)
-    state["train_peak_rss_mib"] = max(mib, state.get("train_peak_rss_mib", 0.0))
-    (Path(run_dir) / "state.json").write_text(json.dumps(state, indent=2))
-
-
-def prepare(size, run_dir, data_dir, venv):
+def prepare(size, run_dir, data_dir, peer):
     """Writes the config and builds the shared vocabulary once."""
     config = write_config(size, run_dir, data_dir)
     if not (Path(run_dir) / "vocab.txt").exists():
-        build = Path(venv) / "bin" / "onmt_build_vocab"
-        subprocess.run([build, "-config", config, "-n_sample", "-1"], check=True)
+        command = [peer.command("onmt_build_vocab"), "-config", config]
+        subprocess.run([*command, "-n_sample", "-1"], check=True, env=peer.env())
     return config
 
 
@@ -327,7 +388,7 @@ def read_training_log(run_dir):
     return parse_training_log(path.read_text() if path.exists() else "")
 
 
-def train(run_dir, venv):
+def train(run_dir, peer):
     """`onmt_train` until `training_finished`, resuming from checkpoints.
 
     OpenNMT-py's early stopping starts its patience anew in a resumed run;
@@ -336,14 +397,15 @@ def train(run_dir, venv):
     run_dir = Path(run_dir)
     config = json.loads((run_dir / "config.yml").read_text())
     while not training_finished(read_training_log(run_dir), config):
-        command = [Path(venv) / "bin" / "onmt_train", "-config", run_dir / "config.yml"]
+        command = [peer.command("onmt_train"), "-config", run_dir / "config.yml"]
         resume = latest_checkpoint(run_dir)
         if resume is not None:
-            command += ["-train_from", resume]
+            command += ["-train_from", loadable(peer, resume)]
         print(f"[peer_opennmt] {' '.join(map(str, command))}", flush=True)
         status, _, _ = run_measured(
             command,
             run_dir / "train.log",
+            peer.env(),
             should_stop=lambda: training_finished(read_training_log(run_dir), config),
             on_peak=lambda mib: record_peak(run_dir, mib),
         )
@@ -362,15 +424,16 @@ def best_checkpoints(run_dir, n):
     return [kept[v[0]] for v in ranked[:n]]
 
 
-def translate(venv, models, source, output, options, batch_size, log_path):
+def translate(peer, models, source, output, options, batch_size, log_path):
     """`onmt_translate` of `source` into `output`; returns ms per headline."""
-    command = [Path(venv) / "bin" / "onmt_translate", "-model", *models]
+    models = [loadable(peer, m) for m in models]
+    command = [peer.command("python"), "-c", TRANSLATE, "-model", *models]
     command += ["-src", source, "-output", output, "-batch_size", batch_size]
     for key, value in options.items():
         command += [f"-{key}", value]
     command = [*map(str, command), "-report_time"]
     mark = Path(log_path).stat().st_size if Path(log_path).exists() else 0
-    status, wall, rss = run_measured(command, log_path)
+    status, wall, rss = run_measured(command, log_path, peer.env())
     if status != 0:
         raise SystemExit(f"onmt_translate exited with {status}; see {log_path}")
     with open(log_path) as log:
@@ -389,25 +452,24 @@ def options_tag(options):
     return "-".join(f"{key}{value}" for key, value in options.items())
 
 
-def translate_test(run_dir, venv, data_dir, ensemble, export_dir=None):
-    """Translates the test set with each decoding, best and ensemble."""
+def translate_test(run_dir, peer, data_dir, export_dir=None):
+    """Translates the test set by the best checkpoint, with each decoding.
+
+    The best checkpoint alone, as OpenNMT-py's page reports it: its checkpoint
+    ensembles (`-model a.pt b.pt`) of a copy-attention model fail in 3.5.1
+    (`EnsembleDecoderOutput` has no `view`).
+    """
     source = Path(data_dir) / "org_data" / "test.src.txt"
-    systems = {"single": best_checkpoints(run_dir, 1)}
-    if ensemble > 1:
-        systems["ensemble"] = best_checkpoints(run_dir, ensemble)
+    model = best_checkpoints(run_dir, 1)
     log, outputs = Path(run_dir) / "translate.log", {}
-    for system, models in systems.items():
-        for name, options in decodings(export_dir).items():
-            output = Path(run_dir) / f"test.{system}.{options_tag(options)}.txt"
-            if not output.exists():
-                partial = output.with_suffix(".partial")
-                translate(venv, models, source, partial, options, 64, log)
-                partial.rename(output)
-            outputs[f"{system}/{name}"] = {
-                "path": str(output),
-                "options": options,
-                "checkpoints": [Path(m).name for m in models],
-            }
+    for name, options in decodings(export_dir).items():
+        output = Path(run_dir) / f"test.{options_tag(options)}.txt"
+        if not output.exists():
+            partial = output.with_suffix(".partial")
+            translate(peer, model, source, partial, options, 64, log)
+            partial.rename(output)
+        outputs[name] = {"path": str(output), "options": options}
+        outputs[name]["checkpoint"] = Path(model[0]).name
     return outputs
 
 
@@ -440,22 +502,7 @@ def score_outputs(data_dir, outputs):
     return outputs
 
 
-def keras_rows(exports, data_dir):
-    """ROUGE of keras-attn's exports on the test set, `{name: ROUGE}`."""
-    from models.saved_model_client import decode_documents
-
-    documents, references = gigaword_test(data_dir)
-    rows = {}
-    for name, path in exports.items():
-        headlines = decode_documents(path, documents, progress=False)
-        rows[name] = {
-            "export": str(path),
-            "rouge": score_headlines(headlines, references),
-        }
-    return rows
-
-
-def opennmt_timing(run_dir, venv, data_dir, latency_documents, export_dir=None):
+def opennmt_timing(run_dir, peer, data_dir, latency_documents, export_dir=None):
     """Headlines/s at batch 64 (the test set) and ms at batch 1 (its first
     `latency_documents`), the best checkpoint with the export's search."""
     run_dir = Path(run_dir)
@@ -465,33 +512,13 @@ def opennmt_timing(run_dir, venv, data_dir, latency_documents, export_dir=None):
     first.write_text("\n".join(read_lines(source)[:latency_documents]) + "\n")
     log, scratch = run_dir / "timing.log", run_dir / "timing.out.txt"
     options = export_decoding(export_dir)
-    batch = translate(venv, model, source, scratch, options, 64, log)
-    one = translate(venv, model, first, scratch, options, 1, log)
+    batch = translate(peer, model, source, scratch, options, 64, log)
+    one = translate(peer, model, first, scratch, options, 1, log)
     return {
         "headlines_per_s_batch_64": 1000 / batch["ms_per_headline"],
         "latency_ms_batch_1": one["ms_per_headline"],
         "decoding_peak_rss_mib": batch["peak_rss_mib"],
         "checkpoint": Path(model[0]).name,
-    }
-
-
-def keras_timing(export_dir, data_dir, latency_documents):
-    """The same two timings of a keras-attn export, in this process."""
-    from models.saved_model_client import decode_documents, load_saved_model
-
-    documents = gigaword_test(data_dir)[0]
-    model = load_saved_model(export_dir)
-    seconds = {}
-    for batch_size, part in ((64, documents), (1, documents[:latency_documents])):
-        decode_documents(
-            model, part[:batch_size], batch_size=batch_size, progress=False
-        )
-        start = time.perf_counter()
-        decode_documents(model, part, batch_size=batch_size, progress=False)
-        seconds[batch_size] = (time.perf_counter() - start) / len(part)
-    return {
-        "headlines_per_s_batch_64": 1 / seconds[64],
-        "latency_ms_batch_1": 1000 * seconds[1],
     }
 
 
@@ -507,7 +534,7 @@ def training_summary(run_dir):
         "best_valid_accuracy": best[2],
         "wall_s_to_best": best[3] and round(best[3], 1),
         "examples_per_s": log.seconds and round(log.examples / log.seconds, 2),
-        "train_peak_rss_mib": read_state(run_dir).get("train_peak_rss_mib"),
+        "train_peak_rss_mib": record_peak(run_dir),
         "finished": training_finished(log, config),
     }
 
@@ -524,29 +551,25 @@ def merge(into, new):
 
 def run_size(size, args, stages):
     """Runs `stages` for one size; returns its part of the result."""
-    run_dir = Path(args.work_dir) / size
-    part = {}
+    run_dir, peer = Path(args.work_dir) / size, Peer(args.venv, args.threads)
+    part = {"threads": args.threads}
     if "config" in stages:
-        prepare(size, run_dir, args.data_dir, args.venv)
+        prepare(size, run_dir, args.data_dir, peer)
         part["config"] = dict(
             zip(("word_vec_size", "hidden_size"), size_dims(size), strict=True)
         )
     if "train" in stages:
-        train(run_dir, args.venv)
+        train(run_dir, peer)
     if (run_dir / "train.log").exists():
         part["training"] = training_summary(run_dir)
     export = args.keras_export
     if "translate" in stages or "score" in stages:
-        outputs = translate_test(
-            run_dir, args.venv, args.data_dir, args.ensemble, export
-        )
+        outputs = translate_test(run_dir, peer, args.data_dir, export)
         if "score" in stages:
             part["test"] = score_outputs(args.data_dir, outputs)
     if "timing" in stages:
         latency = args.latency_documents
-        part["timing"] = opennmt_timing(
-            run_dir, args.venv, args.data_dir, latency, export
-        )
+        part["timing"] = opennmt_timing(run_dir, peer, args.data_dir, latency, export)
     return part
 
 
@@ -557,11 +580,10 @@ def parse_args(argv=None):
     add("--stages", default=",".join(STAGES), help="comma-separated STAGES")
     add("--only-timing", action="store_true", help="the timing stage alone")
     add("--venv", type=Path, default=DEFAULT_VENV)
+    add("--threads", type=int, default=1, help="OpenNMT-py's torch threads")
     add("--work-dir", type=Path, default=DEFAULT_WORK_DIR, help="runs, outside git")
     add("--data-dir", type=Path, default=Path("../shared/data/gigaword_sample"))
-    add("--ensemble", type=int, default=3, help="best checkpoints (1: none)")
-    add("--keras-export", type=Path, help="keras-attn's ensemble export")
-    add("--keras-member-export", type=Path, help="keras-attn's one-member export")
+    add("--keras-export", type=Path, help="the export whose search to decode with")
     add("--latency-documents", type=int, default=100)
     add("--output", type=Path, default=DEFAULT_OUTPUT)
     args = parser.parse_args(argv)
@@ -583,16 +605,6 @@ def main(argv=None):
     result = {"opennmt_py": OPENNMT_VERSION, key: machine_info(), "opennmt": {}}
     for size in sizes:
         result["opennmt"][size] = run_size(size, args, stages)
-    exports = {"ensemble": args.keras_export, "member": args.keras_member_export}
-    exports = {name: path for name, path in exports.items() if path is not None}
-    if exports and "score" in stages:
-        result["keras_attn"] = {"test": keras_rows(exports, args.data_dir)}
-    if exports and "timing" in stages:
-        latency = args.latency_documents
-        timing = {
-            n: keras_timing(p, args.data_dir, latency) for n, p in exports.items()
-        }
-        result.setdefault("keras_attn", {})["timing"] = timing
     path = Path(args.output)
     previous = json.loads(path.read_text()) if path.exists() else {}
     path.parent.mkdir(parents=True, exist_ok=True)
