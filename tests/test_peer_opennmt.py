@@ -1,6 +1,8 @@
 """benchmarks.peer_opennmt's parts that run without OpenNMT-py."""
 
 import json
+import os
+import sys
 
 import pytest
 
@@ -123,3 +125,45 @@ def test_training_finished_by_patience_or_early_stop():
         LOG + "[2026-12-01 10:02:00,000 INFO] Training finished. Early Stop!\n"
     )
     assert peer_opennmt.training_finished(stopped, config)
+
+
+def test_export_decoding_is_the_exports_search(tmp_path):
+    search = {"beam_size": 4, "length_penalty": 3.0, "min_length": 2}
+    search.update(max_length=18, no_repeat_ngram_size=1, xla=False)
+    (tmp_path / "search_options.json").write_text(json.dumps(search))
+    options = peer_opennmt.export_decoding(tmp_path)
+    assert options == {
+        "beam_size": 4,
+        "length_penalty": "wu",
+        "alpha": 3.0,
+        "min_length": 2,
+        "max_length": 18,
+        "block_ngram_repeat": 1,
+    }
+    # Without an export: SearchOptions' defaults.
+    defaults = peer_opennmt.export_decoding()
+    assert (defaults["beam_size"], defaults["alpha"]) == (5, 1.0)
+    assert (defaults["max_length"], defaults["block_ngram_repeat"]) == (20, 3)
+    # Each set of options has its own output file.
+    assert peer_opennmt.options_tag(options) != peer_opennmt.options_tag(defaults)
+
+
+def test_peer_commands_run_with_its_threads(tmp_path):
+    peer = peer_opennmt.Peer(tmp_path, threads=2)
+    assert peer.command("onmt_train") == tmp_path / "bin" / "onmt_train"
+    env = peer.env()
+    assert env["OMP_NUM_THREADS"] == "2"
+    assert env["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] == "1"
+
+
+@pytest.mark.slow
+def test_run_measured_ends_a_process_that_should_stop(tmp_path):
+    log = tmp_path / "run.log"
+    command = [sys.executable, "-c", "import time; time.sleep(60)"]
+    peaks = []
+    status, wall, peak = peer_opennmt.run_measured(
+        command, log, dict(os.environ), should_stop=lambda: True, on_peak=peaks.append
+    )
+    assert status == -15  # SIGTERM
+    assert wall < 30
+    assert peak > 0 and peaks == sorted(peaks)
