@@ -1,0 +1,169 @@
+"""benchmarks.peer_opennmt's parts that run without OpenNMT-py."""
+
+import json
+import os
+import sys
+
+import pytest
+
+from benchmarks import peer_opennmt
+
+
+def test_recipe_config_is_the_summarization_recipe_at_each_size(tmp_path):
+    data = tmp_path / "gigaword_sample"
+    member = peer_opennmt.recipe_config("member", tmp_path / "run", data)
+    for key, value in {
+        "encoder_type": "brnn",
+        "copy_attn": True,
+        "reuse_copy_attn": True,
+        "copy_loss_by_seqlength": True,
+        "global_attention": "mlp",
+        "bridge": True,
+        "optim": "adagrad",
+        "learning_rate": 0.15,
+        "adagrad_accumulator_init": 0.1,
+        "max_grad_norm": 2,
+        "batch_size": 16,
+        "dropout": 0.0,
+        "share_vocab": True,
+        # The first training step comes without reading the corpus 131 times.
+        "bucket_size": 2048,
+        "num_workers": 0,
+        "gpu_ranks": [],
+    }.items():
+        assert member[key] == value, key
+    # SummarizerConfig's defaults: embedding 128, hidden 256.
+    assert (member["word_vec_size"], member["hidden_size"]) == (128, 256)
+    opennmt = peer_opennmt.recipe_config("opennmt", tmp_path / "run", data)
+    assert (opennmt["word_vec_size"], opennmt["hidden_size"]) == (128, 512)
+    # Every validation keeps its checkpoint, and early stopping's window too.
+    assert member["save_checkpoint_steps"] == member["valid_steps"]
+    assert member["keep_checkpoint"] == member["early_stopping"] + 1
+    assert member["data"]["gigaword"]["path_src"] == str(
+        data / "org_data" / "train.src.txt"
+    )
+    assert member["data"]["valid"]["path_tgt"] == str(data / "org_data" / "dev.tgt.txt")
+
+
+def test_write_config_writes_yaml_that_reads_back(tmp_path):
+    path = peer_opennmt.write_config("opennmt", tmp_path / "run", tmp_path)
+    assert path == tmp_path / "run" / "config.yml"
+    written = json.loads(path.read_text())  # JSON is YAML
+    assert written["hidden_size"] == 512
+    assert written["save_model"] == str(tmp_path / "run" / "model")
+
+
+def test_size_must_be_known():
+    with pytest.raises(ValueError, match="`size` must be one of member, opennmt"):
+        peer_opennmt.size_dims("large")
+
+
+def test_latest_checkpoint_is_the_highest_step(tmp_path):
+    assert peer_opennmt.latest_checkpoint(tmp_path) is None
+    for name in (
+        "model_step_900.pt",
+        "model_step_10000.pt",
+        "model_step_2000.pt",
+        "model_step_2000.pt.tmp",
+        "other_step_99999.pt",
+        "train.log",
+    ):
+        (tmp_path / name).write_text("")
+    # Numerically highest, not the last by name (900 sorts after 10000).
+    assert peer_opennmt.latest_checkpoint(tmp_path) == tmp_path / "model_step_10000.pt"
+    assert list(peer_opennmt.checkpoint_steps(tmp_path)) == [900, 2000, 10000]
+
+
+def test_score_headlines_on_two_hand_made_pairs():
+    predictions = ["police arrest two men\n", "storm hits coast"]
+    references = ["police arrest men", " storm kills two"]
+    rouge = peer_opennmt.score_headlines(predictions, references, n_bootstrap=50)
+    # ROUGE-1 F1: 2 * (3/4) * (3/3) / (3/4 + 1) = 6/7 and 1/3; their mean.
+    assert rouge["rouge1"]["f1"] == pytest.approx(100 * (6 / 7 + 1 / 3) / 2, abs=1e-4)
+    # ROUGE-2: "police arrest" of 3 and 2 bigrams, F1 0.4; none in the second.
+    assert rouge["rouge2"]["f1"] == pytest.approx(20.0, abs=1e-4)
+    assert rouge["rouge1"]["low"] <= rouge["rouge1"]["f1"] <= rouge["rouge1"]["high"]
+
+
+LOG = """\
+[2026-12-01 10:00:00,000 INFO] Start training loop and validate every 200 steps...
+[2026-12-01 10:00:10,000 INFO] Step 100/ 1000; acc: 1.0; sents:    1600; bsz: 1/1/16;
+[2026-12-01 10:00:20,000 INFO] Step 200/ 1000; acc: 2.0; sents:    1600; bsz: 1/1/16;
+[2026-12-01 10:00:25,000 INFO] Validation perplexity: 90.5
+[2026-12-01 10:00:25,000 INFO] Validation accuracy: 20.25
+[2026-12-01 10:00:26,000 INFO] Saving checkpoint /r/model_step_200.pt
+[2026-12-01 10:00:40,000 INFO] Step 300/ 1000; acc: 3.0; sents:    1600; bsz: 1/1/16;
+[2026-12-01 10:01:00,000 INFO] Start training loop and validate every 200 steps...
+[2026-12-01 10:01:00,000 INFO] Loading checkpoint from /r/model_step_200.pt
+[2026-12-01 10:01:10,000 INFO] Step 300/ 1000; acc: 3.0; sents:    1600; bsz: 1/1/16;
+[2026-12-01 10:01:30,000 INFO] Step 400/ 1000; acc: 4.0; sents:    1600; bsz: 1/1/16;
+[2026-12-01 10:01:32,000 INFO] Validation perplexity: 80.0
+[2026-12-01 10:01:32,000 INFO] Validation accuracy: 25.5
+[2026-12-01 10:01:33,000 INFO] Saving checkpoint /r/model_step_400.pt
+"""
+
+
+def test_parse_training_log_counts_time_kept_across_a_resume():
+    log = peer_opennmt.parse_training_log(LOG)
+    # The first run's time up to its checkpoint (26 s) counts; its 14 s of
+    # lost steps after it do not. The second run reaches its validation 32 s in.
+    assert log.validations == [(200, 90.5, 20.25, 25.0), (400, 80.0, 25.5, 58.0)]
+    assert log.best() == (400, 80.0, 25.5, 58.0)
+    # Timed windows: 10 s (step 200), 20 s (step 400); those after a
+    # validation or a run's start are left out.
+    assert (log.examples, log.seconds) == (3200, 30.0)
+    assert not log.stopped
+
+
+def test_training_finished_by_patience_or_early_stop():
+    config = {"early_stopping": 2, "valid_steps": 200, "train_steps": 100000}
+    log = peer_opennmt.parse_training_log(LOG)
+    assert not peer_opennmt.training_finished(log, config)
+    log.validations += [(600, 81.0, 25.0, 90.0), (800, 82.0, 25.0, 120.0)]
+    assert peer_opennmt.training_finished(log, config)
+    stopped = peer_opennmt.parse_training_log(
+        LOG + "[2026-12-01 10:02:00,000 INFO] Training finished. Early Stop!\n"
+    )
+    assert peer_opennmt.training_finished(stopped, config)
+
+
+def test_export_decoding_is_the_exports_search(tmp_path):
+    search = {"beam_size": 4, "length_penalty": 3.0, "min_length": 2}
+    search.update(max_length=18, no_repeat_ngram_size=1, xla=False)
+    (tmp_path / "search_options.json").write_text(json.dumps(search))
+    options = peer_opennmt.export_decoding(tmp_path)
+    assert options == {
+        "beam_size": 4,
+        "length_penalty": "wu",
+        "alpha": 3.0,
+        "min_length": 2,
+        "max_length": 18,
+        "block_ngram_repeat": 1,
+    }
+    # Without an export: SearchOptions' defaults.
+    defaults = peer_opennmt.export_decoding()
+    assert (defaults["beam_size"], defaults["alpha"]) == (5, 1.0)
+    assert (defaults["max_length"], defaults["block_ngram_repeat"]) == (20, 3)
+    # Each set of options has its own output file.
+    assert peer_opennmt.options_tag(options) != peer_opennmt.options_tag(defaults)
+
+
+def test_peer_commands_run_with_its_threads(tmp_path):
+    peer = peer_opennmt.Peer(tmp_path, threads=2)
+    assert peer.command("onmt_train") == tmp_path / "bin" / "onmt_train"
+    env = peer.env()
+    assert env["OMP_NUM_THREADS"] == "2"
+    assert env["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] == "1"
+
+
+@pytest.mark.slow
+def test_run_measured_ends_a_process_that_should_stop(tmp_path):
+    log = tmp_path / "run.log"
+    command = [sys.executable, "-c", "import time; time.sleep(60)"]
+    peaks = []
+    status, wall, peak = peer_opennmt.run_measured(
+        command, log, dict(os.environ), should_stop=lambda: True, on_peak=peaks.append
+    )
+    assert status == -15  # SIGTERM
+    assert wall < 30
+    assert peak > 0 and peaks == sorted(peaks)
