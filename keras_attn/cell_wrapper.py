@@ -23,10 +23,12 @@ state is always the cell's last output, which the JAX loop repeats at masked
 steps.
 """
 
+import inspect
+
 import keras
 from keras import ops, tree
 
-from keras_attn.arguments import check_constructor
+from keras_attn.arguments import check_constructor, describe
 from keras_attn.base import AttentionMemory, BaseAttention
 from keras_attn.masking import check_mask, keras_mask
 from keras_attn.serialization import deserialize_layer
@@ -38,6 +40,34 @@ _STYLE_CLASSES = {}
 
 def _flat_size(size):
     return [int(s) if s is not None else None for s in tree.flatten(size)]
+
+
+def _style_arguments(cls):
+    """The names a style's class takes, from each `__init__` of its bases."""
+    names = set()
+    for klass in cls.__mro__:
+        if "__init__" in klass.__dict__ and issubclass(klass, AttentionCellWrapper):
+            names.update(inspect.signature(klass.__init__).parameters)
+    return names - {"self", "args", "kwargs"}
+
+
+def _refuse_other_styles_arguments(cls, kwargs):
+    """A one-line ValueError for an argument of another style's cell."""
+    own = _style_arguments(cls)
+    for name, value in kwargs.items():
+        if name in own:
+            continue
+        takers = [
+            f'{other.__name__} (style="{style}")'
+            for style, other in _STYLE_CLASSES.items()
+            if name in _style_arguments(other)
+        ]
+        if takers:
+            raise ValueError(
+                f"`{name}` is an argument of {' and '.join(takers)}, not of "
+                f'{cls.__name__} (style="{cls.style}"). Received: '
+                f"{name}={describe(value)}"
+            )
 
 
 def _style_class(style):
@@ -118,6 +148,7 @@ class AttentionCellWrapper(keras.layers.Layer):
                 args[2] if len(args) > 2 else kwargs.get("style", "luong")
             )
         check_constructor(cls, args, kwargs, "cell")
+        _refuse_other_styles_arguments(cls, kwargs)
         return super().__new__(cls, *args, **kwargs)
 
     def __init__(
@@ -375,6 +406,12 @@ class AttentionCellWrapper(keras.layers.Layer):
         Returns:
             `(outputs, alignments)`: `(..., out_dim)` and float32 `(..., Tv)`.
         """
+        if not self.return_alignments:
+            raise ValueError(
+                f"`split_output` needs a {self.__class__.__name__} built with "
+                "`return_alignments=True`: without it the outputs hold no "
+                "alignments. Received: return_alignments=False"
+            )
         size = self._base_output_size
         return outputs[..., :size], ops.cast(outputs[..., size:], "float32")
 
