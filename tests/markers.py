@@ -11,13 +11,14 @@ import re
 MARKERS = (
     "tf_only: needs the TensorFlow backend; deselected on other backends",
     "jax_only: needs the JAX backend (`jax.jit`); deselected on other backends",
+    "torch_only: needs the torch backend (autograd); deselected on other backends",
     "specs(*ids): run a test taking `spec` on these score layers only",
     "source_tree: reads the checkout's source files; CI's run against the "
     "installed wheel (no keras_attn/ beside the tests) deselects it",
 )
 
 # The backend each backend-only mark needs.
-BACKEND_MARKS = {"tf_only": "tensorflow", "jax_only": "jax"}
+BACKEND_MARKS = {"tf_only": "tensorflow", "jax_only": "jax", "torch_only": "torch"}
 
 # Fixtures that train a model in a subprocess: a test using one (directly or
 # through another fixture) must be marked `slow`, so `-m "not slow"` never
