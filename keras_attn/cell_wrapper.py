@@ -42,6 +42,17 @@ def _flat_size(size):
     return [int(s) if s is not None else None for s in tree.flatten(size)]
 
 
+def _flat_states(states):
+    """A cell's new states as a flat list; `tree.flatten` only when nested."""
+    if not isinstance(states, (list, tuple, dict)):
+        return [states]
+    if isinstance(states, dict) or any(
+        isinstance(s, (list, tuple, dict)) for s in states
+    ):
+        return tree.flatten(states)
+    return list(states)
+
+
 def _style_arguments(cls):
     """The names a style's class takes, from each `__init__` of its bases."""
     names = set()
@@ -191,6 +202,7 @@ class AttentionCellWrapper(keras.layers.Layer):
         self._memory_length = None
         self._key_dim = None
         self._input_dim = None
+        self._direct_cell_call = None
         self.supports_masking = True
 
     # ----------------------------------------------------------- hooks
@@ -415,13 +427,37 @@ class AttentionCellWrapper(keras.layers.Layer):
         size = self._base_output_size
         return outputs[..., :size], ops.cast(outputs[..., size:], "float32")
 
+    def _calls_cell_directly(self):
+        """Whether a step may call the wrapped cell's `call` itself.
+
+        `Layer.__call__` would only convert, autocast and build, which a
+        built Keras cell of the wrapper's dtype (no mixed precision), called
+        on the wrapper's tensors, does not need; on every step it costs more
+        than a GRU cell's own arithmetic.
+        """
+        cell = self.cell
+        return (
+            isinstance(cell, keras.layers.Layer)
+            and cell.built
+            and cell.compute_dtype == cell.variable_dtype == self.compute_dtype
+            and cell.activity_regularizer is None
+        )
+
     def _call_cell(self, inputs, states, training):
         states = list(states) if self._cell_nested_state else states[0]
         kwargs = {}
         if getattr(self.cell, "_call_has_training_arg", False):
             kwargs["training"] = training
-        output, new_states = self.cell(inputs, states, **kwargs)
-        return output, tree.flatten(new_states)
+        if self._direct_cell_call is None:
+            self._direct_cell_call = self._calls_cell_directly()
+        call = self.cell.call if self._direct_cell_call else self.cell
+        output, new_states = call(inputs, states, **kwargs)
+        return output, _flat_states(new_states)
+
+    @staticmethod
+    def _cast(x, dtype):
+        """`x` in `dtype`; no op when it already is (one per step saved)."""
+        return x if x.dtype == dtype else ops.cast(x, dtype)
 
     def _unflatten(self, flat, length, dim):
         return ops.reshape(flat, (ops.shape(flat)[0], length, dim))
@@ -452,11 +488,11 @@ class AttentionCellWrapper(keras.layers.Layer):
         output, weights, new_cell, new_extra = self._step(
             inputs, prev_output, cell_states, states[1 + num_cell :], training
         )
-        output = ops.cast(output, states[0].dtype)
+        output = self._cast(output, states[0].dtype)
         if self.return_alignments:
             output = ops.concatenate([output, ops.cast(weights, output.dtype)], axis=-1)
         new_cell = [
-            ops.cast(s, c.dtype) for s, c in zip(new_cell, cell_states, strict=True)
+            self._cast(s, c.dtype) for s, c in zip(new_cell, cell_states, strict=True)
         ]
         return output, [output, *new_cell, *new_extra]
 
