@@ -61,9 +61,8 @@ class BahdanauAttentionCell(AttentionCellWrapper):
         context, weights = self.attention.step(
             cell_states[0], self._memory(extra), training=training
         )
-        output, new_cell = self._call_cell(
-            _concat(inputs, context), cell_states, training
-        )
+        joined = ops.concatenate([inputs, self._cast(context, inputs.dtype)], -1)
+        output, new_cell = self._call_cell(joined, cell_states, training)
         return output, weights, new_cell, extra
 
 

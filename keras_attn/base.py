@@ -50,9 +50,17 @@ class AttentionMemory(NamedTuple):
     mask: object
 
 
-def _check_step_batch(query, memory):
-    """A one-line ValueError when the query's and the memory's batch differ."""
-    rows, memory_rows = query.shape[0], memory.values.shape[0]
+def _check_memory_batch(query, values):
+    """A one-line ValueError when the query's and the memory's batch differ.
+
+    The mistake of a beam step over a memory that was not tiled for the beam,
+    caught before the backend's own batch-dimension error.
+
+    Args:
+        query: The query, its batch first.
+        values: The memory's values, `(batch, Tv, value_dim)`.
+    """
+    rows, memory_rows = query.shape[0], values.shape[0]
     if None in (rows, memory_rows) or int(rows) == int(memory_rows):
         return
     raise ValueError(
@@ -270,7 +278,7 @@ class BaseAttention(CheckedConstructor, keras.layers.Layer):
             `(context, weights)`: `(batch, value_dim)` and float32
             `(batch, Tv)`.
         """
-        _check_step_batch(query, memory)
+        _check_memory_batch(query, memory.values)
         context, weights = self._attend(
             ops.expand_dims(query, 1),
             memory,
@@ -295,6 +303,7 @@ class BaseAttention(CheckedConstructor, keras.layers.Layer):
         then `mask`, then the masks the tensors carry."""
         self._validate_shapes([tuple(x.shape) for x in inputs])
         query, value = inputs[0], inputs[1]
+        _check_memory_batch(query, value)
         key = inputs[2] if len(inputs) > 2 else value
         mask = list(mask) if mask is not None else [None, None]
         if query_mask is None:

@@ -23,10 +23,12 @@ state is always the cell's last output, which the JAX loop repeats at masked
 steps.
 """
 
+import inspect
+
 import keras
 from keras import ops, tree
 
-from keras_attn.arguments import check_constructor
+from keras_attn.arguments import check_constructor, describe
 from keras_attn.base import AttentionMemory, BaseAttention
 from keras_attn.masking import check_mask, keras_mask
 from keras_attn.serialization import deserialize_layer
@@ -38,6 +40,45 @@ _STYLE_CLASSES = {}
 
 def _flat_size(size):
     return [int(s) if s is not None else None for s in tree.flatten(size)]
+
+
+def _flat_states(states):
+    """A cell's new states as a flat list; `tree.flatten` only when nested."""
+    if not isinstance(states, (list, tuple, dict)):
+        return [states]
+    if isinstance(states, dict) or any(
+        isinstance(s, (list, tuple, dict)) for s in states
+    ):
+        return tree.flatten(states)
+    return list(states)
+
+
+def _style_arguments(cls):
+    """The names a style's class takes, from each `__init__` of its bases."""
+    names = set()
+    for klass in cls.__mro__:
+        if "__init__" in klass.__dict__ and issubclass(klass, AttentionCellWrapper):
+            names.update(inspect.signature(klass.__init__).parameters)
+    return names - {"self", "args", "kwargs"}
+
+
+def _refuse_other_styles_arguments(cls, kwargs):
+    """A one-line ValueError for an argument of another style's cell."""
+    own = _style_arguments(cls)
+    for name, value in kwargs.items():
+        if name in own:
+            continue
+        takers = [
+            f'{other.__name__} (style="{style}")'
+            for style, other in _STYLE_CLASSES.items()
+            if name in _style_arguments(other)
+        ]
+        if takers:
+            raise ValueError(
+                f"`{name}` is an argument of {' and '.join(takers)}, not of "
+                f'{cls.__name__} (style="{cls.style}"). Received: '
+                f"{name}={describe(value)}"
+            )
 
 
 def _style_class(style):
@@ -118,6 +159,7 @@ class AttentionCellWrapper(keras.layers.Layer):
                 args[2] if len(args) > 2 else kwargs.get("style", "luong")
             )
         check_constructor(cls, args, kwargs, "cell")
+        _refuse_other_styles_arguments(cls, kwargs)
         return super().__new__(cls, *args, **kwargs)
 
     def __init__(
@@ -160,6 +202,7 @@ class AttentionCellWrapper(keras.layers.Layer):
         self._memory_length = None
         self._key_dim = None
         self._input_dim = None
+        self._direct_cell_call = None
         self.supports_masking = True
 
     # ----------------------------------------------------------- hooks
@@ -375,16 +418,46 @@ class AttentionCellWrapper(keras.layers.Layer):
         Returns:
             `(outputs, alignments)`: `(..., out_dim)` and float32 `(..., Tv)`.
         """
+        if not self.return_alignments:
+            raise ValueError(
+                f"`split_output` needs a {self.__class__.__name__} built with "
+                "`return_alignments=True`: without it the outputs hold no "
+                "alignments. Received: return_alignments=False"
+            )
         size = self._base_output_size
         return outputs[..., :size], ops.cast(outputs[..., size:], "float32")
+
+    def _calls_cell_directly(self):
+        """Whether a step may call the wrapped cell's `call` itself.
+
+        `Layer.__call__` would only convert, autocast and build, which a
+        built Keras cell of the wrapper's dtype (no mixed precision), called
+        on the wrapper's tensors, does not need; on every step it costs more
+        than a GRU cell's own arithmetic.
+        """
+        cell = self.cell
+        return (
+            isinstance(cell, keras.layers.Layer)
+            and cell.built
+            and cell.compute_dtype == cell.variable_dtype == self.compute_dtype
+            and cell.activity_regularizer is None
+        )
 
     def _call_cell(self, inputs, states, training):
         states = list(states) if self._cell_nested_state else states[0]
         kwargs = {}
         if getattr(self.cell, "_call_has_training_arg", False):
             kwargs["training"] = training
-        output, new_states = self.cell(inputs, states, **kwargs)
-        return output, tree.flatten(new_states)
+        if self._direct_cell_call is None:
+            self._direct_cell_call = self._calls_cell_directly()
+        call = self.cell.call if self._direct_cell_call else self.cell
+        output, new_states = call(inputs, states, **kwargs)
+        return output, _flat_states(new_states)
+
+    @staticmethod
+    def _cast(x, dtype):
+        """`x` in `dtype`; no op when it already is (one per step saved)."""
+        return x if x.dtype == dtype else ops.cast(x, dtype)
 
     def _unflatten(self, flat, length, dim):
         return ops.reshape(flat, (ops.shape(flat)[0], length, dim))
@@ -415,11 +488,11 @@ class AttentionCellWrapper(keras.layers.Layer):
         output, weights, new_cell, new_extra = self._step(
             inputs, prev_output, cell_states, states[1 + num_cell :], training
         )
-        output = ops.cast(output, states[0].dtype)
+        output = self._cast(output, states[0].dtype)
         if self.return_alignments:
             output = ops.concatenate([output, ops.cast(weights, output.dtype)], axis=-1)
         new_cell = [
-            ops.cast(s, c.dtype) for s, c in zip(new_cell, cell_states, strict=True)
+            self._cast(s, c.dtype) for s, c in zip(new_cell, cell_states, strict=True)
         ]
         return output, [output, *new_cell, *new_extra]
 

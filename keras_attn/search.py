@@ -48,10 +48,17 @@ Outputs (every strategy returns a `DecodingResult`):
 A step must return log-probabilities (`keras.ops.log_softmax(logits)`), not
 logits: the first step's are checked, eagerly (`check_log_probs`).
 
+On torch a search records no gradients (it runs under `torch.no_grad()`):
+its results carry none, and autograd keeps no graph of the loop. A
+gradient through a decoded hypothesis comes from scoring its ids again,
+as minimum-risk training does (`keras_attn.minimum_risk`).
+
 An ended hypothesis only continues with `end_id` at zero cost. If a row has
 every token banned, the search still picks one (at `-inf`): keep constraints
 satisfiable.
 """
+
+import functools
 
 import keras
 from keras import ops
@@ -79,7 +86,27 @@ __all__ = [
 ]
 
 
+def _without_gradients(search):
+    """Runs `search` under `torch.no_grad()` on torch, as it is elsewhere.
+
+    Choosing ids has no gradient; recording the loop's graph would only cost
+    time and memory. torch is imported on the torch backend only.
+    """
+
+    @functools.wraps(search)
+    def run(*args, **kwargs):
+        if keras.config.backend() != "torch":
+            return search(*args, **kwargs)
+        import torch
+
+        with torch.no_grad():
+            return search(*args, **kwargs)
+
+    return run
+
+
 @refuses_tfa_names("search")
+@_without_gradients
 def greedy_search(
     step,
     initial_state,
@@ -176,6 +203,7 @@ def greedy_search(
 
 
 @refuses_tfa_names("search")
+@_without_gradients
 def beam_search(
     step,
     initial_state,
@@ -283,6 +311,7 @@ def beam_search(
 
 
 @refuses_tfa_names("search")
+@_without_gradients
 def sampling_search(
     step,
     initial_state,

@@ -11,7 +11,8 @@ import re
 MARKERS = (
     "tf_only: needs the TensorFlow backend; deselected on other backends",
     "jax_only: needs the JAX backend (`jax.jit`); deselected on other backends",
-    "torch_only: needs the torch backend (`torch.onnx`); deselected on other backends",
+    "torch_only: needs the torch backend (autograd, `torch.onnx`); deselected on "
+    "other backends",
     "specs(*ids): run a test taking `spec` on these score layers only",
     "source_tree: reads the checkout's source files; CI's run against the "
     "installed wheel (no keras_attn/ beside the tests) deselects it",
