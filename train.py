@@ -13,11 +13,16 @@ import dataclasses
 import os
 import sys
 
-from models.config import RiskOptions, SearchOptions, SummarizerConfig, TrainOptions
-from models.errors import LostWorker, UserError
-from models.flags import add_config_flags, given
-from models.startup import add_verbose_flag, import_tensorflow
-from models.train_settings import FLAG_GROUPS, GREEDY_LENGTHS, TrainSettings
+from models.settings.errors import LostWorker, UserError
+from models.settings.flags import add_config_flags, given
+from models.settings.model import (
+    RiskOptions,
+    SearchOptions,
+    SummarizerConfig,
+    TrainOptions,
+)
+from models.settings.startup import add_verbose_flag, import_tensorflow
+from models.settings.train import FLAG_GROUPS, GREEDY_LENGTHS, TrainSettings
 
 # Before anything imports Keras (the modules above do not).
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")

@@ -127,10 +127,10 @@ def _load_export(model_dir):
     import json
     from pathlib import Path
 
-    from models.config import SearchOptions
-    from models.folder_layout import SEARCH_OPTIONS_FILE
     from models.saved_model_client import load_saved_model
-    from models.version_folders import resolve_version_dir
+    from models.settings.folder_layout import SEARCH_OPTIONS_FILE
+    from models.settings.model import SearchOptions
+    from models.settings.version_folders import resolve_version_dir
 
     version = resolve_version_dir(model_dir)
     options = SearchOptions(
@@ -232,7 +232,7 @@ def main(argv=None):
     from benchmarks.flops import machine_peaks
     from models import data
     from models.run_folder import load_run, load_trained_model
-    from models.version_folders import resolve_version_dir
+    from models.settings.version_folders import resolve_version_dir
 
     version = resolve_version_dir(args.model_dir)
     saved, options = _load_export(version)

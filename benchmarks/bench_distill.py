@@ -38,7 +38,7 @@ import numpy as np
 
 from benchmarks.common import interleaved, machine_info, markdown_table
 from benchmarks.flops import search_flops
-from models.folder_layout import (
+from models.settings.folder_layout import (
     CONFIG_FILE,
     METRICS_FILE,
     SEARCH_OPTIONS_FILE,
@@ -71,8 +71,8 @@ def rouge(system):
 
 def gflop_per_headline(system, saved, documents):
     """FLOPs of decoding `documents`, counted on the headlines written."""
-    from models.config import SearchOptions, SummarizerConfig
     from models.run_folder import model_files
+    from models.settings.model import SearchOptions, SummarizerConfig
 
     config = SummarizerConfig.load(system["dir"] / CONFIG_FILE)
     options = SearchOptions(

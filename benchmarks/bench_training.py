@@ -194,7 +194,7 @@ def _config_and_features(args, split):
     missing.
     """
     from models import data, run_folder
-    from models.config import SummarizerConfig, TrainOptions
+    from models.settings.model import SummarizerConfig, TrainOptions
     from models.text_features import TextFeatures
 
     config = (
@@ -260,7 +260,7 @@ def _project_program(args, encoded, jit, policy, model_config):
     import tensorflow as tf
 
     from models import data, training
-    from models.config import TrainOptions
+    from models.settings.model import TrainOptions
 
     keras.mixed_precision.set_global_policy(policy or "float32")
     opts = TrainOptions(
@@ -443,7 +443,7 @@ def main(argv=None):
     from benchmarks import common
     from benchmarks.flops import machine_peaks, training_flops  # noqa: F401
     from models import data, run_folder, training  # noqa: F401
-    from models.config import SummarizerConfig, TrainOptions  # noqa: F401
+    from models.settings.model import SummarizerConfig, TrainOptions  # noqa: F401
     from models.text_features import TextFeatures  # noqa: F401
 
     common.print_machine_info()

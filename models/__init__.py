@@ -34,5 +34,5 @@ above it:
   `version_folders` and `saved_model_client`).
 
 Importing `models` changes nothing in the process: the command lines hide
-TensorFlow's start-up lines themselves (`models.startup`).
+TensorFlow's start-up lines themselves (`models.settings.startup`).
 """

@@ -16,7 +16,7 @@ import statistics
 from pathlib import Path
 
 from models import cjk
-from models.folder_layout import LENGTHS_FILE
+from models.settings.folder_layout import LENGTHS_FILE
 
 # The lead baseline's words when no run recorded them (an export made before
 # they were chosen from the data).

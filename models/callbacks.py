@@ -17,16 +17,16 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from models.config import SearchOptions
 from models.distribute import in_multi_worker_mode
-from models.folder_layout import (
+from models.inference import HeadlineModule
+from models.metrics import mean_rouge
+from models.saved_model_client import headlines_in_batches
+from models.settings.folder_layout import (
     CALLBACK_STATE_FILE,
     backup_metadata_path,
     callback_state_path,
 )
-from models.inference import HeadlineModule
-from models.metrics import mean_rouge
-from models.saved_model_client import headlines_in_batches
+from models.settings.model import SearchOptions
 
 # The key of `Backup`'s callback state file under which each state is kept by
 # the validations done when it was saved.

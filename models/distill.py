@@ -34,8 +34,8 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from models.errors import UserError
-from models.folder_layout import SAVED_MODEL_FILE, TEACHER_CACHE_DIR
+from models.settings.errors import UserError
+from models.settings.folder_layout import SAVED_MODEL_FILE, TEACHER_CACHE_DIR
 
 TARGETS = ("teacher", "mixed", "inter", "inter-mixed")
 N_BEST_SIGNATURE = "n_best"

@@ -32,11 +32,7 @@ from models.baselines import (
     lead_name,
     recorded_lead_tokens,
 )
-from models.config import SPLITS
-from models.errors import UserError, first_line
 from models.evaluation_report import print_report
-from models.flags import SettingsParser, add_config_flags, parse_settings
-from models.folder_layout import HEATMAPS_DIR, METRICS_FILE
 from models.metrics import ROUGE_TOKENIZER, ROUGE_TYPES, rouge_with_intervals
 from models.saved_model_client import (
     decode_documents,
@@ -44,8 +40,12 @@ from models.saved_model_client import (
     get_signature,
     load_saved_model,
 )
-from models.startup import import_tensorflow, verbose_field
-from models.version_folders import resolve_version_dir
+from models.settings.errors import UserError, first_line
+from models.settings.flags import SettingsParser, add_config_flags, parse_settings
+from models.settings.folder_layout import HEATMAPS_DIR, METRICS_FILE
+from models.settings.model import SPLITS
+from models.settings.startup import import_tensorflow, verbose_field
+from models.settings.version_folders import resolve_version_dir
 
 # System name -> signature name, in the order they are reported.
 DECODING_SIGNATURES = {"beam": "serving_default", "greedy": "greedy"}

@@ -13,7 +13,7 @@ later export once it is an hour old. The graph and its signatures are
 
 exports a finished run again with today's code. TensorFlow and the model code
 are imported when an export runs, not with this module, so that the command
-line hides TensorFlow's start-up lines (`models.startup`).
+line hides TensorFlow's start-up lines (`models.settings.startup`).
 """
 
 import dataclasses
@@ -24,17 +24,23 @@ import tempfile
 import time
 from pathlib import Path
 
-from models.config import SearchOptions
-from models.errors import UserError
-from models.flags import FLAG, SettingsParser, add_config_flags, given, parse_settings
-from models.folder_layout import (
+from models.settings.errors import UserError
+from models.settings.flags import (
+    FLAG,
+    SettingsParser,
+    add_config_flags,
+    given,
+    parse_settings,
+)
+from models.settings.folder_layout import (
     CONFIG_FILE,
     LENGTHS_FILE,
     SEARCH_OPTIONS_FILE,
     VOCABULARY_FILE,
 )
-from models.startup import import_tensorflow, verbose_field
-from models.version_folders import next_version
+from models.settings.model import SearchOptions
+from models.settings.startup import import_tensorflow, verbose_field
+from models.settings.version_folders import next_version
 
 TMP_PREFIX = ".tmp-export-"
 # A temporary folder older than this is a killed export's: no export of a

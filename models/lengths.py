@@ -25,8 +25,8 @@ import numpy as np
 
 from models import data
 from models.baselines import choose_lead_tokens
-from models.config import SummarizerConfig
-from models.folder_layout import CONFIG_FILE, LENGTHS_FILE
+from models.settings.folder_layout import CONFIG_FILE, LENGTHS_FILE
+from models.settings.model import SummarizerConfig
 
 # Pairs measured: enough for a stable 99th percentile, few enough to take
 # seconds on any training split.

@@ -20,14 +20,14 @@ import sys
 from pathlib import Path
 
 from models import tuning
-from models.folder_layout import (
+from models.lead_check import CHECKED
+from models.run_folder import load_run, load_trained_model
+from models.settings.folder_layout import (
     CONFIG_FILE,
     MODEL_FILE,
     SEARCH_OPTIONS_FILE,
     VOCABULARY_FILE,
 )
-from models.lead_check import CHECKED
-from models.run_folder import load_run, load_trained_model
 
 
 def compare(student_scores, member_scores, examples, member_search):
@@ -47,7 +47,7 @@ def compare(student_scores, member_scores, examples, member_search):
 
     Example:
 
-    >>> from models.config import SearchOptions
+    >>> from models.settings.model import SearchOptions
     >>> check = compare(
     ...     {"rouge1": 43.1, "rouge2": 21.0, "rougeL": 40.2},
     ...     {"rouge1": 42.0, "rouge2": 21.3, "rougeL": 39.9},

@@ -14,7 +14,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from models.folder_layout import (
+from models.settings.folder_layout import (
     BACKUP_DIR,
     END_RECORD_FILE,
     MODEL_FILE,

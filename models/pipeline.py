@@ -22,9 +22,13 @@ from models import data, distill, lengths, served_search, text
 from models.callbacks import TrainingCap, backed_up_state
 from models.distribute import in_multi_worker_mode
 from models.ensemble import SummarizerEnsemble
-from models.errors import LostWorker, first_line
 from models.export import export
-from models.folder_layout import (
+from models.members import MemberEnd, member_dirs, read_end, write_end
+from models.progress import CommandProgress, machine
+from models.run_folder import initial_model_files, model_files
+from models.schedule import run_schedule
+from models.settings.errors import LostWorker, first_line
+from models.settings.folder_layout import (
     BACKUP_DIR,
     CONFIG_FILE,
     LENGTHS_FILE,
@@ -37,11 +41,7 @@ from models.folder_layout import (
     TRAINING_RECORD_FILE,
     VOCABULARY_FILE,
 )
-from models.members import MemberEnd, member_dirs, read_end, write_end
-from models.progress import CommandProgress, machine
-from models.run_folder import initial_model_files, model_files
-from models.schedule import run_schedule
-from models.train_settings import (
+from models.settings.train import (
     DataSettings,
     TrainSettings,
 )

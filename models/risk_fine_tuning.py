@@ -40,15 +40,15 @@ from keras import ops
 import keras_attn
 from models import data
 from models.callbacks import greedy_search_function
-from models.errors import UserError
-from models.folder_layout import (
+from models.metrics import mean_rouge
+from models.saved_model_client import headlines_in_batches
+from models.settings.errors import UserError
+from models.settings.folder_layout import (
     BEST_WEIGHTS_FILE,
     LATEST_WEIGHTS_FILE,
     RISK_DIR,
     RISK_STATE_FILE,
 )
-from models.metrics import mean_rouge
-from models.saved_model_client import headlines_in_batches
 from models.text_features import END_ID, PAD_ID, START_ID, UNK_ID
 
 # The costs' scale: `100 * (1 - ROUGE)`, the 0-100 scale of fairseq's
@@ -196,7 +196,7 @@ def fine_tune(
             cached: the stage reads them pass after pass.
         validation: `(documents, references)` for early stopping.
         features: the run's `TextFeatures`.
-        options: `models.config.RiskOptions`.
+        options: `models.settings.model.RiskOptions`.
         member_dir: the member's run folder; the stage writes `risk/` there.
         batch_size: examples per update.
         seed: the shuffling seed of the passes.

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import keras
 
-from models.config import SummarizerConfig
 from models.ensemble import SummarizerEnsemble
-from models.errors import UserError
-from models.folder_layout import (
+from models.members import is_served
+from models.settings.errors import UserError
+from models.settings.folder_layout import (
     CONFIG_FILE,
     MEMBER_PREFIX,
     MODEL_FILE,
@@ -20,7 +20,7 @@ from models.folder_layout import (
     VOCABULARY_FILE,
     member_rank,
 )
-from models.members import is_served
+from models.settings.model import SummarizerConfig
 
 # Also registers `HeadlineSummarizer` with Keras, which `load_trained_model`
 # needs.

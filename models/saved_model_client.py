@@ -7,7 +7,7 @@ teacher of a distillation, the benchmarks and the server load exports
 here; validation and tuning decode with an unsaved `HeadlineModule`'s search
 through the same batch loop (`headlines_in_batches`).
 
-Only TensorFlow and `models.version_folders` are imported (tqdm too, when a
+Only TensorFlow and `models.settings.version_folders` are imported (tqdm too, when a
 progress bar is asked for), and TensorFlow only when a model is loaded or
 called: the server imports this module without any model code, and the
 command lines answer `--help` before TensorFlow loads.
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from models.errors import UserError
-from models.version_folders import SAVED_MODEL_FILE, resolve_version_dir
+from models.settings.errors import UserError
+from models.settings.version_folders import SAVED_MODEL_FILE, resolve_version_dir
 
 DEFAULT_SIGNATURE = "serving_default"
 

@@ -27,8 +27,8 @@ import json
 import math
 from pathlib import Path
 
-from models.errors import UserError
-from models.folder_layout import SCHEDULE_FILE, TRAIN_OPTIONS_FILE
+from models.settings.errors import UserError
+from models.settings.folder_layout import SCHEDULE_FILE, TRAIN_OPTIONS_FILE
 
 # The settings a run folder's schedule is made from, as `TrainOptions` names
 # them; a later command must give the same.

@@ -15,8 +15,8 @@ import sys
 
 from models import distill, lead_check, member_check, tuning
 from models.baselines import recorded_lead_tokens
-from models.folder_layout import SEARCH_TUNING_FILE
-from models.train_settings import TrainSettings, TuningSettings
+from models.settings.folder_layout import SEARCH_TUNING_FILE
+from models.settings.train import TrainSettings, TuningSettings
 
 
 def choose(settings: TrainSettings, model, features, validation, search, run_dir):

@@ -25,9 +25,9 @@ from keras_attn.pointer import (
     pointer_generator_log_distribution,
 )
 from keras_attn.shortlist import shortlist_log_distribution
-from models.config import SummarizerConfig
 from models.distribute import in_multi_worker_mode
 from models.sampled_softmax import log_uniform_candidates, sampled_log_partition
+from models.settings.model import SummarizerConfig
 from models.text_features import UNK_ID
 
 _EPSILON = 1e-9

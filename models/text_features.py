@@ -13,7 +13,7 @@ and decoding an id `>= vocab_size` means copying that source word.
 import tensorflow as tf
 
 from models import text
-from models.config import check_normalization
+from models.settings.model import check_normalization
 from models.text import END, PAD, RESERVED, START, UNK
 
 PAD_ID, UNK_ID, START_ID, END_ID = (RESERVED.index(t) for t in (PAD, UNK, START, END))

@@ -28,16 +28,6 @@ from models.callbacks import (
     backed_up_state,
     uses_ema,
 )
-from models.config import SummarizerConfig
-from models.errors import UserError
-from models.folder_layout import (
-    BACKUP_DIR,
-    BEST_WEIGHTS_FILE,
-    CONFIG_FILE,
-    LOGS_DIR,
-    TRAIN_OPTIONS_FILE,
-    VOCABULARY_FILE,
-)
 from models.run_folder import (
     load_config_and_vocabulary,
     load_run,
@@ -45,6 +35,16 @@ from models.run_folder import (
     save_vocabulary,
 )
 from models.schedule import Schedule, check_run_folder
+from models.settings.errors import UserError
+from models.settings.folder_layout import (
+    BACKUP_DIR,
+    BEST_WEIGHTS_FILE,
+    CONFIG_FILE,
+    LOGS_DIR,
+    TRAIN_OPTIONS_FILE,
+    VOCABULARY_FILE,
+)
+from models.settings.model import SummarizerConfig
 from models.summarizer import HeadlineSummarizer
 from models.text_features import TextFeatures
 

@@ -21,9 +21,9 @@ import dataclasses
 import json
 import sys
 
-from models.config import SearchOptions
 from models.data import load_split
 from models.run_folder import load_run, load_trained_model
+from models.settings.model import SearchOptions
 from models.tuning import format_greedy_rows, tune_greedy_end_penalty
 
 

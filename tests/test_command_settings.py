@@ -1,7 +1,7 @@
 """The command lines other than train.py, parsed once into typed settings.
 
 `python -m models.evaluate`, `models.export` and `models.serve` each build a
-settings dataclass right after parsing (`models.flags.parse_settings`);
+settings dataclass right after parsing (`models.settings.flags.parse_settings`);
 every flag has help naming its choices, and a bad flag is one line.
 """
 
@@ -10,10 +10,11 @@ import re
 
 import pytest
 
-from models import evaluate, export, flags
-from models.config import SearchOptions, SummarizerConfig, TrainOptions
+from models import evaluate, export
 from models.serve import cli
 from models.serve.settings import ServerConfig, ServeSettings
+from models.settings import flags
+from models.settings.model import SearchOptions, SummarizerConfig, TrainOptions
 
 COMMANDS = {
     "python -m models.evaluate": (

@@ -12,11 +12,11 @@ import tensorflow as tf
 from keras import ops
 from toy_summarizer import VOCAB, tiny_batch, tiny_summarizers
 
-from models.config import SearchOptions
 from models.ensemble import SummarizerEnsemble
-from models.errors import UserError
 from models.inference import HeadlineModule
 from models.run_folder import with_dtype_policy
+from models.settings.errors import UserError
+from models.settings.model import SearchOptions
 from models.text import RESERVED
 from models.text_features import TextFeatures
 

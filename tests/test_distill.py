@@ -13,7 +13,7 @@ import pytest
 from e2e import ROOT, run, train_command, write_org_data
 
 from models import distill
-from models.errors import UserError
+from models.settings.errors import UserError
 
 pytestmark = pytest.mark.tf_only
 
@@ -246,7 +246,7 @@ def test_distilled_split_uses_the_teachers_headlines_and_its_cache(tmp_path):
 
 def test_member_check_asks_for_rouge_1_above_and_neither_other_below():
     from models import member_check
-    from models.config import SearchOptions
+    from models.settings.model import SearchOptions
 
     def check(student, member):
         keys = ("rouge1", "rouge2", "rougeL")
@@ -456,8 +456,8 @@ def _assert_the_member_is_to_be_served(result, version_dir, teacher):
     at a length-chosen end penalty; the member's own penalty is chosen by
     ROUGE-1 on the same grid and pairs: the student cannot beat it, and the
     command says how to export the member as it was scored."""
-    from models.config import SearchOptions
     from models.export import parse_export_settings
+    from models.settings.model import SearchOptions
 
     training = json.loads((version_dir / "training.json").read_text())
     check = training["member_check"]

@@ -6,9 +6,9 @@ import tensorflow as tf
 from keras import ops
 from toy_summarizer import VOCAB, tiny_batch, tiny_config, tiny_summarizers
 
-from models.config import SearchOptions
 from models.ensemble import SummarizerEnsemble
 from models.inference import HeadlineModule
+from models.settings.model import SearchOptions
 from models.summarizer import HeadlineSummarizer
 from models.text import RESERVED
 from models.text_features import TextFeatures

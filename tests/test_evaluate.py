@@ -14,15 +14,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import tensorflow as tf  # noqa: E402
 
 from models import evaluate as ev  # noqa: E402
-from models import (  # noqa: E402
-    heatmap,
-    metrics,
-    version_folders,
-)
+from models import heatmap, metrics  # noqa: E402
 from models.baselines import lead_baseline  # noqa: E402
-from models.errors import UserError  # noqa: E402
 from models.heatmap import attention_png_bytes, plot_attention  # noqa: E402
 from models.saved_model_client import decode_documents  # noqa: E402
+from models.settings import version_folders  # noqa: E402
+from models.settings.errors import UserError  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -30,7 +30,7 @@ from servers import ROOT, Server  # noqa: E402
 
 from models.export import TMP_PREFIX, remove_stale_temporaries  # noqa: E402
 from models.serve.servable import ModelManager  # noqa: E402
-from models.version_folders import version_dirs  # noqa: E402
+from models.settings.version_folders import version_dirs  # noqa: E402
 
 # At least 20 kills at random moments (fewer with `KILL_TRIALS` while
 # working on this file).

@@ -20,9 +20,9 @@ from e2e import train_command, write_org_data  # noqa: E402
 
 import keras_attn  # noqa: E402
 from models import data, training  # noqa: E402
-from models.config import SearchOptions, SummarizerConfig, TrainOptions  # noqa: E402
 from models.inference import HeadlineModule  # noqa: E402
 from models.schedule import Schedule  # noqa: E402
+from models.settings.model import SearchOptions, SummarizerConfig, TrainOptions  # noqa: E402
 from models.text_features import RESERVED, TextFeatures  # noqa: E402
 
 WORDS = ["alpha", "beta", "gamma", "delta", "said", "."]

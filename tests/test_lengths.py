@@ -17,7 +17,7 @@ from models.baselines import (  # noqa: E402
     choose_lead_tokens,
     recorded_lead_tokens,
 )
-from models.config import SearchOptions, SummarizerConfig  # noqa: E402
+from models.settings.model import SearchOptions, SummarizerConfig  # noqa: E402
 
 
 def _split(pairs):

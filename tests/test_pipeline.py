@@ -397,7 +397,7 @@ def test_resume_after_kill(tmp_path, monkeypatch, capsys):
     import keras
 
     from models import training
-    from models.config import TrainOptions
+    from models.settings.model import TrainOptions
 
     # 10 steps an interval (a pass) and a backup at each validation, none
     # within an interval: a tiny step takes milliseconds, so a backup every

@@ -15,7 +15,7 @@ import tensorflow as tf  # noqa: E402
 from fake_servable import save_fake  # noqa: E402
 
 from models import saved_model_client as client  # noqa: E402
-from models.errors import UserError  # noqa: E402
+from models.settings.errors import UserError  # noqa: E402
 
 DOCS = [
     "Alpha Beta Gamma delta epsilon",

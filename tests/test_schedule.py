@@ -7,8 +7,6 @@ import re
 
 import pytest
 
-from models.config import TrainOptions
-from models.errors import UserError
 from models.progress import AFTER_TRAINING_INTERVALS, CommandProgress
 from models.schedule import (
     Schedule,
@@ -16,6 +14,8 @@ from models.schedule import (
     interval_batches,
     run_schedule,
 )
+from models.settings.errors import UserError
+from models.settings.model import TrainOptions
 
 
 def _schedule(pass_batches, **options):

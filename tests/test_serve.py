@@ -92,12 +92,12 @@ def test_server_imports_no_model_code():
     assert {"models.serve.app", "models.serve.codec"} <= added
     model_code = {m for m in added if m.startswith(("keras", "models."))}
     allowed = {
-        "models.errors",
-        "models.flags",
-        "models.folder_layout",
+        "models.settings.errors",
+        "models.settings.flags",
+        "models.settings.folder_layout",
         "models.saved_model_client",
-        "models.startup",
-        "models.version_folders",
+        "models.settings.startup",
+        "models.settings.version_folders",
     }
     assert {m for m in model_code if not m.startswith("models.serve")} <= allowed
 

@@ -6,7 +6,7 @@ import pytest
 from keras import ops
 from toy_summarizer import VOCAB, T, tiny_batch, tiny_config
 
-from models.config import SummarizerConfig
+from models.settings.model import SummarizerConfig
 from models.summarizer import HeadlineSummarizer
 
 pytestmark = pytest.mark.tf_only

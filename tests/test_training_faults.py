@@ -24,8 +24,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from e2e import ROOT, train_command, write_org_data  # noqa: E402
 
-from models.config import SummarizerConfig, TrainOptions  # noqa: E402
 from models.ensemble import SummarizerEnsemble  # noqa: E402
+from models.settings.model import SummarizerConfig, TrainOptions  # noqa: E402
 from models.training import build_model  # noqa: E402
 
 INTERVAL_LINE = re.compile(r"^Epoch (\d+)/(\d+)$", re.MULTILINE)
@@ -185,9 +185,9 @@ def _assert_ensemble_export(run_dir, version, members, one_dir):
     """`version` decodes with the mean of its two `members`; `--members 1`
     exports the first alone."""
     from models import export
-    from models.config import SearchOptions
     from models.inference import HeadlineModule
     from models.run_folder import load_run
+    from models.settings.model import SearchOptions
 
     _, features = load_run(run_dir)
     options = SearchOptions(**json.loads((version / "search_options.json").read_text()))

@@ -8,7 +8,7 @@ out-of-vocabulary word that the headline copies.
 
 import numpy as np
 
-from models.config import SummarizerConfig
+from models.settings.model import SummarizerConfig
 from models.summarizer import HeadlineSummarizer
 
 # Vocabulary size, source length and headline length.

@@ -7,7 +7,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from models.data.batches import SHUFFLE_BUFFER, make_batches
-from models.folder_layout import TRAINING_CACHE
+from models.settings.folder_layout import TRAINING_CACHE
 
 # Training examples above which they are kept on disk (`cached_examples`): a
 # million examples take about 2 GB of memory as tensors.

@@ -33,7 +33,7 @@ the SavedModel can.
 
 The app's names are read from `models.serve.app` when first used, so that
 `python -m models.serve` parses its flags and hides TensorFlow's start-up lines
-(`models.startup`) before TensorFlow loads.
+(`models.settings.startup`) before TensorFlow loads.
 """
 
 import importlib

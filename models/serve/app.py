@@ -17,7 +17,6 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from models.errors import HttpError, first_line
 from models.serve.batcher import Batcher, Job
 from models.serve.codec import (
     DEFAULT_SIGNATURE,
@@ -31,6 +30,7 @@ from models.serve.codec import (
     to_json,
 )
 from models.serve.servable import ModelManager
+from models.settings.errors import HttpError, first_line
 
 logger = logging.getLogger("models.serve")
 

@@ -2,9 +2,9 @@
 
 import logging
 
-from models.flags import SettingsParser, add_config_flags, parse_settings
 from models.serve.settings import ServeSettings
-from models.startup import import_tensorflow
+from models.settings.flags import SettingsParser, add_config_flags, parse_settings
+from models.settings.startup import import_tensorflow
 
 
 def argument_parser():

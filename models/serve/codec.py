@@ -7,7 +7,7 @@ import math
 import numpy as np
 import tensorflow as tf
 
-from models.errors import HttpError
+from models.settings.errors import HttpError
 
 DEFAULT_SIGNATURE = "serving_default"
 # The signature that takes the length settings as inputs, and the request

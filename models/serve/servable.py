@@ -10,14 +10,14 @@ from typing import Any
 import tensorflow as tf
 from google.protobuf import json_format
 
-from models.errors import UserError
-from models.folder_layout import (
+from models.saved_model_client import load_saved_model, signature_defs
+from models.settings.errors import UserError
+from models.settings.folder_layout import (
     SAVED_MODEL_FILE,
     SEARCH_OPTIONS_FILE,
     TRAINING_RECORD_FILE,
 )
-from models.saved_model_client import load_saved_model, signature_defs
-from models.version_folders import version_dirs
+from models.settings.version_folders import version_dirs
 
 logger = logging.getLogger("models.serve")
 

@@ -1,13 +1,13 @@
 """The settings of a server and of its command line, one flag per field.
 
 Plain dataclasses with no TensorFlow import, so that `python -m models.serve`
-parses its flags (`models.flags`) before TensorFlow loads.
+parses its flags (`models.settings.flags`) before TensorFlow loads.
 """
 
 import dataclasses
 
-from models.flags import non_negative, positive
-from models.startup import verbose_field
+from models.settings.flags import non_negative, positive
+from models.settings.startup import verbose_field
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 

@@ -23,7 +23,7 @@ def add_verbose_flag(parser):
 
 def verbose_field():
     """The `verbose` field of a command's settings dataclass: `--verbose`
-    (`models.flags`), TensorFlow's start-up and C++ log lines shown."""
+    (`models.settings.flags`), TensorFlow's start-up and C++ log lines shown."""
     return dataclasses.field(
         default=False, metadata={"action": "store_true", "help": VERBOSE_HELP}
     )

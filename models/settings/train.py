@@ -5,14 +5,19 @@
 flags and their defaults are `train.py`'s: the groups here have no defaults
 of their own, so that the parser stays the one place that sets them.
 
-Plain dataclasses with no TensorFlow import, like `models.config`.
+Plain dataclasses with no TensorFlow import, like `models.settings.model`.
 """
 
 import dataclasses
 from pathlib import Path
 
-from models.config import RiskOptions, SearchOptions, SummarizerConfig, TrainOptions
-from models.errors import UserError
+from models.settings.errors import UserError
+from models.settings.model import (
+    RiskOptions,
+    SearchOptions,
+    SummarizerConfig,
+    TrainOptions,
+)
 
 
 @dataclasses.dataclass

@@ -11,8 +11,8 @@ Plain `pathlib` only, so that the server imports it without any model code.
 import os
 from pathlib import Path
 
-from models.errors import UserError
-from models.folder_layout import SAVED_MODEL_FILE
+from models.settings.errors import UserError
+from models.settings.folder_layout import SAVED_MODEL_FILE
 
 
 def version_dirs(model_dir):

@@ -8,8 +8,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-from models.errors import UserError
-from models.folder_layout import SEARCH_TUNING_FILE
+from models.settings.errors import UserError
+from models.settings.folder_layout import SEARCH_TUNING_FILE
 
 ATTENTION_CHOICES = (
     "bahdanau",
