@@ -150,7 +150,7 @@ def _add_distillation_flags(g):
         metavar="TEACHER",
         help="train a student on the headlines of this exported teacher "
         "(saved_models/<name>/<version>), decoded once and cached in the run "
-        "folder (models.distill). It sets the student recipe's defaults: "
+        "folder (models.training.distill). It sets the student recipe's defaults: "
         "--name headlines-student, --distill-targets inter, --init-from "
         "TEACHER, --learning-rate 5e-4, --ensemble 1, --beam-size 1 (the "
         "export serves greedy search)",

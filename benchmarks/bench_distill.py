@@ -71,7 +71,7 @@ def rouge(system):
 
 def gflop_per_headline(system, saved, documents):
     """FLOPs of decoding `documents`, counted on the headlines written."""
-    from models.run_folder import model_files
+    from models.model.run_folder import model_files
     from models.settings.model import SearchOptions, SummarizerConfig
 
     config = SummarizerConfig.load(system["dir"] / CONFIG_FILE)
@@ -235,7 +235,7 @@ def main(argv=None):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import tensorflow as tf
 
-    from models.saved_model_client import load_saved_model
+    from models.decoding.saved_model_client import load_saved_model
 
     source = Path(args.data_dir) / "org_data" / "test.src.txt"
     test = source.read_text(encoding="utf-8").splitlines()

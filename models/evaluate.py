@@ -1,8 +1,8 @@
 """Evaluates an exported headline SavedModel: ROUGE with bootstrap intervals.
 
 Only the SavedModel's signatures are used (through
-`models.saved_model_client`), never the model-building code, so this scores
-exactly what TF Serving would serve. The lead baseline is `models.baselines`',
+`models.decoding.saved_model_client`), never the model-building code, so this scores
+exactly what TF Serving would serve. The lead baseline is `models.scoring.baselines`',
 the printed table `models.evaluation_report`'s, the heatmaps
 `models.heatmap`'s; the command line's flags are `EvaluateSettings`' fields.
 
@@ -26,20 +26,20 @@ import json
 import os
 import sys
 
-from models.baselines import (
-    LEAD_WORDS,
-    lead_baseline,
-    lead_name,
-    recorded_lead_tokens,
-)
-from models.evaluation_report import print_report
-from models.metrics import ROUGE_TOKENIZER, ROUGE_TYPES, rouge_with_intervals
-from models.saved_model_client import (
+from models.decoding.saved_model_client import (
     decode_documents,
     decode_outputs,
     get_signature,
     load_saved_model,
 )
+from models.evaluation_report import print_report
+from models.scoring.baselines import (
+    LEAD_WORDS,
+    lead_baseline,
+    lead_name,
+    recorded_lead_tokens,
+)
+from models.scoring.metrics import ROUGE_TOKENIZER, ROUGE_TYPES, rouge_with_intervals
 from models.settings.errors import UserError, first_line
 from models.settings.flags import SettingsParser, add_config_flags, parse_settings
 from models.settings.folder_layout import HEATMAPS_DIR, METRICS_FILE
@@ -209,7 +209,7 @@ def evaluate(
     Reads `split` with `models.data.load_split`, decodes it with each decoding
     signature present (`serving_default` as "beam", `greedy` as "greedy"),
     scores them and the lead baseline (`lead_<N>`, the first N words, N the
-    run's: `models.baselines.recorded_lead_tokens`) against the
+    run's: `models.scoring.baselines.recorded_lead_tokens`) against the
     references with `rouge_with_intervals`, writes `metrics.json`, prints a
     table and renders `n_heatmaps` attention heatmaps.
 

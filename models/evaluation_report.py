@@ -4,7 +4,7 @@
 formats what it scored for the reader.
 """
 
-from models.metrics import ROUGE_TYPES
+from models.scoring.metrics import ROUGE_TYPES
 
 
 def format_table(systems):

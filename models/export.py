@@ -6,7 +6,7 @@ Apart from training: it takes a built `HeadlineSummarizer` and its
 a crash never leaves a half-written version for a server to pick up. A
 failure removes the temporary folder; one left by a kill is removed by a
 later export once it is an hour old. The graph and its signatures are
-`models.inference.HeadlineModule`'s.
+`models.decoding.headline_module.HeadlineModule`'s.
 
     python -m models.export --run-dir runs/headlines \
         --export-dir saved_models/headlines
@@ -78,7 +78,7 @@ def export(
     """
     import tensorflow as tf
 
-    from models.inference import HeadlineModule
+    from models.decoding.headline_module import HeadlineModule
 
     options = options or SearchOptions()
     export_dir = Path(export_dir)
@@ -123,7 +123,7 @@ def export_run(run_dir, export_dir, options=None, dtype_policy=None, members=Non
     `members`: of an ensemble's run, export only the first `members` (1: the
     first member alone, to compare with the ensemble).
     """
-    from models.run_folder import load_run, load_trained_model, model_files
+    from models.model.run_folder import load_run, load_trained_model, model_files
 
     run_dir = Path(run_dir)
     options = options or SearchOptions.tuned(run_dir)

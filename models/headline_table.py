@@ -57,7 +57,7 @@ def table(sources, headlines, normalized, references, source_chars=120):
 def main(argv=None):
     args = parse_args(argv)
     from models import data
-    from models.saved_model_client import decode_outputs
+    from models.decoding.saved_model_client import decode_outputs
 
     pairs = data.load_split(
         args.split, data_dir=args.data_dir, dataset=args.dataset, tfds_dir=args.tfds_dir

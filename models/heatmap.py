@@ -176,7 +176,7 @@ def plot_examples(examples, titles, folder):
     Args:
         examples: Per-document dictionaries with the `attention` signature's
             `attention` (`[T, S]`), `source_words` (`S`) and `headline_words`
-            (`T`), e.g. from `models.saved_model_client.decode_outputs`.
+            (`T`), e.g. from `models.decoding.saved_model_client.decode_outputs`.
         titles: One title per example.
         folder: The folder written into (created when missing).
 

@@ -3,7 +3,7 @@
 The stages pass typed records: `RunData` (the run folder and what every
 member trains on, with its schedule) and a `MemberOutcome` per member (its
 folder, its model once finished, how its training ended), which each stage
-returns anew. `models.schedule` decides when a member validates, stops and
+returns anew. `models.training.schedule` decides when a member validates, stops and
 has finished.
 """
 
@@ -18,15 +18,12 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from models import data, distill, lengths, served_search, text
-from models.callbacks import TrainingCap, backed_up_state
-from models.distribute import in_multi_worker_mode
-from models.ensemble import SummarizerEnsemble
+from models import data, served_search, text
 from models.export import export
-from models.members import MemberEnd, member_dirs, read_end, write_end
-from models.progress import CommandProgress, machine
-from models.run_folder import initial_model_files, model_files
-from models.schedule import run_schedule
+from models.model.distribute import in_multi_worker_mode
+from models.model.ensemble import SummarizerEnsemble
+from models.model.members import MemberEnd, member_dirs, read_end, write_end
+from models.model.run_folder import initial_model_files, model_files
 from models.settings.errors import LostWorker, first_line
 from models.settings.folder_layout import (
     BACKUP_DIR,
@@ -45,7 +42,12 @@ from models.settings.train import (
     DataSettings,
     TrainSettings,
 )
-from models.training import RunData, prepare_run, train_member
+from models.training import chosen_lengths as lengths
+from models.training import distill
+from models.training.callbacks import TrainingCap, backed_up_state
+from models.training.fit import RunData, prepare_run, train_member
+from models.training.progress import CommandProgress, machine
+from models.training.schedule import run_schedule
 
 _COLLECTIVE_TIMEOUT_S = 600
 
@@ -446,9 +448,9 @@ def _train_member(rank, folder, run, options, strategy, initial_weights, cap, pr
 
 def _fine_tune_members(outcomes, run, options, risk, cap, progress):
     """Minimum-risk fine-tuning of each trained member in its own folder
-    (`models.risk_fine_tuning`), bounded by the command's `cap`; returns the
+    (`models.training.risk_fine_tuning`), bounded by the command's `cap`; returns the
     outcomes with the stage's records."""
-    from models.risk_fine_tuning import fine_tune
+    from models.training.risk_fine_tuning import fine_tune
 
     encoded = run.examples
     if risk.risk_examples:

@@ -2,9 +2,9 @@
 
 After training, `train.py` tunes the search on validation pairs (beam
 search's length penalty and n-gram blocking, greedy search's end penalty:
-`models.tuning`), holds the chosen search against the lead baseline on the
-same pairs (`models.lead_check`) and, for a distilled student, against its
-teacher's first member served alone at the same cost (`models.member_check`).
+`models.decoding.tuning`), holds the chosen search against the lead baseline on the
+same pairs (`models.decoding.lead_check`) and, for a distilled student, against its
+teacher's first member served alone at the same cost (`models.decoding.member_check`).
 The checks are kept with the export; the command's last lines say what they
 found.
 """
@@ -13,10 +13,11 @@ import dataclasses
 import json
 import sys
 
-from models import distill, lead_check, member_check, tuning
-from models.baselines import recorded_lead_tokens
+from models.decoding import lead_check, member_check, tuning
+from models.scoring.baselines import recorded_lead_tokens
 from models.settings.folder_layout import SEARCH_TUNING_FILE
 from models.settings.train import TrainSettings, TuningSettings
+from models.training import distill
 
 
 def choose(settings: TrainSettings, model, features, validation, search, run_dir):
@@ -32,8 +33,8 @@ def choose(settings: TrainSettings, model, features, validation, search, run_dir
 
     Returns:
         `(search, checks)`: the chosen `SearchOptions`, and a dict holding
-        `validation_check` (`models.lead_check`) and, for a student of one
-        model, `member_check` (`models.member_check`); empty without
+        `validation_check` (`models.decoding.lead_check`) and, for a student of one
+        model, `member_check` (`models.decoding.member_check`); empty without
         validation pairs.
     """
     tuning_settings = settings.tuning
@@ -96,7 +97,7 @@ def tune_decoding(
     and greedy search's end penalty (with `tune_decoding` off: `search` as
     given, scored alone) on the validation `pairs` (bytes); and how the
     chosen search compares with the lead baseline on them
-    (`models.lead_check`). With `teacher` (an export) the end penalty keeps
+    (`models.decoding.lead_check`). With `teacher` (an export) the end penalty keeps
     the teacher's mean length instead."""
     tune = settings.tune_decoding
     what = "Tuning the length penalty and n-gram blocking" if tune else "Scoring"

@@ -2,7 +2,7 @@
 
 `train.py` tunes `greedy_end_penalty` after the beam's settings; a run
 trained before that option existed has none. This tunes it the same way
-(`models.tuning.tune_greedy_end_penalty`, on the first `--examples`
+(`models.decoding.tuning.tune_greedy_end_penalty`, on the first `--examples`
 validation pairs, the run's own tuned settings kept) and writes the chosen
 settings as a `--search-options` file for `python -m models.export`:
 
@@ -22,9 +22,9 @@ import json
 import sys
 
 from models.data import load_split
-from models.run_folder import load_run, load_trained_model
+from models.decoding.tuning import format_greedy_rows, tune_greedy_end_penalty
+from models.model.run_folder import load_run, load_trained_model
 from models.settings.model import SearchOptions
-from models.tuning import format_greedy_rows, tune_greedy_end_penalty
 
 
 def main(argv=None):

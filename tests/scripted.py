@@ -24,7 +24,7 @@ import tensorflow as tf
 
 from models.settings.model import SearchOptions
 from models.text import RESERVED
-from models.text_features import END_ID, PAD_ID, TextFeatures
+from models.text.features import END_ID, PAD_ID, TextFeatures
 
 FILLER = "filler"
 WORDS = list(RESERVED) + [

@@ -378,7 +378,7 @@ def test_plain_text_pairs_and_their_encoding_know_their_count(tmp_path):
     pairs = data.load_split("train", data_dir=org, dataset="plain")
     assert int(pairs.cardinality()) == len(PAIRS["train"])
     # The pairs' count goes through encoding, which unbatches.
-    from models.run_folder import make_features
+    from models.model.run_folder import make_features
     from models.settings.model import SummarizerConfig
 
     vocabulary = data.split_vocabulary(pairs, 100, min_count=1)

@@ -14,10 +14,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import tensorflow as tf  # noqa: E402
 
 from models import evaluate as ev  # noqa: E402
-from models import heatmap, metrics  # noqa: E402
-from models.baselines import lead_baseline  # noqa: E402
+from models import heatmap  # noqa: E402
+from models.decoding.saved_model_client import decode_documents  # noqa: E402
 from models.heatmap import attention_png_bytes, plot_attention  # noqa: E402
-from models.saved_model_client import decode_documents  # noqa: E402
+from models.scoring import metrics  # noqa: E402
+from models.scoring.baselines import lead_baseline  # noqa: E402
 from models.settings import version_folders  # noqa: E402
 from models.settings.errors import UserError  # noqa: E402
 

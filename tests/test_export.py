@@ -16,7 +16,7 @@ from pathlib import Path  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from models import export as export_lib  # noqa: E402
-from models import inference  # noqa: E402
+from models.decoding import headline_module as inference  # noqa: E402
 
 _DOCUMENTS = tf.TensorSpec([None], tf.string)
 
@@ -41,7 +41,7 @@ class _EchoModule(tf.Module):
 
 @pytest.fixture(autouse=True)
 def echo_module(monkeypatch):
-    # `export` reads it from `models.inference` when it runs.
+    # `export` reads it from `models.decoding.headline_module` when it runs.
     monkeypatch.setattr(inference, "HeadlineModule", _EchoModule)
 
 

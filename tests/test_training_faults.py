@@ -24,9 +24,9 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from e2e import ROOT, train_command, write_org_data  # noqa: E402
 
-from models.ensemble import SummarizerEnsemble  # noqa: E402
+from models.model.ensemble import SummarizerEnsemble  # noqa: E402
 from models.settings.model import SummarizerConfig, TrainOptions  # noqa: E402
-from models.training import build_model  # noqa: E402
+from models.training.fit import build_model  # noqa: E402
 
 INTERVAL_LINE = re.compile(r"^Epoch (\d+)/(\d+)$", re.MULTILINE)
 
@@ -135,7 +135,7 @@ def test_an_ensemble_killed_in_its_second_member_resumes_that_member(tmp_path, c
     the export is the mean of both members, and `models.export --members 1`
     exports the first alone."""
     import train  # the checkout's command line, from the repository root
-    from models.run_folder import load_trained_model
+    from models.model.run_folder import load_trained_model
 
     write_org_data(tmp_path / "data")
     command = train_command(
@@ -185,8 +185,8 @@ def _assert_ensemble_export(run_dir, version, members, one_dir):
     """`version` decodes with the mean of its two `members`; `--members 1`
     exports the first alone."""
     from models import export
-    from models.inference import HeadlineModule
-    from models.run_folder import load_run
+    from models.decoding.headline_module import HeadlineModule
+    from models.model.run_folder import load_run
     from models.settings.model import SearchOptions
 
     _, features = load_run(run_dir)

@@ -19,7 +19,7 @@ One module per part, each importing only those before it:
 * `settings`: the server's settings (`ServerConfig`) and the command
   line's (`ServeSettings`), plain dataclasses;
 * `servable`: a loaded version (`Servable`, through
-  `models.saved_model_client`) and the hot-swapping `ModelManager`;
+  `models.decoding.saved_model_client`) and the hot-swapping `ModelManager`;
 * `batcher`: the `Batcher` worker that merges requests into one call;
 * `codec`: JSON <-> numpy for the row and columnar formats;
 * `app`: the Starlette app (`create_app`);

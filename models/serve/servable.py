@@ -10,7 +10,7 @@ from typing import Any
 import tensorflow as tf
 from google.protobuf import json_format
 
-from models.saved_model_client import load_saved_model, signature_defs
+from models.decoding.saved_model_client import load_saved_model, signature_defs
 from models.settings.errors import UserError
 from models.settings.folder_layout import (
     SAVED_MODEL_FILE,
@@ -80,7 +80,7 @@ class Servable:
     # The export's `search_options.json`: the defaults of the scalar inputs.
     search_options: dict[str, Any]
     # How the model compared with the lead baseline on validation (the
-    # export's `training.json`, `models.lead_check`); None if not recorded.
+    # export's `training.json`, `models.decoding.lead_check`); None if not recorded.
     validation_check: dict[str, Any] | None = None
 
     @classmethod

@@ -5,7 +5,7 @@ A run folder (`runs/<name>/`, written by `train.py`) holds:
 - `config.json`, `vocab.txt`, `train_options.json`: the model's config, its
   vocabulary and the training options;
 - `schedule.json`: the training schedule, in examples and validations,
-  fixed when the run starts (`models.schedule`);
+  fixed when the run starts (`models.training.schedule`);
 - `model.keras` and `training_end.json`: the trained model and the record of
   how its training ended, written once it has finished;
 - `best.weights.h5`: the best weights so far, by the validation score;
@@ -45,22 +45,22 @@ END_RECORD_FILE = "training_end.json"
 BEST_WEIGHTS_FILE = "best.weights.h5"
 BACKUP_DIR = "backup"
 # In `BACKUP_DIR`: Keras' `BackupAndRestore` record (its name is Keras'),
-# and the state of the callbacks that resume with it (`models.callbacks`).
+# and the state of the callbacks that resume with it (`models.training.callbacks`).
 BACKUP_METADATA_FILE = "training_metadata.json"
 CALLBACK_STATE_FILE = "callback_state.json"
 # An ensemble's member K >= 1 lives in `<run>/member-K/`; member 0 is the run.
 MEMBER_PREFIX = "member-"
-# A member's minimum-risk fine-tuning (`models.risk_fine_tuning`).
+# A member's minimum-risk fine-tuning (`models.training.risk_fine_tuning`).
 RISK_DIR = "risk"
 RISK_STATE_FILE = "state.json"
 LATEST_WEIGHTS_FILE = "latest.weights.h5"
-# The distillation teacher's decoded headlines (`models.distill`).
+# The distillation teacher's decoded headlines (`models.training.distill`).
 TEACHER_CACHE_DIR = "teacher"
 # A large training split's encoded examples (`models.data.training_cache`).
 TRAINING_CACHE = "training-examples"
 # The decoding settings chosen on validation, and the grid.
 SEARCH_TUNING_FILE = "search_tuning.json"
-# The lengths chosen from the training data (`models.lengths`).
+# The lengths chosen from the training data (`models.training.chosen_lengths`).
 LENGTHS_FILE = "lengths.json"
 LOGS_DIR = "logs"
 

@@ -76,13 +76,13 @@ class SummarizerConfig:
         tie_embeddings: Output layer shares the embedding matrix.
         max_source_length: Source tokens kept (the rest is truncated). On
             the command line, unset: chosen from the training data's lengths
-            (`models.lengths`).
+            (`models.training.chosen_lengths`).
         max_target_length: Headline tokens kept in training, `</s>`
             included, and the decoding limit. On the command line, unset:
-            chosen from the training data's lengths (`models.lengths`).
+            chosen from the training data's lengths (`models.training.chosen_lengths`).
         sampled_softmax: Training only: score each target against this many
             vocabulary words sampled per batch instead of the whole
-            vocabulary (`models.sampled_softmax`: a step scores K words, not
+            vocabulary (`models.model.sampled_softmax`: a step scores K words, not
             the vocabulary); 0 trains on the full softmax. Evaluation and decoding
             always use the full softmax: the training loss shown is then the
             sampled estimate, `val_loss` the exact one.
@@ -192,7 +192,7 @@ class TrainOptions:
         clipnorm: Gradients are clipped to this global norm.
         validate_every: Training examples between two validations,
             nominally: small data repeats its pass until an interval is
-            full, large data validates inside a pass (`models.schedule`).
+            full, large data validates inside a pass (`models.training.schedule`).
         patience: Validations without a better validation score before
             early stopping ends a member.
         min_train_examples: Early stopping cannot end a member before it has
@@ -231,7 +231,7 @@ class TrainOptions:
         seed: Seed of the weights and of the data's order.
         ensemble: Members trained one after the other, with seeds `seed`,
             `seed + 1`, ...; the export decodes with their mean distribution
-            (`models.ensemble`). The caps (`max_train_minutes`,
+            (`models.model.ensemble`). The caps (`max_train_minutes`,
             `stop_after_validations`) count over all of them.
     """
 

@@ -78,7 +78,7 @@ class DistillationSettings:
         distill_from: An exported teacher (`saved_models/<name>/<version>`)
             whose headlines the student learns, None: no distillation.
         distill_targets: The student's summaries: `"teacher"`, `"mixed"`,
-            `"inter"` or `"inter-mixed"` (`models.distill.TARGETS`).
+            `"inter"` or `"inter-mixed"` (`models.training.distill.TARGETS`).
         distill_min_overlap: Teacher headlines whose mean ROUGE F1 with the
             reference (0-100) is below it are left out.
         init_from: A trained run or an export whose config, vocabulary and
@@ -148,8 +148,8 @@ class TrainSettings:
             chooses `model.normalization` from the data.
         choose_lengths: The lengths not given on the command line, of
             `max_source_length`, `max_target_length` (the pipeline chooses
-            them from the training data, `models.lengths`) and `max_length`
-            (the search's: the run's `max_target_length`).
+            them from the training data, `models.training.chosen_lengths`)
+            and `max_length` (the search's: the run's `max_target_length`).
         verbose: TensorFlow's start-up and C++ log lines shown.
     """
 

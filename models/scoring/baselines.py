@@ -1,11 +1,12 @@
 """The lead baseline: a headline made of the document's first words.
 
 The score any model must beat; `models.evaluate` reports it beside each
-decoder, and `models.lead_check` holds a trained model against it on
+decoder, and `models.decoding.lead_check` holds a trained model against it on
 validation. Its number of words N is the median length of the training
 headlines (`choose_lead_tokens`), recorded with the run (`lengths.json`,
-`models.lengths`), so that it means the same in every script: words where
-the text writes spaces, characters in Chinese and Japanese. Plain Python:
+`models.training.chosen_lengths`), so that it means the same in every
+script: words where the text writes spaces, characters in Chinese and
+Japanese. Plain Python:
 the documents are already in the data's normalized form, like the
 references, so the baseline needs no further processing.
 """
@@ -15,8 +16,8 @@ import math
 import statistics
 from pathlib import Path
 
-from models import cjk
 from models.settings.folder_layout import LENGTHS_FILE
+from models.text import cjk
 
 # The lead baseline's words when no run recorded them (an export made before
 # they were chosen from the data).
@@ -27,7 +28,7 @@ def lead_baseline(documents, n_words=LEAD_WORDS):
     """Lead baseline: the first `n_words` words of each document.
 
     Words are whitespace-separated, and each Chinese or Japanese character
-    is one (`models.cjk.lead`).
+    is one (`models.text.cjk.lead`).
 
     Args:
         documents: The documents, `str`.
@@ -50,7 +51,7 @@ def choose_lead_tokens(reference_lengths):
     """The lead baseline's N: the median of `reference_lengths`, rounded.
 
     Halves round up, and N is at least 1. The lengths are the headlines'
-    words as `models.cjk.word_count` counts them.
+    words as `models.text.cjk.word_count` counts them.
 
     Example:
 

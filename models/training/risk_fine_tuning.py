@@ -39,9 +39,8 @@ from keras import ops
 
 import keras_attn
 from models import data
-from models.callbacks import greedy_search_function
-from models.metrics import mean_rouge
-from models.saved_model_client import headlines_in_batches
+from models.decoding.saved_model_client import headlines_in_batches
+from models.scoring.metrics import mean_rouge
 from models.settings.errors import UserError
 from models.settings.folder_layout import (
     BEST_WEIGHTS_FILE,
@@ -49,7 +48,8 @@ from models.settings.folder_layout import (
     RISK_DIR,
     RISK_STATE_FILE,
 )
-from models.text_features import END_ID, PAD_ID, START_ID, UNK_ID
+from models.text.features import END_ID, PAD_ID, START_ID, UNK_ID
+from models.training.callbacks import greedy_search_function
 
 # The costs' scale: `100 * (1 - ROUGE)`, the 0-100 scale of fairseq's
 # `100 - BLEU`, which its weight of the likelihood loss assumes.

@@ -9,7 +9,7 @@ lengths, plus a quarter (`HEADROOM`), rounded up to a multiple of
 counts its `</s>`. On the Gigaword sample (26,063 pairs) the percentiles
 are 50 source tokens and 15 headline tokens, so the run keeps 64 and 20.
 The lead baseline's words are the headlines' median
-(`models.baselines.choose_lead_tokens`): 8 on the Gigaword sample.
+(`models.scoring.baselines.choose_lead_tokens`): 8 on the Gigaword sample.
 
 The lengths go into the run's `config.json`, and the lead's words and the
 measurements into `lengths.json` beside it; a resumed run keeps them.
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from models import data
-from models.baselines import choose_lead_tokens
+from models.scoring.baselines import choose_lead_tokens
 from models.settings.folder_layout import CONFIG_FILE, LENGTHS_FILE
 from models.settings.model import SummarizerConfig
 

@@ -25,10 +25,10 @@ from keras_attn.pointer import (
     pointer_generator_log_distribution,
 )
 from keras_attn.shortlist import shortlist_log_distribution
-from models.distribute import in_multi_worker_mode
-from models.sampled_softmax import log_uniform_candidates, sampled_log_partition
+from models.model.distribute import in_multi_worker_mode
+from models.model.sampled_softmax import log_uniform_candidates, sampled_log_partition
 from models.settings.model import SummarizerConfig
-from models.text_features import UNK_ID
+from models.text.features import UNK_ID
 
 _EPSILON = 1e-9
 
@@ -339,7 +339,7 @@ class HeadlineSummarizer(keras.Model):
         # it all-reduces across replicas. Under MultiWorkerMirroredStrategy
         # that fails on dict inputs (keras-team/keras#20329), and batches
         # bucketed by length differ in shape from worker to worker anyway.
-        # `models.training.build_model` builds the weights and the optimizer
+        # `models.training.fit.build_model` builds the weights and the optimizer
         # first, which leaves nothing to build.
         if self.built and (self.optimizer is None or self.optimizer.built):
             return

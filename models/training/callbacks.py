@@ -2,9 +2,9 @@
 schedule, opt-in caps, the weights' moving average, validation ROUGE, and
 Ctrl-C between two steps.
 
-`models.training.fit` puts them in order; each docstring says where it goes.
+`models.training.fit.fit` puts them in order; each docstring says where it goes.
 Keras' "epoch" is one validation interval of the schedule
-(`models.schedule`): its epoch index is the number of validations done.
+(`models.training.schedule`): its epoch index is the number of validations done.
 """
 
 import contextlib
@@ -17,10 +17,10 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from models.distribute import in_multi_worker_mode
-from models.inference import HeadlineModule
-from models.metrics import mean_rouge
-from models.saved_model_client import headlines_in_batches
+from models.decoding.headline_module import HeadlineModule
+from models.decoding.saved_model_client import headlines_in_batches
+from models.model.distribute import in_multi_worker_mode
+from models.scoring.metrics import mean_rouge
 from models.settings.folder_layout import (
     CALLBACK_STATE_FILE,
     backup_metadata_path,

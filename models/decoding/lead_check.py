@@ -1,7 +1,7 @@
 """Whether a trained model beats the lead baseline on validation.
 
 After tuning, a run holds its chosen search against the lead baseline
-(`models.baselines`) on the validation pairs it tuned on, on ROUGE-1,
+(`models.scoring.baselines`) on the validation pairs it tuned on, on ROUGE-1,
 ROUGE-2 and ROUGE-L: ROUGE-1 alone rewards a loop of frequent words
 (`for for or for ...` recalls many unigrams), ROUGE-2 and ROUGE-L do not.
 The check is kept with the export (`training.json`, and `metrics.json`
@@ -12,8 +12,8 @@ baseline on all three, the command's last lines say so and what to try.
 
 import sys
 
-from models.baselines import lead_baseline, lead_name
-from models.metrics import mean_rouge
+from models.scoring.baselines import lead_baseline, lead_name
+from models.scoring.metrics import mean_rouge
 
 # The metrics a model must beat the baseline on, and their short names.
 CHECKED = {"rouge1": "R1", "rouge2": "R2", "rougeL": "RL"}

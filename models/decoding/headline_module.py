@@ -34,9 +34,9 @@ import tensorflow as tf
 
 import keras_attn
 from models import text
-from models.inference.shards import concat_padded, in_shards
-from models.inference.xla import padded_for_xla
-from models.text_features import END_ID, PAD_ID, START_ID, UNK_ID
+from models.decoding.shards import concat_padded, in_shards
+from models.decoding.xla import padded_for_xla
+from models.text.features import END_ID, PAD_ID, START_ID, UNK_ID
 
 _DOCUMENTS = tf.TensorSpec([None], tf.string, name="documents")
 # Signatures cannot have defaults: `search_options.json`, beside the

@@ -12,12 +12,12 @@ import unicodedata
 
 import numpy as np
 
-from models.cjk import CJK_CHARACTERS
+from models.text.cjk import CJK_CHARACTERS
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 # What `metrics.json` says the scores were tokenized with.
 ROUGE_TOKENIZER = (
-    "models.metrics.RougeTokenizer: rouge-score's default (Porter stemmer) on "
+    "models.scoring.metrics.RougeTokenizer: rouge-score's default (Porter stemmer) on "
     "ASCII text; elsewhere NFKC, lowercased letters, marks and digits of every "
     "script, ASCII words stemmed, a token per Han, Hiragana or Katakana character"
 )

@@ -9,7 +9,7 @@ words, so Hangul is read word by word like any other script.
 The character classes below are written so that both regex engines the
 summarizer uses read them the same: RE2 in the graph
 (`models.text.tokenizing`) and Python's `regex` outside it (ROUGE in
-`models.metrics`). Both read `\\p{Han}` as the Unicode script; the other
+`models.scoring.metrics`). Both read `\\p{Han}` as the Unicode script; the other
 characters are literal. Plain Python, no TensorFlow.
 """
 

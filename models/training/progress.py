@@ -4,7 +4,7 @@ Keras' bar shows the current validation interval; these lines show the
 whole command: the data, each member's validations with its best validation
 score, tuning, export and evaluation, each with the time spent and an
 estimate of what is left of the command. The estimate covers the whole
-schedule (`models.schedule.Schedule`): the current member until the
+schedule (`models.training.schedule.Schedule`): the current member until the
 earliest validation at which early stopping could end it, the members still
 to train as many validations as the finished ones took (or, before any has
 finished, as many as the current one at least, and the minimum plus the

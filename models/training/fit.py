@@ -5,7 +5,7 @@ schedule, backup checkpoint, best weights and TensorBoard logs. Running the
 same command again after an interruption (Ctrl-C, kill -9) resumes from the
 last backup: the same vocabulary and schedule, the weights, the optimizer
 and its step counter. The data comes from `models.data`, the schedule from
-`models.schedule`, the callbacks from `models.callbacks`.
+`models.training.schedule`, the callbacks from `models.training.callbacks`.
 """
 
 import contextlib
@@ -17,24 +17,13 @@ import keras
 import tensorflow as tf
 
 from models import data
-from models.callbacks import (
-    AveragedWeights,
-    Backup,
-    InterruptBetweenSteps,
-    IntervalSeeds,
-    ScheduledStopping,
-    ValidationReport,
-    ValidationRouge,
-    backed_up_state,
-    uses_ema,
-)
-from models.run_folder import (
+from models.model.run_folder import (
     load_config_and_vocabulary,
     load_run,
     make_features,
     save_vocabulary,
 )
-from models.schedule import Schedule, check_run_folder
+from models.model.summarizer import HeadlineSummarizer
 from models.settings.errors import UserError
 from models.settings.folder_layout import (
     BACKUP_DIR,
@@ -45,8 +34,19 @@ from models.settings.folder_layout import (
     VOCABULARY_FILE,
 )
 from models.settings.model import SummarizerConfig
-from models.summarizer import HeadlineSummarizer
-from models.text_features import TextFeatures
+from models.text.features import TextFeatures
+from models.training.callbacks import (
+    AveragedWeights,
+    Backup,
+    InterruptBetweenSteps,
+    IntervalSeeds,
+    ScheduledStopping,
+    ValidationReport,
+    ValidationRouge,
+    backed_up_state,
+    uses_ema,
+)
+from models.training.schedule import Schedule, check_run_folder
 
 
 @dataclasses.dataclass
@@ -164,7 +164,7 @@ def fit(
 ):
     """Trains with backups (resume), best-model checkpoint, early stopping
     and, if `options.lr_decay` < 1, a learning rate that falls at plateaus,
-    validating as `schedule` (`models.schedule.Schedule`) says.
+    validating as `schedule` (`models.training.schedule.Schedule`) says.
 
     `train_batches` is the training stream from where the run's backup left
     it (`models.data.stream_batches` at `schedule.start(validations)`).

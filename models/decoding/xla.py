@@ -3,7 +3,7 @@
 import tensorflow as tf
 
 from keras_attn.search import DecodingResult
-from models.text_features import PAD_ID
+from models.text.features import PAD_ID
 
 # The source lengths XLA compiles for are multiples of this.
 XLA_SOURCE_STEP = 16

@@ -170,7 +170,7 @@ def closest_hypotheses(n_best, references):
 
     Kim & Rush's Seq-Inter: the student learns, among what the teacher finds
     likely, what scores best; "closest" is the mean of ROUGE-1, ROUGE-2 and
-    ROUGE-L F1 (`models.metrics`), ties to the better-ranked hypothesis.
+    ROUGE-L F1 (`models.scoring.metrics`), ties to the better-ranked hypothesis.
 
     Args:
         n_best: One cache line per document: its hypotheses, best first,
@@ -181,7 +181,7 @@ def closest_hypotheses(n_best, references):
         `(hypotheses, overlaps)`: one hypothesis per document (`""` for an
         empty list), and its mean ROUGE F1 with the reference, 0-100.
     """
-    from models.metrics import rouge_scores
+    from models.scoring.metrics import rouge_scores
 
     lists = [line.split(_HYPOTHESES_SEPARATOR) for line in n_best]
     pairs = [(h, r) for hs, r in zip(lists, references, strict=True) for h in hs]
@@ -202,7 +202,7 @@ def mean_headline_length(teacher_dir, documents):
     served headlines (`serving_default`) of `documents`: the length a
     student's greedy search is tuned to (`train.py --greedy-length teacher`).
     """
-    from models.saved_model_client import decode_documents
+    from models.decoding.saved_model_client import decode_documents
 
     headlines = decode_documents(str(teacher_dir), documents, progress=False)
     return sum(len(h.split()) for h in headlines) / max(len(headlines), 1)
@@ -276,7 +276,7 @@ def distilled_split(
     """
     import tensorflow as tf
 
-    from models.saved_model_client import (
+    from models.decoding.saved_model_client import (
         decode_documents,
         load_saved_model,
         signature_names,

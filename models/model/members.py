@@ -2,7 +2,7 @@
 has finished.
 
 Whether a member has finished is the schedule's to say
-(`models.schedule.Schedule.finished`: early stopping ended it, or it trained
+(`models.training.schedule.Schedule.finished`: early stopping ended it, or it trained
 its example limit). Training then writes `model.keras` and the record
 `training_end.json` beside it, never before; a member that a cap, a kill or
 a crash cut has neither, and the same command resumes it from its backup.

@@ -8,8 +8,12 @@ from pathlib import Path
 
 import keras
 
-from models.ensemble import SummarizerEnsemble
-from models.members import is_served
+from models.model.ensemble import SummarizerEnsemble
+from models.model.members import is_served
+
+# Also registers `HeadlineSummarizer` with Keras, which `load_trained_model`
+# needs.
+from models.model.summarizer import HeadlineSummarizer
 from models.settings.errors import UserError
 from models.settings.folder_layout import (
     CONFIG_FILE,
@@ -21,11 +25,7 @@ from models.settings.folder_layout import (
     member_rank,
 )
 from models.settings.model import SummarizerConfig
-
-# Also registers `HeadlineSummarizer` with Keras, which `load_trained_model`
-# needs.
-from models.summarizer import HeadlineSummarizer
-from models.text_features import TextFeatures
+from models.text.features import TextFeatures
 
 
 def make_features(vocabulary, config):
@@ -63,7 +63,7 @@ def load_trained_model(run_dir, dtype_policy=None, members=None):
     """A finished run's model (`model.keras`, the best weights), for inference.
 
     A run trained with `--ensemble N` gives a `SummarizerEnsemble` of its
-    members that finished (`models.members`); `members`: only the
+    members that finished (`models.model.members`); `members`: only the
     first `members` of them (1: the first member alone). `dtype_policy`: a
     Keras dtype policy to compute in (`"mixed_bfloat16"`), else the trained
     one.
@@ -93,7 +93,7 @@ def model_files(run_dir, members=None):
     """`{name in an export: path}` of the trained models of a run folder.
 
     `model.keras`, then `member-K.keras` for the ensemble members that
-    finished (`models.members`: an unfinished member is never served), each
+    finished (`models.model.members`: an unfinished member is never served), each
     its minimum-risk fine-tuned weights where that stage ran; `members`: the
     first `members` of them only. An export's version folder, which holds
     them side by side under those names, gives them as they are, so that an
@@ -123,7 +123,7 @@ def model_files(run_dir, members=None):
 
 def _served_weights(model_file):
     """A member's minimum-risk fine-tuned model where the stage ran, else
-    `model_file` (`models.risk_fine_tuning`)."""
+    `model_file` (`models.training.risk_fine_tuning`)."""
     tuned = model_file.parent / RISK_DIR / MODEL_FILE
     return tuned if tuned.is_file() else model_file
 

@@ -7,7 +7,7 @@ setting of a small grid and keeps the best by mean ROUGE-1 F1;
 `tune_greedy_end_penalty` does the same for greedy search's one length
 lever, the end token's penalty. The test split is never looked at.
 
-Each row also keeps ROUGE-2 and ROUGE-L (`models.lead_check` holds the
+Each row also keeps ROUGE-2 and ROUGE-L (`models.decoding.lead_check` holds the
 chosen row against the lead baseline) and flags a setting whose headlines
 average within a tenth of the search's `max_length` (`at_max_length`): a
 model that loops, or a limit that cuts its headlines, which the printed
@@ -20,9 +20,9 @@ import functools
 import numpy as np
 import tensorflow as tf
 
-from models.inference import HeadlineModule
-from models.metrics import mean_rouge
-from models.saved_model_client import headlines_in_batches
+from models.decoding.headline_module import HeadlineModule
+from models.decoding.saved_model_client import headlines_in_batches
+from models.scoring.metrics import mean_rouge
 
 
 def tune_search_options(

@@ -19,9 +19,9 @@ import shlex
 import sys
 from pathlib import Path
 
-from models import tuning
-from models.lead_check import CHECKED
-from models.run_folder import load_run, load_trained_model
+from models.decoding import tuning
+from models.decoding.lead_check import CHECKED
+from models.model.run_folder import load_run, load_trained_model
 from models.settings.folder_layout import (
     CONFIG_FILE,
     MODEL_FILE,
