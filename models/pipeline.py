@@ -18,8 +18,9 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from models import data, served_search, text
-from models.export import export
+from models import data, text
+from models.export import served_search
+from models.export.saved_model import export
 from models.model.distribute import in_multi_worker_mode
 from models.model.ensemble import SummarizerEnsemble
 from models.model.members import MemberEnd, member_dirs, read_end, write_end
@@ -505,7 +506,7 @@ def _export_and_evaluate(settings, run, model, search, record, progress):
     print(f"Exported {version_dir}", file=sys.stderr)
     evaluation, data_settings = settings.evaluation, settings.data
     if not evaluation.skip_eval:
-        from models import evaluate
+        from models.evaluation import evaluate
 
         progress.stage("evaluation", f"the {evaluation.eval_split} split")
         evaluate.evaluate(

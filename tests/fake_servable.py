@@ -25,7 +25,7 @@ with warnings.catch_warnings():  # Starlette nags about httpx vs httpx2.
     warnings.simplefilter("ignore")
     from starlette.testclient import TestClient
 
-from models import serve
+import serving as serve
 
 __all__ = [
     "DOC",

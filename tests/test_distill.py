@@ -456,7 +456,7 @@ def _assert_the_member_is_to_be_served(result, version_dir, teacher):
     at a length-chosen end penalty; the member's own penalty is chosen by
     ROUGE-1 on the same grid and pairs: the student cannot beat it, and the
     command says how to export the member as it was scored."""
-    from models.export import parse_export_settings
+    from models.export.saved_model import parse_export_settings
     from models.settings.model import SearchOptions
 
     training = json.loads((version_dir / "training.json").read_text())

@@ -13,10 +13,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import tensorflow as tf  # noqa: E402
 
-from models import evaluate as ev  # noqa: E402
-from models import heatmap  # noqa: E402
 from models.decoding.saved_model_client import decode_documents  # noqa: E402
-from models.heatmap import attention_png_bytes, plot_attention  # noqa: E402
+from models.evaluation import evaluate as ev  # noqa: E402
+from models.evaluation import heatmap  # noqa: E402
+from models.evaluation.heatmap import attention_png_bytes, plot_attention  # noqa: E402
 from models.scoring import metrics  # noqa: E402
 from models.scoring.baselines import lead_baseline  # noqa: E402
 from models.settings import version_folders  # noqa: E402
@@ -370,7 +370,7 @@ def test_evaluate_rejects_bad_split(saved_model):
 def _cli(*args):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     return subprocess.run(
-        [sys.executable, "-m", "models.evaluate", *args],
+        [sys.executable, "-m", "models.evaluation", *args],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -132,7 +132,7 @@ def test_ctrl_c_then_the_same_command_resumes(tmp_path, capsys, monkeypatch):
 
 def test_an_ensemble_killed_in_its_second_member_resumes_that_member(tmp_path, capsys):
     """Killed in member 2, the same command trains only what is left of it;
-    the export is the mean of both members, and `models.export --members 1`
+    the export is the mean of both members, and `models.export.saved_model --members 1`
     exports the first alone."""
     import train  # the checkout's command line, from the repository root
     from models.model.run_folder import load_trained_model
@@ -164,7 +164,7 @@ def test_an_ensemble_killed_in_its_second_member_resumes_that_member(tmp_path, c
     # Loaded as it was saved.
     for got, want in zip(_weights(run_dir / "model.keras"), first_member, strict=True):
         np.testing.assert_array_equal(np.asarray(got), want)
-    # The run, as `models.export` loads it, and the export hold both
+    # The run, as `models.export.saved_model` loads it, and the export hold both
     # members: the first as it was, the second as resumed and saved.
     version = tmp_path / "export" / "1"
     exported = [
@@ -184,8 +184,8 @@ def test_an_ensemble_killed_in_its_second_member_resumes_that_member(tmp_path, c
 def _assert_ensemble_export(run_dir, version, members, one_dir):
     """`version` decodes with the mean of its two `members`; `--members 1`
     exports the first alone."""
-    from models import export
     from models.decoding.headline_module import HeadlineModule
+    from models.export import saved_model as export
     from models.model.run_folder import load_run
     from models.settings.model import SearchOptions
 

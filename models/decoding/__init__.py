@@ -1,7 +1,7 @@
 """Decoding: the graph that turns text into headlines, and the choice of
 how it searches.
 
-* `headline_module`: `HeadlineModule`, what `models.export` saves and what
+* `headline_module`: `HeadlineModule`, what `models.export.saved_model` saves and what
   validation and tuning decode with (its docstring lists the signatures);
 * `xla`: the search compiled by XLA, on padded shapes (`SearchOptions.xla`);
 * `shards`: a batch decoded as several searches at once

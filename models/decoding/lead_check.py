@@ -5,7 +5,7 @@ After tuning, a run holds its chosen search against the lead baseline
 ROUGE-2 and ROUGE-L: ROUGE-1 alone rewards a loop of frequent words
 (`for for or for ...` recalls many unigrams), ROUGE-2 and ROUGE-L do not.
 The check is kept with the export (`training.json`, and `metrics.json`
-once evaluated) and shown by the server (`models.serve`, which reads it
+once evaluated) and shown by the server (`serving`, which reads it
 from `training.json`); when the model does not beat the
 baseline on all three, the command's last lines say so and what to try.
 """

@@ -1,6 +1,6 @@
 """The lead baseline: a headline made of the document's first words.
 
-The score any model must beat; `models.evaluate` reports it beside each
+The score any model must beat; `models.evaluation.evaluate` reports it beside each
 decoder, and `models.decoding.lead_check` holds a trained model against it on
 validation. Its number of words N is the median length of the training
 headlines (`choose_lead_tokens`), recorded with the run (`lengths.json`,

@@ -1,8 +1,8 @@
 """The errors of the command lines and the server, and how each is told.
 
 A `UserError` is a mistake the user can fix (a bad flag, argument, file or
-request). Every command line (`train.py`, `python -m models.evaluate`,
-`python -m models.serve`) answers it in one line, without a traceback.
+request). Every command line (`train.py`, `python -m models.evaluation`,
+`python -m serving`) answers it in one line, without a traceback.
 Messages follow Keras' style: what was expected, then "Received: x=..." with
 the value given.
 

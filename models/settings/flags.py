@@ -2,8 +2,8 @@
 
 `train.py` offers every field of `SummarizerConfig`, `TrainOptions` and
 `SearchOptions`; `python -m models.export` offers `SearchOptions`' again, to
-override a run's tuned settings, and each command line (`models.export`,
-`models.evaluate`, `models.serve`) is one settings dataclass of its own. The
+override a run's tuned settings, and each command line (`models.export.saved_model`,
+`models.evaluation.evaluate`, `serving`) is one settings dataclass of its own. The
 flags are generated here from the fields and their docstrings, so a new
 field is a new flag, and parsed back into the dataclass (`parse_settings`):
 past the parser, no module reads an `argparse.Namespace`.

@@ -3,7 +3,7 @@
 TensorFlow 2.20+ writes start-up lines to stderr (oneDNN, CUDA stubs, CPU
 features, a failed `cuInit` where there is no GPU) before absl logging is set
 up, so `TF_CPP_MIN_LOG_LEVEL` does not hide them. Each command line (`train.py`,
-`python -m models.export`, `models.evaluate`, `models.serve`) calls
+`python -m models.export`, `models.evaluation.evaluate`, `serving`) calls
 `import_tensorflow` before anything imports TensorFlow, and offers `--verbose`
 to show everything. Importing `models` itself changes nothing.
 """

@@ -3,7 +3,7 @@
 Run it with:
 
 ```
-python -m models.serve --model-dir saved_models/headlines --port 8501
+python -m serving --model-dir saved_models/headlines --port 8501
 ```
 
 It speaks TensorFlow Serving's REST API (`/v1/models/<name>[:predict|/metadata]`,
@@ -23,7 +23,7 @@ One module per part, each importing only those before it:
 * `batcher`: the `Batcher` worker that merges requests into one call;
 * `codec`: JSON <-> numpy for the row and columnar formats;
 * `app`: the Starlette app (`create_app`);
-* `cli`: the command line (`python -m models.serve`, `parse_serve_settings`).
+* `cli`: the command line (`python -m serving`, `parse_serve_settings`).
 
 Only TensorFlow, numpy, starlette and uvicorn are needed: this package must
 never import the model-building code (`keras_attn` or the other `models/`
@@ -31,15 +31,15 @@ modules but `errors`, `flags`, `startup`, `version_folders` and
 `saved_model_client`, which import none of it), so that it can run anywhere
 the SavedModel can.
 
-The app's names are read from `models.serve.app` when first used, so that
-`python -m models.serve` parses its flags and hides TensorFlow's start-up lines
+The app's names are read from `serving.app` when first used, so that
+`python -m serving` parses its flags and hides TensorFlow's start-up lines
 (`models.settings.startup`) before TensorFlow loads.
 """
 
 import importlib
 
-from models.serve.cli import main, parse_serve_settings
-from models.serve.settings import ServerConfig, ServeSettings
+from serving.cli import main, parse_serve_settings
+from serving.settings import ServerConfig, ServeSettings
 
 __all__ = [
     "HeadlineServer",
@@ -53,7 +53,7 @@ _APP_NAMES = ("HeadlineServer", "create_app")
 
 
 def __getattr__(name):
-    # PEP 562: `models.serve.create_app` imports the app (and TensorFlow) then.
+    # PEP 562: `serving.create_app` imports the app (and TensorFlow) then.
     if name in _APP_NAMES:
-        return getattr(importlib.import_module("models.serve.app"), name)
-    raise AttributeError(f"module 'models.serve' has no attribute {name!r}")
+        return getattr(importlib.import_module("serving.app"), name)
+    raise AttributeError(f"module 'serving' has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """A Markdown table of served headlines next to their sources and references.
 
-    python -m models.headline_table --model-dir saved_models/headlines \
+    python -m models.tools.headline_table --model-dir saved_models/headlines \
         --data-dir ../shared/data/gigaword_sample --n 10
 
 Decodes the first `--n` documents of a split with the SavedModel's

@@ -19,7 +19,7 @@ from models.settings.folder_layout import (
 )
 from models.settings.version_folders import version_dirs
 
-logger = logging.getLogger("models.serve")
+logger = logging.getLogger("serving")
 
 
 def _rendered_signature_defs(path):

@@ -1,6 +1,6 @@
 """The settings of a server and of its command line, one flag per field.
 
-Plain dataclasses with no TensorFlow import, so that `python -m models.serve`
+Plain dataclasses with no TensorFlow import, so that `python -m serving`
 parses its flags (`models.settings.flags`) before TensorFlow loads.
 """
 
@@ -58,7 +58,7 @@ class ServerConfig:
 
 @dataclasses.dataclass
 class ServeSettings(ServerConfig):
-    """The settings of `python -m models.serve`: the server's and its process's.
+    """The settings of `python -m serving`: the server's and its process's.
 
     Attributes:
         host: Address to listen on.

@@ -1,16 +1,16 @@
-"""Command line of the server: `python -m models.serve --model-dir ... --port ...`."""
+"""Command line of the server: `python -m serving --model-dir ... --port ...`."""
 
 import logging
 
-from models.serve.settings import ServeSettings
 from models.settings.flags import SettingsParser, add_config_flags, parse_settings
 from models.settings.startup import import_tensorflow
+from serving.settings import ServeSettings
 
 
 def argument_parser():
-    """The parser of `python -m models.serve`: one flag per `ServeSettings` field."""
+    """The parser of `python -m serving`: one flag per `ServeSettings` field."""
     parser = SettingsParser(
-        prog="python -m models.serve",
+        prog="python -m serving",
         description="Serve a headline SavedModel with TensorFlow Serving's REST API.",
     )
     add_config_flags(parser, ServeSettings)
@@ -32,7 +32,7 @@ def main(argv=None):
 
     import_tensorflow(settings.verbose)
     # After TensorFlow, so that its start-up lines stay hidden.
-    from models.serve.app import create_app
+    from serving.app import create_app
 
     try:
         app = create_app(settings)

@@ -1,6 +1,6 @@
 """The report of an evaluation: ROUGE with intervals as a table, printed.
 
-`models.evaluate` scores the systems and writes `metrics.json`; this module
+`models.evaluation.evaluate` scores the systems and writes `metrics.json`; this module
 formats what it scored for the reader.
 """
 
@@ -33,7 +33,7 @@ def format_table(systems):
 
 
 def print_report(metrics, metrics_path, heatmap_dir):
-    """Prints the scores of `metrics` (`models.evaluate`'s record) and where
+    """Prints the scores of `metrics` (`models.evaluation.evaluate`'s record) and where
     the metrics and the heatmaps were written."""
     print(
         f"ROUGE F1 x100 [{int(metrics['confidence'] * 100)}% bootstrap interval] on "

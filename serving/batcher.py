@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from models.serve.servable import Servable
+from serving.servable import Servable
 
-logger = logging.getLogger("models.serve")
+logger = logging.getLogger("serving")
 
 
 @dataclass

@@ -7,11 +7,11 @@ validation pairs, the run's own tuned settings kept) and writes the chosen
 settings as a `--search-options` file for `python -m models.export`:
 
 ```
-python -m models.tune_end_penalty --run-dir runs/student_inter \\
+python -m models.tools.tune_end_penalty --run-dir runs/student_inter \\
     --data-dir ../shared/data/gigaword_sample --output student_inter_search.json
 python -m models.export --run-dir runs/student_inter \\
     --export-dir saved_models/student_inter --search-options student_inter_search.json
-python -m models.evaluate --model-dir saved_models/student_inter/2 \\
+python -m models.evaluation --model-dir saved_models/student_inter/2 \\
     --data-dir ../shared/data/gigaword_sample
 ```
 """

@@ -3,12 +3,12 @@
 Only the SavedModel's signatures are used (through
 `models.decoding.saved_model_client`), never the model-building code, so this scores
 exactly what TF Serving would serve. The lead baseline is `models.scoring.baselines`',
-the printed table `models.evaluation_report`'s, the heatmaps
-`models.heatmap`'s; the command line's flags are `EvaluateSettings`' fields.
+the printed table `models.evaluation.report`'s, the heatmaps
+`models.evaluation.heatmap`'s; the command line's flags are `EvaluateSettings`' fields.
 
 Usage:
 
-    python -m models.evaluate --model-dir saved_models/headlines \
+    python -m models.evaluation --model-dir saved_models/headlines \
         --data-dir ../shared/data/gigaword_sample --max-examples 500
 
 Decoding signatures: `serving_default` (beam search) and, when present,
@@ -32,7 +32,7 @@ from models.decoding.saved_model_client import (
     get_signature,
     load_saved_model,
 )
-from models.evaluation_report import print_report
+from models.evaluation.report import print_report
 from models.scoring.baselines import (
     LEAD_WORDS,
     lead_baseline,
@@ -55,7 +55,7 @@ HEATMAP_OUTPUTS = ("attention", "source_words", "headline_words")
 
 @dataclasses.dataclass
 class EvaluateSettings:
-    """The settings of `python -m models.evaluate`, one flag each.
+    """The settings of `python -m models.evaluation`, one flag each.
 
     Attributes:
         model_dir: saved_models/<name>/<version>, or saved_models/<name> for
@@ -119,7 +119,7 @@ def _read_split(split, data_dir, dataset, max_examples, tfds_dir=None):
 def _write_heatmaps(model, documents, references, version_dir, n_heatmaps):
     """Heatmaps of the first `n_heatmaps` documents through the `attention`
     signature, in `<version>/heatmaps/`; none when the export has none."""
-    from models import heatmap
+    from models.evaluation import heatmap
 
     if n_heatmaps <= 0 or "attention" not in model.signatures:
         return []
@@ -337,7 +337,7 @@ def _save_and_report(metrics, output, version_dir):
 def argument_parser():
     """The parser of the command line: one flag per settings field."""
     parser = SettingsParser(
-        prog="python -m models.evaluate",
+        prog="python -m models.evaluation",
         description=(
             "Score an exported headline SavedModel with ROUGE (F1 with 95% "
             "bootstrap intervals) for its beam ('serving_default') and greedy "

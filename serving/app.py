@@ -17,8 +17,9 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from models.serve.batcher import Batcher, Job
-from models.serve.codec import (
+from models.settings.errors import HttpError, first_line
+from serving.batcher import Batcher, Job
+from serving.codec import (
     DEFAULT_SIGNATURE,
     LENGTH_FIELDS,
     LENGTH_SIGNATURE,
@@ -29,10 +30,9 @@ from models.serve.codec import (
     preview,
     to_json,
 )
-from models.serve.servable import ModelManager
-from models.settings.errors import HttpError, first_line
+from serving.servable import ModelManager
 
-logger = logging.getLogger("models.serve")
+logger = logging.getLogger("serving")
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 # The beam-search signatures whose outputs `length_control` also gives: a

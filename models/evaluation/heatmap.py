@@ -3,7 +3,7 @@
 The labels are the words as the reader sees them: the readable headline's
 and the document's as written (the `attention` signature's `headline_words`
 and `source_words`), not the normalized tokens. `plot_examples` draws an
-export's examples into a folder (`models.evaluate`).
+export's examples into a folder (`models.evaluation.evaluate`).
 
 Figures are drawn on a bare `matplotlib.figure.Figure` with the Agg canvas
 rather than through `pyplot`, so rendering holds no global state: it works
