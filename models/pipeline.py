@@ -24,12 +24,11 @@ from models.export.saved_model import export
 from models.model.distribute import in_multi_worker_mode
 from models.model.ensemble import SummarizerEnsemble
 from models.model.members import MemberEnd, member_dirs, read_end, write_end
-from models.model.run_folder import initial_model_files, model_files
+from models.model.run_folder import export_files, initial_model_files
+from models.settings.data import DataSource
 from models.settings.errors import LostWorker, first_line
 from models.settings.folder_layout import (
     BACKUP_DIR,
-    CONFIG_FILE,
-    LENGTHS_FILE,
     LOGS_DIR,
     METRICS_FILE,
     MODEL_FILE,
@@ -37,7 +36,6 @@ from models.settings.folder_layout import (
     TEACHER_CACHE_DIR,
     TRAINING_CACHE,
     TRAINING_RECORD_FILE,
-    VOCABULARY_FILE,
 )
 from models.settings.train import (
     DataSettings,
@@ -87,16 +85,9 @@ def _configure_devices(settings: TrainSettings):
     return None
 
 
-def load_splits(settings: DataSettings):
-    """The training and validation splits that `settings` name."""
-    kwargs = dict(
-        data_dir=settings.data_dir,
-        dataset=settings.dataset,
-        document_key=settings.document_key,
-        summary_key=settings.summary_key,
-    )
-    if settings.tfds_dir:
-        kwargs["tfds_dir"] = settings.tfds_dir
+def load_splits(source: DataSource):
+    """The training and validation splits of `source`."""
+    kwargs = dataclasses.asdict(source)
     return {s: data.load_split(s, **kwargs) for s in ("train", "validation")}
 
 
@@ -198,8 +189,12 @@ def _run(settings, cleanup):
     initial_weights = initial_model_files(
         settings.distillation.init_from, options.ensemble
     )
-    splits = load_splits(settings.data)
+    source = settings.data.source()
+    splits = load_splits(source)
     run = _prepare(settings, splits, strategy, cleanup)
+    if run.chief:
+        # Copied into the export, where evaluation reads the feature names.
+        source.write(run.run_dir)
     search = lengths.decoding_limit(
         search, run.config, "max_length" in settings.choose_lengths
     )
@@ -491,15 +486,9 @@ def _export_and_evaluate(settings, run, model, search, record, progress):
     """
     progress.stage("export")
     export_dir = settings.run.export_path()
-    files = {
-        CONFIG_FILE: run.run_dir / CONFIG_FILE,
-        VOCABULARY_FILE: run.run_dir / VOCABULARY_FILE,
-    }
-    if (run.run_dir / LENGTHS_FILE).is_file():
-        files[LENGTHS_FILE] = run.run_dir / LENGTHS_FILE
     # The served members' files only: a rerun with a smaller `--ensemble`
     # leaves the others' folders in the run.
-    files.update(model_files(run.run_dir, members=record["served_members"]))
+    files = export_files(run.run_dir, members=record["served_members"])
     version_dir = export(
         model, run.features, export_dir, options=search, extra_files=files
     )

@@ -25,6 +25,7 @@ NAMES = {
     "training_metadata.json",
     "training_end.json",
     "training.json",
+    "data_source.json",
     "state.json",
     "member-",
     "logs",

@@ -40,6 +40,7 @@ from models.scoring.baselines import (
     recorded_lead_tokens,
 )
 from models.scoring.metrics import ROUGE_TOKENIZER, ROUGE_TYPES, rouge_with_intervals
+from models.settings.data import DataSource
 from models.settings.errors import UserError, first_line
 from models.settings.flags import SettingsParser, add_config_flags, parse_settings
 from models.settings.folder_layout import HEATMAPS_DIR, METRICS_FILE
@@ -97,11 +98,11 @@ class EvaluateSettings:
 # Evaluation.
 
 
-def _read_split(split, data_dir, dataset, max_examples, tfds_dir=None):
+def _read_split(split, source, max_examples):
     # Imported here so that the CLI answers --help and argument errors fast.
     data = importlib.import_module("models.data")
 
-    ds = data.load_split(split, data_dir=data_dir, dataset=dataset, tfds_dir=tfds_dir)
+    ds = data.load_split(split, **dataclasses.asdict(source))
     if max_examples is not None:
         ds = ds.take(max_examples)
     documents, references = [], []
@@ -110,7 +111,7 @@ def _read_split(split, data_dir, dataset, max_examples, tfds_dir=None):
         references.append(summary.decode("utf-8"))
     if not documents:
         raise UserError(
-            f"`split` must hold at least one example of '{dataset}'. "
+            f"`split` must hold at least one example of '{source.dataset}'. "
             f"Received: split='{split}', which has none"
         )
     return documents, references
@@ -206,8 +207,10 @@ def evaluate(
 ):
     """Scores the SavedModel's decoders and the lead baseline on a split.
 
-    Reads `split` with `models.data.load_split`, decodes it with each decoding
-    signature present (`serving_default` as "beam", `greedy` as "greedy"),
+    Reads `split` with `models.data.load_split`, with the names of the
+    features the export records (`models.settings.data.DataSource`), decodes
+    it with each decoding signature present (`serving_default` as "beam",
+    `greedy` as "greedy"),
     scores them and the lead baseline (`lead_<N>`, the first N words, N the
     run's: `models.scoring.baselines.recorded_lead_tokens`) against the
     references with `rouge_with_intervals`, writes `metrics.json`, prints a
@@ -243,9 +246,14 @@ def evaluate(
     """
     _check_split_and_size(split, max_examples)
     version_dir = resolve_version_dir(model_dir)
-    documents, references = _read_split(
-        split, data_dir, dataset, max_examples, tfds_dir
+    # The features' names are those the model was trained on.
+    source = dataclasses.replace(
+        DataSource.recorded(version_dir),
+        dataset=dataset,
+        data_dir=data_dir,
+        tfds_dir=tfds_dir,
     )
+    documents, references = _read_split(split, source, max_examples)
     model = load_saved_model(version_dir)
     scoring = {"n_bootstrap": n_bootstrap, "seed": seed, "readable": readable}
     signatures, systems = score_systems(

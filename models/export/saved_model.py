@@ -33,10 +33,7 @@ from models.settings.flags import (
     parse_settings,
 )
 from models.settings.folder_layout import (
-    CONFIG_FILE,
-    LENGTHS_FILE,
     SEARCH_OPTIONS_FILE,
-    VOCABULARY_FILE,
 )
 from models.settings.model import SearchOptions
 from models.settings.startup import import_tensorflow, verbose_field
@@ -123,19 +120,13 @@ def export_run(run_dir, export_dir, options=None, dtype_policy=None, members=Non
     `members`: of an ensemble's run, export only the first `members` (1: the
     first member alone, to compare with the ensemble).
     """
-    from models.model.run_folder import load_run, load_trained_model, model_files
+    from models.model.run_folder import export_files, load_run, load_trained_model
 
     run_dir = Path(run_dir)
     options = options or SearchOptions.tuned(run_dir)
     _, features = load_run(run_dir)
     model = load_trained_model(run_dir, dtype_policy, members)
-    files = {
-        CONFIG_FILE: run_dir / CONFIG_FILE,
-        VOCABULARY_FILE: run_dir / VOCABULARY_FILE,
-        **model_files(run_dir, members),
-    }
-    if (run_dir / LENGTHS_FILE).is_file():
-        files[LENGTHS_FILE] = run_dir / LENGTHS_FILE
+    files = export_files(run_dir, members)
     return export(model, features, export_dir, options=options, extra_files=files)
 
 

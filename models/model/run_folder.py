@@ -17,6 +17,8 @@ from models.model.summarizer import HeadlineSummarizer
 from models.settings.errors import UserError
 from models.settings.folder_layout import (
     CONFIG_FILE,
+    DATA_SOURCE_FILE,
+    LENGTHS_FILE,
     MEMBER_PREFIX,
     MODEL_FILE,
     RISK_DIR,
@@ -119,6 +121,25 @@ def model_files(run_dir, members=None):
             (p.name, p) for p in sorted(exported, key=lambda p: member_rank(p.stem))
         )
     return dict(list(files.items())[:members])
+
+
+def export_files(run_dir, members=None):
+    """`{name in an export: path}` of all an export copies from a run folder.
+
+    The config and the vocabulary; the lengths and the data source, where
+    the run recorded them; the trained models (`model_files`, `members` as
+    there).
+    """
+    run_dir = Path(run_dir)
+    files = {
+        CONFIG_FILE: run_dir / CONFIG_FILE,
+        VOCABULARY_FILE: run_dir / VOCABULARY_FILE,
+    }
+    for name in (LENGTHS_FILE, DATA_SOURCE_FILE):
+        if (run_dir / name).is_file():
+            files[name] = run_dir / name
+    files.update(model_files(run_dir, members))
+    return files
 
 
 def _served_weights(model_file):

@@ -62,6 +62,8 @@ TRAINING_CACHE = "training-examples"
 SEARCH_TUNING_FILE = "search_tuning.json"
 # The lengths chosen from the training data (`models.training.chosen_lengths`).
 LENGTHS_FILE = "lengths.json"
+# The data it was trained on, copied into its export (`models.settings.data`).
+DATA_SOURCE_FILE = "data_source.json"
 LOGS_DIR = "logs"
 
 # An export version folder.

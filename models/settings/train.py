@@ -11,6 +11,7 @@ Plain dataclasses with no TensorFlow import, like `models.settings.model`.
 import dataclasses
 from pathlib import Path
 
+from models.settings.data import DataSource
 from models.settings.errors import UserError
 from models.settings.model import (
     RiskOptions,
@@ -40,6 +41,16 @@ class DataSettings:
     document_key: str
     summary_key: str
     max_train_examples: int | None
+
+    def source(self):
+        """The `DataSource` these settings name."""
+        return DataSource(
+            dataset=self.dataset,
+            data_dir=self.data_dir,
+            tfds_dir=self.tfds_dir,
+            document_key=self.document_key,
+            summary_key=self.summary_key,
+        )
 
 
 @dataclasses.dataclass
