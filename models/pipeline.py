@@ -21,10 +21,10 @@ import tensorflow as tf
 from models import data, text
 from models.export import served_search
 from models.export.saved_model import export
-from models.model.distribute import in_multi_worker_mode
 from models.model.ensemble import SummarizerEnsemble
 from models.model.members import MemberEnd, member_dirs, read_end, write_end
 from models.model.run_folder import export_files, initial_model_files
+from models.model.summarizer import in_multi_worker_mode
 from models.settings.data import DataSource
 from models.settings.errors import LostWorker, first_line
 from models.settings.folder_layout import (

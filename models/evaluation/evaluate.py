@@ -1,10 +1,11 @@
 """Evaluates an exported headline SavedModel: ROUGE with bootstrap intervals.
 
 Only the SavedModel's signatures are used (through
-`models.decoding.saved_model_client`), never the model-building code, so this scores
-exactly what TF Serving would serve. The lead baseline is `models.scoring.baselines`',
-the printed table `models.evaluation.report`'s, the heatmaps
-`models.evaluation.heatmap`'s; the command line's flags are `EvaluateSettings`' fields.
+`models.decoding.saved_model_client`), never the model-building code, so
+this scores exactly what TF Serving would serve. The lead baseline is
+`models.scoring.baselines`', the heatmaps `models.evaluation.heatmap`'s; the
+printed table is here. The command line's flags are `EvaluateSettings`'
+fields.
 
 Usage:
 
@@ -32,7 +33,6 @@ from models.decoding.saved_model_client import (
     get_signature,
     load_saved_model,
 )
-from models.evaluation.report import print_report
 from models.scoring.baselines import (
     LEAD_WORDS,
     lead_baseline,
@@ -96,6 +96,44 @@ class EvaluateSettings:
 
 # ---------------------------------------------------------------------------
 # Evaluation.
+
+
+def format_table(systems):
+    """Formats `{system: {metric: {"f1", "low", "high"}}}` as a text table.
+
+    Returns:
+        One row per ROUGE type, one column per system, each cell
+        `f1 [low, high]`.
+    """
+    names = list(systems)
+    cells = {
+        (metric, name): "{f1:6.2f} [{low:6.2f}, {high:6.2f}]".format(
+            **systems[name][metric]
+        )
+        for metric in ROUGE_TYPES
+        for name in names
+    }
+    width = max([len(c) for c in cells.values()] + [len(n) for n in names])
+    lines = [f"{'metric':<10}" + "".join(f"  {n:>{width}}" for n in names)]
+    lines.append("-" * len(lines[0]))
+    for metric in ROUGE_TYPES:
+        lines.append(
+            f"{metric:<10}" + "".join(f"  {cells[metric, n]:>{width}}" for n in names)
+        )
+    return "\n".join(lines)
+
+
+def print_report(metrics, metrics_path, heatmap_dir):
+    """Prints the scores of `metrics` (`models.evaluation.evaluate`'s record) and where
+    the metrics and the heatmaps were written."""
+    print(
+        f"ROUGE F1 x100 [{int(metrics['confidence'] * 100)}% bootstrap interval] on "
+        f"{metrics['dataset']}/{metrics['split']}, {metrics['num_examples']} examples"
+    )
+    print(format_table(metrics["systems"]))
+    print(f"metrics: {metrics_path}")
+    if metrics["heatmaps"]:
+        print(f"heatmaps: {heatmap_dir}")
 
 
 def _read_split(split, source, max_examples):

@@ -25,7 +25,6 @@ from keras_attn.pointer import (
     pointer_generator_log_distribution,
 )
 from keras_attn.shortlist import shortlist_log_distribution
-from models.model.distribute import in_multi_worker_mode
 from models.model.sampled_softmax import log_uniform_candidates, sampled_log_partition
 from models.settings.model import SummarizerConfig
 from models.text.features import UNK_ID
@@ -59,6 +58,19 @@ def make_attention(config):
         "luong-concat": lambda: keras_attn.ConcatAttention(units, name="attention"),
         "scaled-dot": lambda: keras_attn.ScaledDotAttention(name="attention"),
     }[config.attention]()
+
+
+def in_multi_worker_mode(strategy):
+    """Whether `strategy` spans more than one worker (None: one process).
+
+    TensorFlow has no public way to ask this: a
+    `MultiWorkerMirroredStrategy` given a single-worker cluster (no
+    `TF_CONFIG`) runs like a local one, so its type does not tell. Keras asks
+    the same private method (`strategy.extended._in_multi_worker_mode()`, in
+    `keras/src/backend/tensorflow/trainer.py`) before it reduces a step's
+    logs across workers; this is the one place `models/` calls it.
+    """
+    return strategy is not None and strategy.extended._in_multi_worker_mode()
 
 
 @keras.saving.register_keras_serializable(package="keras_attn_models")

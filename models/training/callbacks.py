@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from models.decoding.headline_module import HeadlineModule
 from models.decoding.saved_model_client import headlines_in_batches
-from models.model.distribute import in_multi_worker_mode
+from models.model.summarizer import in_multi_worker_mode
 from models.scoring.metrics import mean_rouge
 from models.settings.folder_layout import (
     CALLBACK_STATE_FILE,
