@@ -14,13 +14,11 @@ import os
 import sys
 
 from models.settings.errors import LostWorker, UserError
+from models.settings.fit import TrainOptions
 from models.settings.flags import add_config_flags, given
-from models.settings.model import (
-    RiskOptions,
-    SearchOptions,
-    SummarizerConfig,
-    TrainOptions,
-)
+from models.settings.model import SummarizerConfig
+from models.settings.risk import RiskOptions
+from models.settings.search import SearchOptions
 from models.settings.startup import add_verbose_flag, import_tensorflow
 from models.settings.train import FLAG_GROUPS, GREEDY_LENGTHS, TrainSettings
 

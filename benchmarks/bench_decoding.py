@@ -129,7 +129,7 @@ def _load_export(model_dir):
 
     from models.decoding.saved_model_client import load_saved_model
     from models.settings.folder_layout import SEARCH_OPTIONS_FILE
-    from models.settings.model import SearchOptions
+    from models.settings.search import SearchOptions
     from models.settings.version_folders import resolve_version_dir
 
     version = resolve_version_dir(model_dir)

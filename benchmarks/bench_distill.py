@@ -72,7 +72,8 @@ def rouge(system):
 def gflop_per_headline(system, saved, documents):
     """FLOPs of decoding `documents`, counted on the headlines written."""
     from models.model.run_folder import model_files
-    from models.settings.model import SearchOptions, SummarizerConfig
+    from models.settings.model import SummarizerConfig
+    from models.settings.search import SearchOptions
 
     config = SummarizerConfig.load(system["dir"] / CONFIG_FILE)
     options = SearchOptions(

@@ -195,7 +195,8 @@ def _config_and_features(args, split):
     """
     from models import data
     from models.model import run_folder
-    from models.settings.model import SummarizerConfig, TrainOptions
+    from models.settings.fit import TrainOptions
+    from models.settings.model import SummarizerConfig
     from models.text.features import TextFeatures
 
     config = (
@@ -261,7 +262,7 @@ def _project_program(args, encoded, jit, policy, model_config):
     import tensorflow as tf
 
     from models import data
-    from models.settings.model import TrainOptions
+    from models.settings.fit import TrainOptions
     from models.training import fit as training
 
     keras.mixed_precision.set_global_policy(policy or "float32")
@@ -445,7 +446,8 @@ def main(argv=None):
     from benchmarks import common
     from benchmarks.flops import machine_peaks, training_flops  # noqa: F401
     from models import data  # noqa: F401
-    from models.settings.model import SummarizerConfig, TrainOptions  # noqa: F401
+    from models.settings.fit import TrainOptions  # noqa: F401
+    from models.settings.model import SummarizerConfig  # noqa: F401
     from models.text.features import TextFeatures  # noqa: F401
 
     common.print_machine_info()

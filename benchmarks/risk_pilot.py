@@ -3,7 +3,7 @@ at what cost per training example against likelihood training?
 
 One trained member of a run (its `model.keras`) is fine-tuned by
 `models.training.risk_fine_tuning` with the stage's defaults, Edunov et al. 2018's
-recipe (`models.settings.model.RiskOptions`): the beam's 8 best headlines without
+recipe (`models.settings.risk.RiskOptions`): the beam's 8 best headlines without
 the reference, costs `100 * (1 - ROUGE)`, the candidates' distribution from
 their length-normalized log-probabilities, the loss `0.5 * risk + 0.5 *
 likelihood`, Adam's rate warmed up over the first tenth of the updates;
@@ -77,7 +77,7 @@ def _parser():
 
 
 def _options(args):
-    from models.settings.model import RiskOptions
+    from models.settings.risk import RiskOptions
 
     return RiskOptions(
         risk_updates=args.updates,
@@ -101,7 +101,7 @@ def _likelihood_rate(config, trained, examples, batches, batch_size):
     import tensorflow as tf
 
     from models import data
-    from models.settings.model import TrainOptions
+    from models.settings.fit import TrainOptions
     from models.training.fit import build_model
 
     likelihood = build_model(config, TrainOptions())

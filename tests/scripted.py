@@ -22,7 +22,7 @@ headline's log-probability from the same table, without any search.
 import numpy as np
 import tensorflow as tf
 
-from models.settings.model import SearchOptions
+from models.settings.search import SearchOptions
 from models.text import RESERVED
 from models.text.features import END_ID, PAD_ID, TextFeatures
 

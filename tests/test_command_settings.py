@@ -13,7 +13,9 @@ import pytest
 from models.evaluation import evaluate
 from models.export import saved_model as export
 from models.settings import flags
-from models.settings.model import SearchOptions, SummarizerConfig, TrainOptions
+from models.settings.fit import TrainOptions
+from models.settings.model import SummarizerConfig
+from models.settings.search import SearchOptions
 from serving import cli
 from serving.settings import ServerConfig, ServeSettings
 

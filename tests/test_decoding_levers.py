@@ -16,7 +16,7 @@ from models.decoding.headline_module import HeadlineModule
 from models.model.ensemble import SummarizerEnsemble
 from models.model.run_folder import with_dtype_policy
 from models.settings.errors import UserError
-from models.settings.model import SearchOptions
+from models.settings.search import SearchOptions
 from models.text import RESERVED
 from models.text.features import TextFeatures
 

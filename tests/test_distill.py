@@ -246,7 +246,7 @@ def test_distilled_split_uses_the_teachers_headlines_and_its_cache(tmp_path):
 
 def test_member_check_asks_for_rouge_1_above_and_neither_other_below():
     from models.decoding import member_check
-    from models.settings.model import SearchOptions
+    from models.settings.search import SearchOptions
 
     def check(student, member):
         keys = ("rouge1", "rouge2", "rougeL")
@@ -457,7 +457,7 @@ def _assert_the_member_is_to_be_served(result, version_dir, teacher):
     ROUGE-1 on the same grid and pairs: the student cannot beat it, and the
     command says how to export the member as it was scored."""
     from models.export.saved_model import parse_export_settings
-    from models.settings.model import SearchOptions
+    from models.settings.search import SearchOptions
 
     training = json.loads((version_dir / "training.json").read_text())
     check = training["member_check"]

@@ -9,7 +9,7 @@ from toy_summarizer import VOCAB, tiny_batch, tiny_config, tiny_summarizers
 from models.decoding.headline_module import HeadlineModule
 from models.model.ensemble import SummarizerEnsemble
 from models.model.summarizer import HeadlineSummarizer
-from models.settings.model import SearchOptions
+from models.settings.search import SearchOptions
 from models.text import RESERVED
 from models.text.features import TextFeatures
 

@@ -21,7 +21,9 @@ from e2e import train_command, write_org_data  # noqa: E402
 import keras_attn  # noqa: E402
 from models import data  # noqa: E402
 from models.decoding.headline_module import HeadlineModule  # noqa: E402
-from models.settings.model import SearchOptions, SummarizerConfig, TrainOptions  # noqa: E402
+from models.settings.fit import TrainOptions  # noqa: E402
+from models.settings.model import SummarizerConfig  # noqa: E402
+from models.settings.search import SearchOptions  # noqa: E402
 from models.text.features import RESERVED, TextFeatures  # noqa: E402
 from models.training import fit as training  # noqa: E402
 from models.training.schedule import Schedule  # noqa: E402

@@ -19,7 +19,8 @@ from models.scoring.baselines import (  # noqa: E402
     choose_lead_tokens,
     recorded_lead_tokens,
 )
-from models.settings.model import SearchOptions, SummarizerConfig  # noqa: E402
+from models.settings.model import SummarizerConfig  # noqa: E402
+from models.settings.search import SearchOptions  # noqa: E402
 from models.training import chosen_lengths as lengths  # noqa: E402
 
 

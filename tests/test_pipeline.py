@@ -396,7 +396,7 @@ def test_resume_after_kill(tmp_path, monkeypatch, capsys):
     weights, optimizer (step counter included), best model, early stopping."""
     import keras
 
-    from models.settings.model import TrainOptions
+    from models.settings.fit import TrainOptions
     from models.training import fit as training
 
     # 10 steps an interval (a pass) and a backup at each validation, none

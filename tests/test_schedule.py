@@ -8,7 +8,7 @@ import re
 import pytest
 
 from models.settings.errors import UserError
-from models.settings.model import TrainOptions
+from models.settings.fit import TrainOptions
 from models.training.progress import AFTER_TRAINING_INTERVALS, CommandProgress
 from models.training.schedule import (
     Schedule,

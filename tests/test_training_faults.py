@@ -25,7 +25,8 @@ import tensorflow as tf  # noqa: E402
 from e2e import ROOT, train_command, write_org_data  # noqa: E402
 
 from models.model.ensemble import SummarizerEnsemble  # noqa: E402
-from models.settings.model import SummarizerConfig, TrainOptions  # noqa: E402
+from models.settings.fit import TrainOptions  # noqa: E402
+from models.settings.model import SummarizerConfig  # noqa: E402
 from models.training.fit import build_model  # noqa: E402
 
 INTERVAL_LINE = re.compile(r"^Epoch (\d+)/(\d+)$", re.MULTILINE)
@@ -187,7 +188,7 @@ def _assert_ensemble_export(run_dir, version, members, one_dir):
     from models.decoding.headline_module import HeadlineModule
     from models.export import saved_model as export
     from models.model.run_folder import load_run
-    from models.settings.model import SearchOptions
+    from models.settings.search import SearchOptions
 
     _, features = load_run(run_dir)
     options = SearchOptions(**json.loads((version / "search_options.json").read_text()))

@@ -34,7 +34,7 @@ from models.data.lengths import measure_lengths
 from models.data.offline import prepare_offline
 from models.data.splits import load_split
 from models.data.word_counts import count_words, split_vocabulary
-from models.settings.model import SPLITS
+from models.settings.data import SPLITS
 
 __all__ = [
     "SPLITS",

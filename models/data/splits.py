@@ -9,8 +9,8 @@ import tensorflow as tf
 
 from models.data.offline import prepare_offline
 from models.data.sources import SPLIT_FILES, find_source, validate
+from models.settings.data import SPLITS
 from models.settings.errors import UserError
-from models.settings.model import SPLITS
 
 _SPLIT_ALIASES = {"dev": "validation", "valid": "validation", "val": "validation"}
 

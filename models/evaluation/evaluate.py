@@ -40,11 +40,10 @@ from models.scoring.baselines import (
     recorded_lead_tokens,
 )
 from models.scoring.metrics import ROUGE_TOKENIZER, ROUGE_TYPES, rouge_with_intervals
-from models.settings.data import DataSource
+from models.settings.data import SPLITS, DataSource
 from models.settings.errors import UserError, first_line
 from models.settings.flags import SettingsParser, add_config_flags, parse_settings
 from models.settings.folder_layout import HEATMAPS_DIR, METRICS_FILE
-from models.settings.model import SPLITS
 from models.settings.startup import import_tensorflow, verbose_field
 from models.settings.version_folders import resolve_version_dir
 

@@ -35,7 +35,7 @@ from models.settings.flags import (
 from models.settings.folder_layout import (
     SEARCH_OPTIONS_FILE,
 )
-from models.settings.model import SearchOptions
+from models.settings.search import SearchOptions
 from models.settings.startup import import_tensorflow, verbose_field
 from models.settings.version_folders import next_version
 

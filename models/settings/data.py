@@ -9,6 +9,9 @@ import dataclasses
 from models.settings.folder_layout import DATA_SOURCE_FILE
 from models.settings.json_files import read_json, write_json
 
+# The splits of a dataset, by their TFDS names (`models.data.load_split`).
+SPLITS = ("train", "validation", "test")
+
 
 @dataclasses.dataclass(frozen=True)
 class DataSource:

@@ -49,6 +49,11 @@ class SettingsParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+def choices(values):
+    """Field metadata: the command line offers exactly `values`."""
+    return {"choices": values}
+
+
 def positive(kind):
     """An argparse `type`: `kind(text)`, which must be > 0."""
 

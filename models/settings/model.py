@@ -1,7 +1,9 @@
-"""Configurations: what the model is, how it trains, how it decodes.
+"""What the model is: `SummarizerConfig`, and the text forms of its data.
 
-Plain dataclasses with no TensorFlow import, so that `train.py --help` and
-other tools can read the defaults without loading a framework.
+How it trains, fine-tunes and decodes are `models.settings.fit`, `.risk`
+and `.search`. Plain dataclasses with no TensorFlow import, so that
+`train.py --help` and other tools can read the defaults without loading a
+framework.
 """
 
 import dataclasses
@@ -9,7 +11,8 @@ import json
 from pathlib import Path
 
 from models.settings.errors import UserError
-from models.settings.folder_layout import SEARCH_TUNING_FILE
+from models.settings.flags import choices
+from models.settings.json_files import write_json
 
 ATTENTION_CHOICES = (
     "bahdanau",
@@ -21,16 +24,7 @@ ATTENTION_CHOICES = (
     "scaled-dot",
 )
 CELL_CHOICES = ("lstm", "gru")
-MIXED_PRECISION_CHOICES = ("mixed_float16", "mixed_bfloat16")
 
-
-def _choices(values):
-    """Field metadata: the command line offers exactly `values`."""
-    return {"choices": values}
-
-
-# The splits of a dataset, by their TFDS names (`models.data.load_split`).
-SPLITS = ("train", "validation", "test")
 
 # Text forms of the vocabulary (`models.text.normalize`).
 NORMALIZATION_CHOICES = ("gigaword", "general")
@@ -98,9 +92,9 @@ class SummarizerConfig:
     embedding_dim: int = 128
     hidden_size: int = 256
     encoder_layers: int = 1
-    cell: str = dataclasses.field(default="lstm", metadata=_choices(CELL_CHOICES))
+    cell: str = dataclasses.field(default="lstm", metadata=choices(CELL_CHOICES))
     attention: str = dataclasses.field(
-        default="bahdanau", metadata=_choices(ATTENTION_CHOICES)
+        default="bahdanau", metadata=choices(ATTENTION_CHOICES)
     )
     attention_units: int = 128
     copy: bool = True
@@ -117,7 +111,7 @@ class SummarizerConfig:
     # The flag's default is None: the pipeline then chooses from the data.
     normalization: str = dataclasses.field(
         default="gigaword",
-        metadata={**_choices(NORMALIZATION_CHOICES), "default": None},
+        metadata={**choices(NORMALIZATION_CHOICES), "default": None},
     )
 
     def __post_init__(self):
@@ -175,301 +169,8 @@ class SummarizerConfig:
         return cls(**values)
 
     def save(self, path):
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        write_json(path, self.to_dict())
 
     @classmethod
     def load(cls, path):
         return cls.from_dict(json.loads(Path(path).read_text()))
-
-
-@dataclasses.dataclass
-class TrainOptions:
-    """How to train (not what: that is `SummarizerConfig`).
-
-    Attributes:
-        batch_size: Examples per batch.
-        learning_rate: Adam's learning rate.
-        clipnorm: Gradients are clipped to this global norm.
-        validate_every: Training examples between two validations,
-            nominally: small data repeats its pass until an interval is
-            full, large data validates inside a pass (`models.training.schedule`).
-        patience: Validations without a better validation score before
-            early stopping ends a member.
-        min_train_examples: Early stopping cannot end a member before it has
-            trained this many examples.
-        train_examples: Most training examples of a member. A member has
-            finished when early stopping ended it or it trained this many;
-            only finished members are exported.
-        max_train_minutes: Opt-in cap on this command's training time, over
-            all members and stages (None: no cap). A member it cuts is
-            unfinished: it is not exported, and the same command resumes it.
-        stop_after_validations: Opt-in cap on the validations this command
-            runs, over all members and stages (None: no cap); a member it
-            cuts is unfinished, as with `max_train_minutes`, but the cut
-            falls at the same validation on every machine.
-        checkpoint_every: Steps between backups within a validation interval
-            (None: a backup at each validation only). A rerun resumes from
-            the last backup; from one within an interval, that interval
-            starts over from the backed-up weights, so the run no longer
-            repeats an uncut one exactly.
-        min_count: Words seen fewer times stay out of the vocabulary.
-        validation_rouge_examples: Validation examples decoded for ROUGE at
-            each validation (0: follow the validation loss instead).
-        validation_loss_examples: Validation examples the validation loss
-            is computed on at each validation, the split's first (a large
-            split's whole loss pass would cost more than the training
-            between two validations).
-        lr_decay: At a validation plateau the learning rate is multiplied
-            by this (1: a constant rate).
-        lr_decay_patience: Validations without a better validation score
-            before the learning rate decays.
-        ema_momentum: Validate, keep and export the exponential moving
-            average of the weights with this momentum (0: the raw weights).
-        jit_compile: XLA-compile the train step.
-        mixed_precision: Keras mixed-precision policy, one of
-            `MIXED_PRECISION_CHOICES` (None: float32).
-        seed: Seed of the weights and of the data's order.
-        ensemble: Members trained one after the other, with seeds `seed`,
-            `seed + 1`, ...; the export decodes with their mean distribution
-            (`models.model.ensemble`). The caps (`max_train_minutes`,
-            `stop_after_validations`) count over all of them.
-    """
-
-    batch_size: int = 64
-    learning_rate: float = 2e-3
-    clipnorm: float = 2.0
-    validate_every: int = 25_000
-    patience: int = 5
-    min_train_examples: int = 250_000
-    train_examples: int = 20_000_000
-    max_train_minutes: float | None = None
-    stop_after_validations: int | None = None
-    checkpoint_every: int | None = None
-    min_count: int = 2
-    validation_rouge_examples: int = 1000
-    validation_loss_examples: int = 10_000
-    lr_decay: float = 1.0
-    lr_decay_patience: int = 2
-    ema_momentum: float = 0.999
-    jit_compile: bool = False
-    mixed_precision: str | None = dataclasses.field(
-        default=None, metadata=_choices(MIXED_PRECISION_CHOICES)
-    )
-    seed: int = 0
-    ensemble: int = 3
-
-    def __post_init__(self):
-        if not 0 < self.lr_decay <= 1:
-            raise UserError(
-                f"`lr_decay` must be in (0, 1]. Received: lr_decay={self.lr_decay}"
-            )
-        if self.lr_decay_patience < 0:
-            raise UserError(
-                "`lr_decay_patience` must be >= 0. Received: "
-                f"lr_decay_patience={self.lr_decay_patience}"
-            )
-        for name in (
-            "validate_every",
-            "train_examples",
-            "batch_size",
-            "validation_loss_examples",
-        ):
-            if getattr(self, name) < 1:
-                raise UserError(
-                    f"`{name}` must be >= 1. Received: {name}={getattr(self, name)}"
-                )
-        for name in ("patience", "min_train_examples"):
-            if getattr(self, name) < 0:
-                raise UserError(
-                    f"`{name}` must be >= 0. Received: {name}={getattr(self, name)}"
-                )
-        for name in (
-            "max_train_minutes",
-            "stop_after_validations",
-            "checkpoint_every",
-        ):
-            value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise UserError(
-                    f"`{name}` must be > 0, or unset for none. Received: {name}={value}"
-                )
-        if self.ensemble < 1:
-            raise UserError(
-                f"`ensemble` must be >= 1. Received: ensemble={self.ensemble}"
-            )
-
-
-RISK_METHOD_CHOICES = ("beam", "sample")
-
-
-@dataclasses.dataclass
-class RiskOptions:
-    """How minimum-risk fine-tuning runs (`train.py --risk-updates`).
-
-    Edunov et al. 2018's recipe (fairseq's `sequence_risk` criterion) by
-    default: the beam's n best, costs `100 * (1 - ROUGE)`, the candidates'
-    distribution from their length-normalized log-probabilities, mixed with
-    the likelihood loss.
-
-    Attributes:
-        risk_updates: Updates (batches) of the stage per member, over the
-            whole training set pass after pass (0: no stage).
-        risk_validate_every: Updates between validations (the last interval
-            may be shorter).
-        risk_patience: Validations without a better validation ROUGE-1
-            before the stage stops.
-        risk_candidates: Candidates per document: the beam's n best (or
-            sampled headlines), the reference included if asked.
-        risk_method: How the candidates are drawn, one of
-            `RISK_METHOD_CHOICES`: the model's beam n best, or sampled
-            headlines at `risk_temperature`.
-        risk_include_reference: The reference is one of the candidates (at
-            cost 0).
-        risk_temperature: Temperature of the sampled candidates (sampling
-            only).
-        risk_alpha: Sharpness of the candidates' renormalised distribution.
-        risk_length_normalize: The candidates' distribution is the softmax
-            of their mean token log-probability (else of the summed one).
-        risk_nll_weight: Weight `a` of the likelihood loss (label smoothing
-            as in training) in `(1 - a) * risk + a * likelihood`, the risk on
-            0-100 (fairseq's combined loss).
-        risk_learning_rate: Adam's learning rate for the stage, after the
-            warm-up.
-        risk_warmup_updates: Updates over which the learning rate rises
-            linearly from 0 (None: a tenth of `risk_updates`).
-        risk_examples: Training pairs the stage reads (None: all).
-    """
-
-    risk_updates: int = 0
-    risk_validate_every: int = 500
-    risk_patience: int = 3
-    risk_candidates: int = 8
-    risk_method: str = dataclasses.field(
-        default="beam", metadata=_choices(RISK_METHOD_CHOICES)
-    )
-    risk_include_reference: bool = False
-    risk_temperature: float = 1.0
-    risk_alpha: float = 1.0
-    risk_length_normalize: bool = True
-    risk_nll_weight: float = 0.5
-    risk_learning_rate: float = 1e-4
-    risk_warmup_updates: int | None = None
-    risk_examples: int | None = None
-
-    def __post_init__(self):
-        for name, least in (
-            ("risk_updates", 0),
-            ("risk_validate_every", 1),
-            ("risk_patience", 1),
-        ):
-            if getattr(self, name) < least:
-                raise UserError(
-                    f"`{name}` must be >= {least}. Received: "
-                    f"{name}={getattr(self, name)}"
-                )
-        least = 2 if self.risk_include_reference else 1
-        if self.risk_candidates < least:
-            raise UserError(
-                f"`risk_candidates` must be >= {least} (with the reference: "
-                "it and one drawn headline). Received: "
-                f"risk_candidates={self.risk_candidates}"
-            )
-        if self.risk_method not in RISK_METHOD_CHOICES:
-            raise UserError(
-                f"`risk_method` must be one of {RISK_METHOD_CHOICES}. "
-                f"Received: risk_method={self.risk_method!r}"
-            )
-        if not 0 <= self.risk_nll_weight <= 1:
-            raise UserError(
-                "`risk_nll_weight` must be in [0, 1]. Received: "
-                f"risk_nll_weight={self.risk_nll_weight}"
-            )
-        if self.risk_warmup_updates is None:
-            self.risk_warmup_updates = self.risk_updates // 10
-        if self.risk_warmup_updates < 0:
-            raise UserError(
-                "`risk_warmup_updates` must be >= 0. Received: "
-                f"risk_warmup_updates={self.risk_warmup_updates}"
-            )
-
-
-@dataclasses.dataclass
-class SearchOptions:
-    """Decoding settings baked into the exported graph.
-
-    Written beside the export as `search_options.json`, whose `min_length`,
-    `max_length` and `length_penalty` are the defaults the server fills in
-    for the `length_control` signature's inputs.
-
-    Attributes:
-        beam_size: Beams of the `serving_default` and `attention` signatures.
-        length_penalty: GNMT's alpha: beams are ranked by log-probability
-            over `((5 + n) / 6) ** length_penalty` (0: no normalisation).
-        min_length: `</s>` is banned for the first `min_length` tokens.
-        max_length: Most headline tokens. On `train.py`'s command line,
-            unset: the run's `max_target_length`.
-        no_repeat_ngram_size: Never repeat an n-gram of this size (0: off).
-        suppress_unk: Never generate <unk> (off: Gigaword's test references
-            hold UNK, which the model may then match; readable headlines
-            leave it out).
-        shortlist: Opt-in speed lever: if > 0, each step scores only the
-            `shortlist` most frequent words and the source's words, and
-            renormalises over them (`keras_attn.shortlist_log_distribution`):
-            approximate. 0: the whole vocabulary, exact.
-        xla: Opt-in speed lever: the encoder and search compiled by XLA
-            (`jit_compile`), on a batch padded to a power of two and a source
-            padded to a multiple of 16. The same model, computed in another
-            order, so a near tie may fall the other way. The SavedModel then
-            needs TensorFlow with XLA (pip's TensorFlow, the project's
-            server); stock TensorFlow Serving runs it only behind
-            `--xla_cpu_compilation_enabled`. XLA keeps shapes fixed, so
-            greedy halves its batch as rows end (`drop_finished="halves"`)
-            instead of dropping each ended row, and the encoder runs on the
-            rows inside their length, halved likewise
-            (`keras_attn.bidirectional_by_length`).
-        shards: The batch is decoded as this many independent searches,
-            which TensorFlow runs at the same time. Same headlines; it gains
-            where one search leaves a core idle (under XLA, and for beam
-            search).
-        n_best: If > 0, the export has an `n_best` signature, the `n_best`
-            best beams of each document (without XLA), which a student's
-            `train.py --distill-from` reads (`--distill-targets inter`).
-            None: 5, or `beam_size` if smaller; 1 beam: none.
-        greedy_end_penalty: Greedy search only (the `greedy` signature;
-            every signature when `beam_size` is 1): subtracted from the end
-            token's log-probability at every step, so that its headlines
-            run longer (`keras_attn.EndPenalty`; 0: off), and from their
-            scores. Greedy search has no length penalty; this is its length
-            lever, chosen on validation after the beam's settings.
-    """
-
-    beam_size: int = 5
-    length_penalty: float = 1.0
-    min_length: int = 3
-    max_length: int = dataclasses.field(default=20, metadata={"default": None})
-    no_repeat_ngram_size: int = 3
-    suppress_unk: bool = False
-    shortlist: int = 0
-    xla: bool = False
-    shards: int = 1
-    n_best: int | None = None
-    greedy_end_penalty: float = 0.0
-
-    def __post_init__(self):
-        if self.shards < 1:
-            raise UserError(f"`shards` must be >= 1. Received: shards={self.shards}")
-        if self.n_best is None:
-            self.n_best = 0 if self.xla else min(5, self.beam_size)
-        if self.beam_size < 2:
-            self.n_best = 0  # greedy search has no beams to list
-        if not 0 <= self.n_best <= self.beam_size:
-            raise UserError(
-                f"`n_best` must be in [0, beam_size={self.beam_size}]. "
-                f"Received: n_best={self.n_best}"
-            )
-
-    @classmethod
-    def tuned(cls, run_dir):
-        """The settings a run chose on validation, else the defaults."""
-        path = Path(run_dir) / SEARCH_TUNING_FILE
-        return cls(**json.loads(path.read_text())["chosen"]) if path.exists() else cls()

@@ -13,12 +13,10 @@ from pathlib import Path
 
 from models.settings.data import DataSource
 from models.settings.errors import UserError
-from models.settings.model import (
-    RiskOptions,
-    SearchOptions,
-    SummarizerConfig,
-    TrainOptions,
-)
+from models.settings.fit import TrainOptions
+from models.settings.model import SummarizerConfig
+from models.settings.risk import RiskOptions
+from models.settings.search import SearchOptions
 
 
 @dataclasses.dataclass

@@ -24,7 +24,7 @@ import sys
 from models.data import load_split
 from models.decoding.tuning import format_greedy_rows, tune_greedy_end_penalty
 from models.model.run_folder import load_run, load_trained_model
-from models.settings.model import SearchOptions
+from models.settings.search import SearchOptions
 
 
 def main(argv=None):

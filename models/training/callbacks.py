@@ -26,7 +26,7 @@ from models.settings.folder_layout import (
     backup_metadata_path,
     callback_state_path,
 )
-from models.settings.model import SearchOptions
+from models.settings.search import SearchOptions
 
 # The key of `Backup`'s callback state file under which each state is kept by
 # the validations done when it was saved.

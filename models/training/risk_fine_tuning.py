@@ -196,7 +196,7 @@ def fine_tune(
             cached: the stage reads them pass after pass.
         validation: `(documents, references)` for early stopping.
         features: the run's `TextFeatures`.
-        options: `models.settings.model.RiskOptions`.
+        options: `models.settings.risk.RiskOptions`.
         member_dir: the member's run folder; the stage writes `risk/` there.
         batch_size: examples per update.
         seed: the shuffling seed of the passes.
