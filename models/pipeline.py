@@ -37,6 +37,7 @@ from models.settings.folder_layout import (
     TRAINING_CACHE,
     TRAINING_RECORD_FILE,
 )
+from models.settings.json_files import write_json
 from models.settings.train import (
     DataSettings,
     TrainSettings,
@@ -513,9 +514,9 @@ def _export_and_evaluate(settings, run, model, search, record, progress):
 
 def _write_training_record(version_dir, record):
     """`training.json` in the export, and in its `metrics.json` if written."""
-    (version_dir / TRAINING_RECORD_FILE).write_text(json.dumps(record, indent=2) + "\n")
+    write_json(version_dir / TRAINING_RECORD_FILE, record)
     metrics_path = version_dir / METRICS_FILE
     if metrics_path.is_file():
         metrics = json.loads(metrics_path.read_text())
         metrics["training"] = record
-        metrics_path.write_text(json.dumps(metrics, indent=2) + "\n")
+        write_json(metrics_path, metrics)

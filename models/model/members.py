@@ -22,6 +22,7 @@ from models.settings.folder_layout import (
     RISK_STATE_FILE,
     member_dir_name,
 )
+from models.settings.json_files import write_json
 
 
 def member_dirs(run_dir, count):
@@ -55,10 +56,7 @@ class MemberEnd:
 
 def write_end(member_dir, end):
     """Writes `end` (a `MemberEnd`) as the member's record."""
-    path = Path(member_dir) / END_RECORD_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(dataclasses.asdict(end), indent=2) + "\n")
-    tmp.replace(path)
+    write_json(Path(member_dir) / END_RECORD_FILE, dataclasses.asdict(end))
 
 
 def read_end(member_dir):

@@ -1,10 +1,10 @@
 """The JSON files a run or an export writes, written whole or not at all.
 
-Every record of a run folder and of an export (the schedule, a member's
-end, the callbacks' and minimum risk's state, the run's config and lengths,
-`training.json`) goes through `write_json`: a kill or a full disk midway
-leaves the previous file, never half of a new one, so that a resumed run
-reads what it last wrote.
+The records of a run folder and of an export (the schedule, a member's
+end, the run's config, options and lengths, its data source, a teacher's
+cached headlines, `training.json`) go through `write_json` or
+`write_whole`: a kill or a full disk midway leaves the previous file,
+never half of a new one, so that a resumed run reads what it last wrote.
 """
 
 import json
@@ -33,9 +33,14 @@ def write_json(path, value, indent=2):
     >>> read_json(f"{folder}/state.json")
     {'step': 3}
     """
+    write_whole(path, json.dumps(value, indent=indent) + "\n")
+
+
+def write_whole(path, text):
+    """Writes the string `text` to `path`, atomically, as `write_json` does
+    (a teacher's cached headlines are text, not JSON)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(value, indent=indent) + "\n"
     descriptor, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:

@@ -26,6 +26,7 @@ import numpy as np
 from models import data
 from models.scoring.baselines import choose_lead_tokens
 from models.settings.folder_layout import CONFIG_FILE, LENGTHS_FILE
+from models.settings.json_files import write_json
 from models.settings.model import SummarizerConfig
 
 # Pairs measured: enough for a stable 99th percentile, few enough to take
@@ -153,8 +154,7 @@ def settle_lengths(run_dir, train_split, config, choose, init_from=None):
         record = choose_lengths(*measured, config, choose)
         if kept is not None:
             record["chosen"] = dict.fromkeys(LENGTH_FIELDS, f"kept from {kept}")
-        run_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(record, indent=2) + "\n")
+        write_json(path, record)
         config = dataclasses.replace(config, **{n: record[n] for n in LENGTH_FIELDS})
     # The config a run trained with is the one authority on its lengths.
     record.update({n: getattr(config, n) for n in LENGTH_FIELDS})

@@ -28,7 +28,6 @@ was decoding.
 
 import hashlib
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from tqdm.auto import tqdm
 
 from models.settings.errors import UserError
 from models.settings.folder_layout import SAVED_MODEL_FILE, TEACHER_CACHE_DIR
+from models.settings.json_files import write_json, write_whole
 
 TARGETS = ("teacher", "mixed", "inter", "inter-mixed")
 N_BEST_SIGNATURE = "n_best"
@@ -78,18 +78,11 @@ def _chunk_path(cache_dir, index):
     return cache_dir / f"chunk-{index:05d}.txt"
 
 
-def _write_whole(path, content):
-    """Writes `content` to `path` so that `path` is complete or absent."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(content, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _check_manifest(cache_dir, manifest):
     path = cache_dir / _MANIFEST
     if not path.exists():
         cache_dir.mkdir(parents=True, exist_ok=True)
-        _write_whole(path, json.dumps(manifest, indent=2) + "\n")
+        write_json(path, manifest)
         return
     cached = json.loads(path.read_text(encoding="utf-8"))
     # Both ways: an n-best cache has a `signature` a headline cache lacks.
@@ -144,7 +137,7 @@ def cached_headlines(
                 headlines.extend(decode(batch))
                 bar.update(len(batch))
             lines = [_one_line(h) for h in headlines]
-            _write_whole(_chunk_path(cache_dir, k), "\n".join(lines) + "\n")
+            write_whole(_chunk_path(cache_dir, k), "\n".join(lines) + "\n")
     headlines = []
     for k in range(len(starts)):
         text = _chunk_path(cache_dir, k).read_text(encoding="utf-8")

@@ -10,7 +10,6 @@ and its step counter. The data comes from `models.data`, the schedule from
 
 import contextlib
 import dataclasses
-import json
 from pathlib import Path
 
 import keras
@@ -33,6 +32,7 @@ from models.settings.folder_layout import (
     TRAIN_OPTIONS_FILE,
     VOCABULARY_FILE,
 )
+from models.settings.json_files import write_json
 from models.settings.model import SummarizerConfig
 from models.text.features import TextFeatures
 from models.training.callbacks import (
@@ -116,9 +116,7 @@ def prepare_run(run_dir, train_split, config, options, init_from=None):
     features = make_features(vocabulary, config)
     save_vocabulary(vocabulary, vocab_path)
     config.save(config_path)
-    (run_dir / TRAIN_OPTIONS_FILE).write_text(
-        json.dumps(dataclasses.asdict(options), indent=2) + "\n"
-    )
+    write_json(run_dir / TRAIN_OPTIONS_FILE, dataclasses.asdict(options))
     return config, features, False
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from models.settings.errors import UserError
 from models.settings.folder_layout import SCHEDULE_FILE, TRAIN_OPTIONS_FILE
+from models.settings.json_files import write_json
 
 # The settings a run folder's schedule is made from, as `TrainOptions` names
 # them; a later command must give the same.
@@ -177,10 +178,7 @@ class Schedule:
         }
 
     def save(self, run_dir):
-        path = Path(run_dir) / SCHEDULE_FILE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
-        tmp.replace(path)
+        write_json(Path(run_dir) / SCHEDULE_FILE, self.to_dict())
 
     @classmethod
     def load(cls, run_dir):
