@@ -13,11 +13,14 @@ import dataclasses
 import os
 import sys
 
-from models.config import RiskOptions, SearchOptions, SummarizerConfig, TrainOptions
-from models.errors import LostWorker, UserError
-from models.flags import add_config_flags, given
-from models.startup import add_verbose_flag, import_tensorflow
-from models.train_settings import FLAG_GROUPS, GREEDY_LENGTHS, TrainSettings
+from models.settings.errors import LostWorker, UserError
+from models.settings.fit import TrainOptions
+from models.settings.flags import add_config_flags, given
+from models.settings.model import SummarizerConfig
+from models.settings.risk import RiskOptions
+from models.settings.search import SearchOptions
+from models.settings.startup import add_verbose_flag, import_tensorflow
+from models.settings.train import FLAG_GROUPS, GREEDY_LENGTHS, TrainSettings
 
 # Before anything imports Keras (the modules above do not).
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -145,7 +148,7 @@ def _add_distillation_flags(g):
         metavar="TEACHER",
         help="train a student on the headlines of this exported teacher "
         "(saved_models/<name>/<version>), decoded once and cached in the run "
-        "folder (models.distill). It sets the student recipe's defaults: "
+        "folder (models.training.distill). It sets the student recipe's defaults: "
         "--name headlines-student, --distill-targets inter, --init-from "
         "TEACHER, --learning-rate 5e-4, --ensemble 1, --beam-size 1 (the "
         "export serves greedy search)",

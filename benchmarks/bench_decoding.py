@@ -58,7 +58,7 @@ def python_loop_greedy(model, features, documents, max_length):
     """The tutorial's loop: one eager decoder call per token."""
     import tensorflow as tf
 
-    from models.text_features import END_ID, START_ID
+    from models.text.features import END_ID, START_ID
 
     source = features.encode_source(documents)
     state, memory = model.initial_decoder_state(source["ids"], source["ext_ids"])
@@ -79,7 +79,7 @@ def tutorial_loop_greedy(reference, source_ids, steps):
     """The tutorial's loop on its own model: `steps` eager decoder calls."""
     import tensorflow as tf
 
-    from models.text_features import START_ID
+    from models.text.features import START_ID
 
     enc_output, state, source_mask = reference.encode(source_ids)
     ids = tf.fill([tf.shape(source_ids)[0], 1], START_ID)
@@ -127,10 +127,10 @@ def _load_export(model_dir):
     import json
     from pathlib import Path
 
-    from models.config import SearchOptions
-    from models.folder_layout import SEARCH_OPTIONS_FILE
-    from models.saved_model_client import load_saved_model
-    from models.version_folders import resolve_version_dir
+    from models.decoding.saved_model_client import load_saved_model
+    from models.settings.folder_layout import SEARCH_OPTIONS_FILE
+    from models.settings.search import SearchOptions
+    from models.settings.version_folders import resolve_version_dir
 
     version = resolve_version_dir(model_dir)
     options = SearchOptions(
@@ -231,8 +231,8 @@ def main(argv=None):
     from benchmarks.common import interleaved, machine_info, median_ratio
     from benchmarks.flops import machine_peaks
     from models import data
-    from models.run_folder import load_run, load_trained_model
-    from models.version_folders import resolve_version_dir
+    from models.model.run_folder import load_run, load_trained_model
+    from models.settings.version_folders import resolve_version_dir
 
     version = resolve_version_dir(args.model_dir)
     saved, options = _load_export(version)

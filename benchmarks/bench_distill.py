@@ -2,9 +2,9 @@
 
 For each system (an export and one of its signatures): test ROUGE-1/2/L
 with 95% intervals (read from the export's `metrics.json`, which
-`train.py` or `python -m models.evaluate` writes), headlines/s at batch 64,
+`train.py` or `python -m models.evaluation` writes), headlines/s at batch 64,
 latency at batch 1 (p50/p99), GFLOP per headline (`flops.py`, counted on
-the headlines it wrote) and requests/s of `models.serve` under 32
+the headlines it wrote) and requests/s of `serving` under 32
 closed-loop clients (`load_test.py`), all in one run on one machine. The
 decoding timings interleave the systems round by round (`common.py`), so a
 drift of the machine's load hits them alike.
@@ -38,7 +38,7 @@ import numpy as np
 
 from benchmarks.common import interleaved, machine_info, markdown_table
 from benchmarks.flops import search_flops
-from models.folder_layout import (
+from models.settings.folder_layout import (
     CONFIG_FILE,
     METRICS_FILE,
     SEARCH_OPTIONS_FILE,
@@ -71,8 +71,9 @@ def rouge(system):
 
 def gflop_per_headline(system, saved, documents):
     """FLOPs of decoding `documents`, counted on the headlines written."""
-    from models.config import SearchOptions, SummarizerConfig
-    from models.run_folder import model_files
+    from models.model.run_folder import model_files
+    from models.settings.model import SummarizerConfig
+    from models.settings.search import SearchOptions
 
     config = SummarizerConfig.load(system["dir"] / CONFIG_FILE)
     options = SearchOptions(
@@ -98,7 +99,7 @@ def _free_port():
 
 
 def served_requests_per_s(system, documents_file, duration, concurrency, warmup):
-    """`load_test.py`'s requests/s against `models.serve` of this export,
+    """`load_test.py`'s requests/s against `serving` of this export,
     after `warmup` seconds of the same load (not counted): an XLA export
     compiles each new batch and source shape on its first call."""
     port = _free_port()
@@ -106,7 +107,7 @@ def served_requests_per_s(system, documents_file, duration, concurrency, warmup)
         # The server serves a folder of versions: this one alone.
         (Path(scratch) / "1").symlink_to(system["dir"].resolve())
         server = subprocess.Popen(
-            [sys.executable, "-m", "models.serve", "--model-dir", scratch]
+            [sys.executable, "-m", "serving", "--model-dir", scratch]
             + ["--port", str(port)],
             cwd=ROOT,
             stdout=subprocess.DEVNULL,
@@ -235,7 +236,7 @@ def main(argv=None):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import tensorflow as tf
 
-    from models.saved_model_client import load_saved_model
+    from models.decoding.saved_model_client import load_saved_model
 
     source = Path(args.data_dir) / "org_data" / "test.src.txt"
     test = source.read_text(encoding="utf-8").splitlines()

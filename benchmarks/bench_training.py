@@ -1,6 +1,6 @@
 """Training throughput: the project's summarizer against a TF-tutorial-style reference.
 
-Project: `HeadlineSummarizer` built and compiled by `models.training.build_model`,
+Project: `HeadlineSummarizer` built and compiled by `models.training.fit.build_model`,
 fed by the train.py pipeline (`encode_dataset` + `batched`: length buckets,
 padding to the longest example of each batch). The model configuration is the
 lead's run (`runs/headlines/config.json`: LSTM, bidirectional encoder,
@@ -193,9 +193,11 @@ def _config_and_features(args, split):
     its `vocab_size`, is `--vocab`'s, or built from `split` when that file is
     missing.
     """
-    from models import data, run_folder
-    from models.config import SummarizerConfig, TrainOptions
-    from models.text_features import TextFeatures
+    from models import data
+    from models.model import run_folder
+    from models.settings.fit import TrainOptions
+    from models.settings.model import SummarizerConfig
+    from models.text.features import TextFeatures
 
     config = (
         SummarizerConfig.load(args.config)
@@ -259,8 +261,9 @@ def _project_program(args, encoded, jit, policy, model_config):
     import keras
     import tensorflow as tf
 
-    from models import data, training
-    from models.config import TrainOptions
+    from models import data
+    from models.settings.fit import TrainOptions
+    from models.training import fit as training
 
     keras.mixed_precision.set_global_policy(policy or "float32")
     opts = TrainOptions(
@@ -442,9 +445,10 @@ def main(argv=None):
 
     from benchmarks import common
     from benchmarks.flops import machine_peaks, training_flops  # noqa: F401
-    from models import data, run_folder, training  # noqa: F401
-    from models.config import SummarizerConfig, TrainOptions  # noqa: F401
-    from models.text_features import TextFeatures  # noqa: F401
+    from models import data  # noqa: F401
+    from models.settings.fit import TrainOptions  # noqa: F401
+    from models.settings.model import SummarizerConfig  # noqa: F401
+    from models.text.features import TextFeatures  # noqa: F401
 
     common.print_machine_info()
     peaks = machine_peaks()

@@ -38,7 +38,7 @@ def parse_args(argv=None):
 
 def run_signature(model, name, documents, batch_size, readable=False):
     """`(headlines, scores)` of signature `name`, as lists."""
-    from models.saved_model_client import decode_outputs
+    from models.decoding.saved_model_client import decode_outputs
 
     key = "headlines" if readable else "normalized_headlines"
     records = decode_outputs(
@@ -54,7 +54,7 @@ def run_signature(model, name, documents, batch_size, readable=False):
 
 def compare(old, new, documents, batch_size=128, readable=False):
     """Per signature: `{"identical", "documents", "max_score_diff", "diffs"}`."""
-    from models.saved_model_client import load_saved_model
+    from models.decoding.saved_model_client import load_saved_model
 
     models = load_saved_model(old), load_saved_model(new)
     report = {}

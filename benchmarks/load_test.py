@@ -3,13 +3,13 @@
 `--concurrency` clients each send one `:predict` request, wait for the answer and
 send the next, for `--duration` seconds. Reports throughput, latency
 percentiles, errors, the server's batching counters (when it exposes
-`/monitoring/stats`, as `models.serve` does) and the server's memory (RSS read
+`/monitoring/stats`, as `serving` does) and the server's memory (RSS read
 from `/proc/<pid>/status` at the start and the end; pass `--server-pid`).
 
 Example:
 
 ```
-python -m models.serve --model-dir saved_models/headlines &
+python -m serving --model-dir saved_models/headlines &
 python -m benchmarks.load_test --url http://127.0.0.1:8501 --server-pid $!
 ```
 

@@ -31,14 +31,14 @@ from pathlib import Path
 
 import regex
 
-from models.cjk import CJK_CHARACTERS
+from models.text.cjk import CJK_CHARACTERS
 
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 DEBIAN_SUITE = "bookworm"
 DEBIAN_LANGUAGES = ("ru", "uk", "ja", "zh_CN")
 SPLITS = ("train", "dev", "test")
 
-# Chinese and Japanese characters (`models.cjk`): a description's lines are
+# Chinese and Japanese characters (`models.text.cjk`): a description's lines are
 # wrapped at a width, and a wrap between two of them is no space.
 _CJK = regex.compile(f"[{CJK_CHARACTERS}]")
 

@@ -46,7 +46,7 @@ def main(argv=None):
 
     path = Path(args.data_dir) / "org_data" / "test.src.txt"
     lines = path.read_text(encoding="utf-8").splitlines()
-    from models.saved_model_client import get_signature
+    from models.decoding.saved_model_client import get_signature
 
     first, second = (
         get_signature(d, args.signature) for d in (args.first, args.second)

@@ -15,7 +15,7 @@ so that the recipe is told apart from the size. Stages, each resumable:
 - `translate`: the test set by the best checkpoint with the page's Gigaword
   decoding (beam 10, no penalties) and with keras-attn's export's
   (`export_decoding`).
-- `score`: ROUGE with intervals by `models.metrics.rouge_with_intervals`, as
+- `score`: ROUGE with intervals by `models.scoring.metrics.rouge_with_intervals`, as
   keras-attn's exports are scored (their figures: `benchmarks.bench_distill`).
 - `timing`: headlines/s at batch 64 and latency at batch 1, both with the
   export's search; `--only-timing` reruns it alone from the checkpoints.
@@ -88,7 +88,7 @@ def size_dims(size):
     if size == "opennmt":
         return 128, 512
     if size == "member":
-        from models.config import SummarizerConfig
+        from models.settings.model import SummarizerConfig
 
         config = SummarizerConfig()
         return config.embedding_dim, config.hidden_size
@@ -98,8 +98,8 @@ def size_dims(size):
 def export_decoding(export_dir=None):
     """keras-attn's search as `onmt_translate` options: an export's (its
     `search_options.json`, chosen on validation) or `SearchOptions`'."""
-    from models.config import SearchOptions
-    from models.folder_layout import SEARCH_OPTIONS_FILE
+    from models.settings.folder_layout import SEARCH_OPTIONS_FILE
+    from models.settings.search import SearchOptions
 
     search = dataclasses.asdict(SearchOptions())
     if export_dir is not None:
@@ -475,7 +475,7 @@ def translate_test(run_dir, peer, data_dir, export_dir=None):
 
 def score_headlines(predictions, references, n_bootstrap=1000, seed=0):
     """ROUGE F1 with intervals, by the project's own scoring."""
-    from models.metrics import rouge_with_intervals
+    from models.scoring.metrics import rouge_with_intervals
 
     predictions = [p.strip() for p in predictions]
     references = [r.strip() for r in references]

@@ -2,8 +2,8 @@
 at what cost per training example against likelihood training?
 
 One trained member of a run (its `model.keras`) is fine-tuned by
-`models.risk_fine_tuning` with the stage's defaults, Edunov et al. 2018's
-recipe (`models.config.RiskOptions`): the beam's 8 best headlines without
+`models.training.risk_fine_tuning` with the stage's defaults, Edunov et al. 2018's
+recipe (`models.settings.risk.RiskOptions`): the beam's 8 best headlines without
 the reference, costs `100 * (1 - ROUGE)`, the candidates' distribution from
 their length-normalized log-probabilities, the loss `0.5 * risk + 0.5 *
 likelihood`, Adam's rate warmed up over the first tenth of the updates;
@@ -77,7 +77,7 @@ def _parser():
 
 
 def _options(args):
-    from models.config import RiskOptions
+    from models.settings.risk import RiskOptions
 
     return RiskOptions(
         risk_updates=args.updates,
@@ -101,8 +101,8 @@ def _likelihood_rate(config, trained, examples, batches, batch_size):
     import tensorflow as tf
 
     from models import data
-    from models.config import TrainOptions
-    from models.training import build_model
+    from models.settings.fit import TrainOptions
+    from models.training.fit import build_model
 
     likelihood = build_model(config, TrainOptions())
     likelihood.set_weights(trained.get_weights())
@@ -123,9 +123,9 @@ def main(argv=None):
 
     from benchmarks.common import machine_info
     from models import data
-    from models.folder_layout import LATEST_WEIGHTS_FILE, MODEL_FILE, RISK_DIR
-    from models.risk_fine_tuning import fine_tune
-    from models.run_folder import load_run
+    from models.model.run_folder import load_run
+    from models.settings.folder_layout import LATEST_WEIGHTS_FILE, MODEL_FILE, RISK_DIR
+    from models.training.risk_fine_tuning import fine_tune
 
     options = _options(args)
     config, features = load_run(args.run_dir)

@@ -3,7 +3,7 @@
 The stages pass typed records: `RunData` (the run folder and what every
 member trains on, with its schedule) and a `MemberOutcome` per member (its
 folder, its model once finished, how its training ended), which each stage
-returns anew. `models.schedule` decides when a member validates, stops and
+returns anew. `models.training.schedule` decides when a member validates, stops and
 has finished.
 """
 
@@ -18,16 +18,17 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from models import data, distill, lengths, served_search, text
-from models.callbacks import TrainingCap, backed_up_state
-from models.distribute import in_multi_worker_mode
-from models.ensemble import SummarizerEnsemble
-from models.errors import LostWorker, first_line
-from models.export import export
-from models.folder_layout import (
+from models import data, text
+from models.export import served_search
+from models.export.saved_model import export
+from models.model.ensemble import SummarizerEnsemble
+from models.model.members import MemberEnd, member_dirs, read_end, write_end
+from models.model.run_folder import export_files, initial_model_files
+from models.model.summarizer import in_multi_worker_mode
+from models.settings.data import DataSource
+from models.settings.errors import LostWorker, first_line
+from models.settings.folder_layout import (
     BACKUP_DIR,
-    CONFIG_FILE,
-    LENGTHS_FILE,
     LOGS_DIR,
     METRICS_FILE,
     MODEL_FILE,
@@ -35,17 +36,18 @@ from models.folder_layout import (
     TEACHER_CACHE_DIR,
     TRAINING_CACHE,
     TRAINING_RECORD_FILE,
-    VOCABULARY_FILE,
 )
-from models.members import MemberEnd, member_dirs, read_end, write_end
-from models.progress import CommandProgress, machine
-from models.run_folder import initial_model_files, model_files
-from models.schedule import run_schedule
-from models.train_settings import (
+from models.settings.json_files import write_json
+from models.settings.train import (
     DataSettings,
     TrainSettings,
 )
-from models.training import RunData, prepare_run, train_member
+from models.training import chosen_lengths as lengths
+from models.training import distill
+from models.training.callbacks import TrainingCap, backed_up_state
+from models.training.fit import RunData, prepare_run, train_member
+from models.training.progress import CommandProgress, machine
+from models.training.schedule import run_schedule
 
 _COLLECTIVE_TIMEOUT_S = 600
 
@@ -84,16 +86,9 @@ def _configure_devices(settings: TrainSettings):
     return None
 
 
-def load_splits(settings: DataSettings):
-    """The training and validation splits that `settings` name."""
-    kwargs = dict(
-        data_dir=settings.data_dir,
-        dataset=settings.dataset,
-        document_key=settings.document_key,
-        summary_key=settings.summary_key,
-    )
-    if settings.tfds_dir:
-        kwargs["tfds_dir"] = settings.tfds_dir
+def load_splits(source: DataSource):
+    """The training and validation splits of `source`."""
+    kwargs = dataclasses.asdict(source)
     return {s: data.load_split(s, **kwargs) for s in ("train", "validation")}
 
 
@@ -195,8 +190,12 @@ def _run(settings, cleanup):
     initial_weights = initial_model_files(
         settings.distillation.init_from, options.ensemble
     )
-    splits = load_splits(settings.data)
+    source = settings.data.source()
+    splits = load_splits(source)
     run = _prepare(settings, splits, strategy, cleanup)
+    if run.chief:
+        # Copied into the export, where evaluation reads the feature names.
+        source.write(run.run_dir)
     search = lengths.decoding_limit(
         search, run.config, "max_length" in settings.choose_lengths
     )
@@ -446,9 +445,9 @@ def _train_member(rank, folder, run, options, strategy, initial_weights, cap, pr
 
 def _fine_tune_members(outcomes, run, options, risk, cap, progress):
     """Minimum-risk fine-tuning of each trained member in its own folder
-    (`models.risk_fine_tuning`), bounded by the command's `cap`; returns the
+    (`models.training.risk_fine_tuning`), bounded by the command's `cap`; returns the
     outcomes with the stage's records."""
-    from models.risk_fine_tuning import fine_tune
+    from models.training.risk_fine_tuning import fine_tune
 
     encoded = run.examples
     if risk.risk_examples:
@@ -488,22 +487,16 @@ def _export_and_evaluate(settings, run, model, search, record, progress):
     """
     progress.stage("export")
     export_dir = settings.run.export_path()
-    files = {
-        CONFIG_FILE: run.run_dir / CONFIG_FILE,
-        VOCABULARY_FILE: run.run_dir / VOCABULARY_FILE,
-    }
-    if (run.run_dir / LENGTHS_FILE).is_file():
-        files[LENGTHS_FILE] = run.run_dir / LENGTHS_FILE
     # The served members' files only: a rerun with a smaller `--ensemble`
     # leaves the others' folders in the run.
-    files.update(model_files(run.run_dir, members=record["served_members"]))
+    files = export_files(run.run_dir, members=record["served_members"])
     version_dir = export(
         model, run.features, export_dir, options=search, extra_files=files
     )
     print(f"Exported {version_dir}", file=sys.stderr)
     evaluation, data_settings = settings.evaluation, settings.data
     if not evaluation.skip_eval:
-        from models import evaluate
+        from models.evaluation import evaluate
 
         progress.stage("evaluation", f"the {evaluation.eval_split} split")
         evaluate.evaluate(
@@ -523,9 +516,9 @@ def _export_and_evaluate(settings, run, model, search, record, progress):
 
 def _write_training_record(version_dir, record):
     """`training.json` in the export, and in its `metrics.json` if written."""
-    (version_dir / TRAINING_RECORD_FILE).write_text(json.dumps(record, indent=2) + "\n")
+    write_json(version_dir / TRAINING_RECORD_FILE, record)
     metrics_path = version_dir / METRICS_FILE
     if metrics_path.is_file():
         metrics = json.loads(metrics_path.read_text())
         metrics["training"] = record
-        metrics_path.write_text(json.dumps(metrics, indent=2) + "\n")
+        write_json(metrics_path, metrics)

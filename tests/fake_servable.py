@@ -4,7 +4,7 @@ Shared by the server's tests (test_serve.py, test_serve_lengths.py,
 test_serve_page.py). The fake `headlines` model writes the first three words
 of a document (upper-cased in version 1, lower-cased in version 2) and
 attends from headline word `t` to source word `t`, so every answer can be
-checked exactly. Its signatures are those `models/inference/module.py`
+checked exactly. Its signatures are those `models/decoding/headline_module.py`
 defines; a real export is served in test_serve_export.py.
 """
 
@@ -25,7 +25,7 @@ with warnings.catch_warnings():  # Starlette nags about httpx vs httpx2.
     warnings.simplefilter("ignore")
     from starlette.testclient import TestClient
 
-from models import serve
+import serving as serve
 
 __all__ = [
     "DOC",

@@ -2,7 +2,7 @@
 
 `ScriptedModel` has the summarizer's decoding interface
 (`initial_decoder_state`, `step`, `output_kernel`), so `HeadlineModule` and
-`models.export.export` take it as they take a trained model. Its step reads
+`models.export.saved_model.export` take it as they take a trained model. Its step reads
 the source, not its own past: at step `t` it offers the source's word `t`.
 
 * At a source word `w`: `w` has probability `WORD_PROBS[w][0]`, the end
@@ -22,9 +22,9 @@ headline's log-probability from the same table, without any search.
 import numpy as np
 import tensorflow as tf
 
-from models.config import SearchOptions
+from models.settings.search import SearchOptions
 from models.text import RESERVED
-from models.text_features import END_ID, PAD_ID, TextFeatures
+from models.text.features import END_ID, PAD_ID, TextFeatures
 
 FILLER = "filler"
 WORDS = list(RESERVED) + [

@@ -1,4 +1,4 @@
-"""Real `python -m models.serve` processes for the fault tests.
+"""Real `python -m serving` processes for the fault tests.
 
 Each server is a subprocess on a free loopback port, its log in a file, so a
 test can read what it logged and kill it for real.
@@ -24,7 +24,7 @@ def free_port():
 
 
 class Server:
-    """A `python -m models.serve` subprocess; `url`, `log_text()`, `stop()`."""
+    """A `python -m serving` subprocess; `url`, `log_text()`, `stop()`."""
 
     def __init__(self, model_dir, log_path, *flags):
         self.port = free_port()
@@ -33,7 +33,7 @@ class Server:
         command = [
             sys.executable,
             "-m",
-            "models.serve",
+            "serving",
             "--model-dir",
             str(model_dir),
             "--port",

@@ -6,8 +6,9 @@ pytestmark = pytest.mark.tf_only
 
 import tensorflow as tf  # noqa: E402
 
-from models import cjk, text  # noqa: E402
-from models.text_features import RESERVED, TextFeatures  # noqa: E402
+from models import text  # noqa: E402
+from models.text import cjk  # noqa: E402
+from models.text.features import RESERVED, TextFeatures  # noqa: E402
 
 JAPANESE = "古代戦争のリアルタイム戦略ゲームです。500 B.C. から"
 CHINESE = "新华社北京电：国务院总理说“改革！”（完）"

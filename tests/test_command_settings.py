@@ -1,7 +1,7 @@
 """The command lines other than train.py, parsed once into typed settings.
 
-`python -m models.evaluate`, `models.export` and `models.serve` each build a
-settings dataclass right after parsing (`models.flags.parse_settings`);
+`python -m models.evaluation`, `models.export.saved_model` and `serving` each build a
+settings dataclass right after parsing (`models.settings.flags.parse_settings`);
 every flag has help naming its choices, and a bad flag is one line.
 """
 
@@ -10,13 +10,17 @@ import re
 
 import pytest
 
-from models import evaluate, export, flags
-from models.config import SearchOptions, SummarizerConfig, TrainOptions
-from models.serve import cli
-from models.serve.settings import ServerConfig, ServeSettings
+from models.evaluation import evaluate
+from models.export import saved_model as export
+from models.settings import flags
+from models.settings.fit import TrainOptions
+from models.settings.model import SummarizerConfig
+from models.settings.search import SearchOptions
+from serving import cli
+from serving.settings import ServerConfig, ServeSettings
 
 COMMANDS = {
-    "python -m models.evaluate": (
+    "python -m models.evaluation": (
         evaluate.argument_parser,
         evaluate.parse_evaluate_settings,
         ["--model-dir", "m"],
@@ -26,7 +30,7 @@ COMMANDS = {
         export.parse_export_settings,
         ["--run-dir", "r", "--export-dir", "e"],
     ),
-    "python -m models.serve": (
+    "python -m serving": (
         cli.argument_parser,
         cli.parse_serve_settings,
         ["--model-dir", "m"],
@@ -69,7 +73,7 @@ def test_export_settings_hold_only_the_search_flags_given():
     "prog, bad, message",
     [
         (
-            "python -m models.evaluate",
+            "python -m models.evaluation",
             ["--batch-size", "many"],
             "argument --batch-size: invalid int value: 'many'",
         ),
@@ -79,11 +83,11 @@ def test_export_settings_hold_only_the_search_flags_given():
             "argument --dtype-policy: invalid choice: 'float8'",
         ),
         (
-            "python -m models.serve",
+            "python -m serving",
             ["--max-queue", "0"],
             "argument --max-queue: must be > 0. Received: 0",
         ),
-        ("python -m models.serve", ["--colour"], "unrecognized arguments: --colour"),
+        ("python -m serving", ["--colour"], "unrecognized arguments: --colour"),
     ],
 )
 def test_a_bad_flag_is_one_line(prog, bad, message, capsys):

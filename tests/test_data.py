@@ -11,7 +11,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from models import data, text  # noqa: E402
-from models.errors import UserError  # noqa: E402
+from models.settings.errors import UserError  # noqa: E402
 
 # Tiny made-up pairs in the Gigaword form (never lines of the real data).
 PAIRS = {
@@ -378,8 +378,8 @@ def test_plain_text_pairs_and_their_encoding_know_their_count(tmp_path):
     pairs = data.load_split("train", data_dir=org, dataset="plain")
     assert int(pairs.cardinality()) == len(PAIRS["train"])
     # The pairs' count goes through encoding, which unbatches.
-    from models.config import SummarizerConfig
-    from models.run_folder import make_features
+    from models.model.run_folder import make_features
+    from models.settings.model import SummarizerConfig
 
     vocabulary = data.split_vocabulary(pairs, 100, min_count=1)
     features = make_features(vocabulary, SummarizerConfig(vocab_size=len(vocabulary)))

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from e2e import ROOT, run, train_command, write_org_data
 
-from models import distill
-from models.errors import UserError
+from models.settings.errors import UserError
+from models.training import distill
 
 pytestmark = pytest.mark.tf_only
 
@@ -76,7 +76,7 @@ def test_kill_9_loses_at_most_the_chunk_being_decoded(tmp_path):
     script = textwrap.dedent(
         f"""
         import time
-        from models import distill
+        from models.training import distill
         docs = [f"doc {{i}} words" for i in range(400)]
         def decode(batch):
             time.sleep(0.01)
@@ -245,8 +245,8 @@ def test_distilled_split_uses_the_teachers_headlines_and_its_cache(tmp_path):
 
 
 def test_member_check_asks_for_rouge_1_above_and_neither_other_below():
-    from models import member_check
-    from models.config import SearchOptions
+    from models.decoding import member_check
+    from models.settings.search import SearchOptions
 
     def check(student, member):
         keys = ("rouge1", "rouge2", "rougeL")
@@ -324,7 +324,7 @@ def test_train_py_distills_a_student_from_a_runs_weights_and_exports_it(
     import numpy as np
     import tensorflow as tf
 
-    from models.run_folder import load_trained_model
+    from models.model.run_folder import load_trained_model
 
     write_org_data(tmp_path / "data")
     teacher = _last_two_words_teacher(tmp_path / "teacher" / "1")
@@ -391,7 +391,7 @@ def test_one_command_makes_the_served_student_from_a_plain_export(trained, tmp_p
     import numpy as np
     import tensorflow as tf
 
-    from models.run_folder import load_trained_model
+    from models.model.run_folder import load_trained_model
 
     write_org_data(tmp_path / "data")
     teacher = trained[0] / "export" / "1"
@@ -456,8 +456,8 @@ def _assert_the_member_is_to_be_served(result, version_dir, teacher):
     at a length-chosen end penalty; the member's own penalty is chosen by
     ROUGE-1 on the same grid and pairs: the student cannot beat it, and the
     command says how to export the member as it was scored."""
-    from models.config import SearchOptions
-    from models.export import parse_export_settings
+    from models.export.saved_model import parse_export_settings
+    from models.settings.search import SearchOptions
 
     training = json.loads((version_dir / "training.json").read_text())
     check = training["member_check"]
@@ -483,6 +483,6 @@ def _assert_the_member_is_to_be_served(result, version_dir, teacher):
 def keras_model(path):
     import keras
 
-    import models.summarizer  # noqa: F401  (registers the model with Keras)
+    import models.model.summarizer  # noqa: F401  (registers the model with Keras)
 
     return keras.saving.load_model(path, compile=False)

@@ -6,12 +6,12 @@ import tensorflow as tf
 from keras import ops
 from toy_summarizer import VOCAB, tiny_batch, tiny_config, tiny_summarizers
 
-from models.config import SearchOptions
-from models.ensemble import SummarizerEnsemble
-from models.inference import HeadlineModule
-from models.summarizer import HeadlineSummarizer
+from models.decoding.headline_module import HeadlineModule
+from models.model.ensemble import SummarizerEnsemble
+from models.model.summarizer import HeadlineSummarizer
+from models.settings.search import SearchOptions
 from models.text import RESERVED
-from models.text_features import TextFeatures
+from models.text.features import TextFeatures
 
 pytestmark = pytest.mark.tf_only
 

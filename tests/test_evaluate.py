@@ -13,16 +13,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import tensorflow as tf  # noqa: E402
 
-from models import evaluate as ev  # noqa: E402
-from models import (  # noqa: E402
-    heatmap,
-    metrics,
-    version_folders,
-)
-from models.baselines import lead_baseline  # noqa: E402
-from models.errors import UserError  # noqa: E402
-from models.heatmap import attention_png_bytes, plot_attention  # noqa: E402
-from models.saved_model_client import decode_documents  # noqa: E402
+from models.decoding.saved_model_client import decode_documents  # noqa: E402
+from models.evaluation import evaluate as ev  # noqa: E402
+from models.evaluation import heatmap  # noqa: E402
+from models.evaluation.heatmap import attention_png_bytes, plot_attention  # noqa: E402
+from models.scoring import metrics  # noqa: E402
+from models.scoring.baselines import lead_baseline  # noqa: E402
+from models.settings import version_folders  # noqa: E402
+from models.settings.errors import UserError  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -372,7 +370,7 @@ def test_evaluate_rejects_bad_split(saved_model):
 def _cli(*args):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     return subprocess.run(
-        [sys.executable, "-m", "models.evaluate", *args],
+        [sys.executable, "-m", "models.evaluation", *args],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -1,4 +1,4 @@
-"""`models.export.export` is atomic on failure too: it leaves no version
+"""`models.export.saved_model.export` is atomic on failure too: it leaves no version
 folder and no temporary folder, and removes those a killed export left.
 
 A trivial module stands in for `HeadlineModule`, so that each export takes
@@ -15,8 +15,8 @@ from pathlib import Path  # noqa: E402
 
 import tensorflow as tf  # noqa: E402
 
-from models import export as export_lib  # noqa: E402
-from models import inference  # noqa: E402
+from models.decoding import headline_module as inference  # noqa: E402
+from models.export import saved_model as export_lib  # noqa: E402
 
 _DOCUMENTS = tf.TensorSpec([None], tf.string)
 
@@ -41,7 +41,7 @@ class _EchoModule(tf.Module):
 
 @pytest.fixture(autouse=True)
 def echo_module(monkeypatch):
-    # `export` reads it from `models.inference` when it runs.
+    # `export` reads it from `models.decoding.headline_module` when it runs.
     monkeypatch.setattr(inference, "HeadlineModule", _EchoModule)
 
 

@@ -19,11 +19,14 @@ import tensorflow as tf  # noqa: E402
 from e2e import train_command, write_org_data  # noqa: E402
 
 import keras_attn  # noqa: E402
-from models import data, training  # noqa: E402
-from models.config import SearchOptions, SummarizerConfig, TrainOptions  # noqa: E402
-from models.inference import HeadlineModule  # noqa: E402
-from models.schedule import Schedule  # noqa: E402
-from models.text_features import RESERVED, TextFeatures  # noqa: E402
+from models import data  # noqa: E402
+from models.decoding.headline_module import HeadlineModule  # noqa: E402
+from models.settings.fit import TrainOptions  # noqa: E402
+from models.settings.model import SummarizerConfig  # noqa: E402
+from models.settings.search import SearchOptions  # noqa: E402
+from models.text.features import RESERVED, TextFeatures  # noqa: E402
+from models.training import fit as training  # noqa: E402
+from models.training.schedule import Schedule  # noqa: E402
 
 WORDS = ["alpha", "beta", "gamma", "delta", "said", "."]
 LAYERS = {
@@ -176,7 +179,7 @@ def test_coverage_no_copy_gru_validation_cap_export(tmp_path, monkeypatch, capsy
     reloaded = keras.saving.load_model(version / "model.keras", compile=False)
     assert isinstance(reloaded.attention, keras_attn.CoverageAttention)
     # The export decodes what a search of the saved model decodes.
-    from models.run_folder import load_run
+    from models.model.run_folder import load_run
 
     _, features = load_run(tmp_path / "run")
     options = SearchOptions(**json.loads((version / "search_options.json").read_text()))

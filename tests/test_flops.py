@@ -3,7 +3,7 @@
 import pytest
 
 from benchmarks import bench_paper_training, flops
-from models.config import SummarizerConfig
+from models.settings.model import SummarizerConfig
 
 
 def config(**overrides):

@@ -1,13 +1,13 @@
-"""A run folder's and an export's file names live in `models.folder_layout`
+"""A run folder's and an export's file names live in `models.settings.folder_layout`
 alone: no other module of `models/` (nor `train.py`) spells one as a string."""
 
 import ast
 from pathlib import Path
 
-from models import folder_layout
+from models.settings import folder_layout
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYOUT = ROOT / "models" / "folder_layout.py"
+LAYOUT = ROOT / "models" / "settings" / "folder_layout.py"
 # "teacher", "risk" and "heatmaps" are left out: they are also a
 # distillation target, a progress bar's metric and a key of `metrics.json`.
 NAMES = {
@@ -25,6 +25,7 @@ NAMES = {
     "training_metadata.json",
     "training_end.json",
     "training.json",
+    "data_source.json",
     "state.json",
     "member-",
     "logs",

@@ -1,6 +1,6 @@
-"""`models.headline_table`: one Markdown row per document, whatever its text."""
+"""`models.tools.headline_table`: one Markdown row per document, whatever its text."""
 
-from models.headline_table import table
+from models.tools.headline_table import table
 
 
 def test_rows_keep_angle_brackets_pipes_and_any_script_visible():

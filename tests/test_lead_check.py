@@ -10,8 +10,8 @@ pytestmark = pytest.mark.tf_only
 
 import json  # noqa: E402
 
-from models import lead_check  # noqa: E402
-from models.baselines import LEAD_WORDS, chosen_lead_tokens  # noqa: E402
+from models.decoding import lead_check  # noqa: E402
+from models.scoring.baselines import LEAD_WORDS, chosen_lead_tokens  # noqa: E402
 
 # Each headline is its document's words 2-5: the median length, 4, leaves the
 # first word in and the fifth out; N = 5 takes all four and one word more.

@@ -17,9 +17,9 @@ import numpy as np  # noqa: E402
 import scripted  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from models.export import export as export_model  # noqa: E402
-from models.inference import HeadlineModule  # noqa: E402
-from models.tuning import tune_greedy_end_penalty  # noqa: E402
+from models.decoding.headline_module import HeadlineModule  # noqa: E402
+from models.decoding.tuning import tune_greedy_end_penalty  # noqa: E402
+from models.export.saved_model import export as export_model  # noqa: E402
 
 DOCUMENTS = [
     "alpha bravo charlie",

@@ -1,5 +1,6 @@
-"""Lengths from the data (`models.lengths`), the lead baseline's N, and the
-check of a trained model against that baseline (`models.lead_check`)."""
+"""Lengths from the data (`models.training.chosen_lengths`), the lead
+baseline's N, and the check of a trained model against that baseline
+(`models.decoding.lead_check`)."""
 
 import pytest
 
@@ -11,13 +12,16 @@ import json  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from models import data, lead_check, lengths, tuning  # noqa: E402
-from models.baselines import (  # noqa: E402
+from models import data  # noqa: E402
+from models.decoding import lead_check, tuning  # noqa: E402
+from models.scoring.baselines import (  # noqa: E402
     LEAD_WORDS,
     choose_lead_tokens,
     recorded_lead_tokens,
 )
-from models.config import SearchOptions, SummarizerConfig  # noqa: E402
+from models.settings.model import SummarizerConfig  # noqa: E402
+from models.settings.search import SearchOptions  # noqa: E402
+from models.training import chosen_lengths as lengths  # noqa: E402
 
 
 def _split(pairs):

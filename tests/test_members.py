@@ -7,8 +7,8 @@ pytestmark = pytest.mark.tf_only
 
 import json  # noqa: E402
 
-from models import members  # noqa: E402
-from models.members import MemberEnd  # noqa: E402
+from models.model import members  # noqa: E402
+from models.model.members import MemberEnd  # noqa: E402
 
 
 def _member(folder, backup_validations=None, saved=True):
@@ -56,7 +56,7 @@ def test_a_cut_minimum_risk_stage_keeps_the_member_from_being_served(tmp_path):
 
 
 def test_model_files_leave_out_unfinished_members(tmp_path):
-    from models.run_folder import model_files
+    from models.model.run_folder import model_files
 
     run = _member(tmp_path / "run", backup_validations=4)
     members.write_end(run, MemberEnd(validations=4, examples=32, reason="x"))
@@ -70,7 +70,7 @@ def test_model_files_leave_out_unfinished_members(tmp_path):
 
 
 def test_model_files_of_an_export_are_its_members_side_by_side(tmp_path):
-    from models.run_folder import initial_model_files, model_files
+    from models.model.run_folder import initial_model_files, model_files
 
     export = _member(tmp_path / "export")  # model.keras, no backup
     for rank in (10, 2, 1):  # ranks, not names, order them

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 from e2e import ROOT, train_command, write_org_data
 
-from models.callbacks import backed_up_state
-from models.summarizer import HeadlineSummarizer
+from models.model.summarizer import HeadlineSummarizer
+from models.training.callbacks import backed_up_state
 
 pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
 
@@ -33,7 +33,7 @@ import sys
 import numpy as np
 
 import train
-from models import training
+from models.training import fit as training
 
 fit = training.fit
 

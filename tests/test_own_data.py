@@ -19,7 +19,7 @@ JAPANESE = ["東京", "株式", "市場", "上昇", "政府", "発表", "経済"
 JAPANESE += ["銀行", "金利", "ゲーム"]
 RUSSIAN = ["Москва", "выборы", "президент", "рынок", "нефть", "цены", "банк"]
 RUSSIAN += ["рост", "правительство", "закон", "налоги", "Россия"]
-# A Chinese or Japanese character (`models.cjk.CJK_LETTERS`, in brief).
+# A Chinese or Japanese character (`models.text.cjk.CJK_LETTERS`, in brief).
 KANJI_KANA = "[\u3040-\u30ff\u4e00-\u9fff]"
 
 
@@ -63,8 +63,8 @@ def test_train_export_decode_on_unicode_data(tmp_path):
     import scripted
     import tensorflow as tf
 
-    from models.inference import HeadlineModule
-    from models.run_folder import load_run, load_vocabulary
+    from models.decoding.headline_module import HeadlineModule
+    from models.model.run_folder import load_run, load_vocabulary
 
     docs = [
         "Café ZÜRICH naïve 東京 🙂 Ωμέγα 2,500 São",

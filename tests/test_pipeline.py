@@ -158,7 +158,7 @@ def test_served_headlines_are_readable():
     import scripted
     import tensorflow as tf
 
-    from models.inference import HeadlineModule
+    from models.decoding.headline_module import HeadlineModule
     from models.text import RESERVED
 
     # Gigaword's form, as the trained run's: digits masked, lowercased.
@@ -184,7 +184,7 @@ def test_odd_documents_get_the_headlines_worked_out_by_hand():
     import scripted
     import tensorflow as tf
 
-    from models.inference import HeadlineModule
+    from models.decoding.headline_module import HeadlineModule
 
     module = HeadlineModule(
         scripted.ScriptedModel(), scripted.features(16), scripted.OPTIONS
@@ -332,7 +332,7 @@ real_import = train.import_tensorflow
 
 def import_tensorflow(*args, **kwargs):
     out = real_import(*args, **kwargs)
-    from models.callbacks import ValidationRouge
+    from models.training.callbacks import ValidationRouge
 
     ValidationRouge.on_epoch_end = on_epoch_end
     return out
@@ -396,8 +396,8 @@ def test_resume_after_kill(tmp_path, monkeypatch, capsys):
     weights, optimizer (step counter included), best model, early stopping."""
     import keras
 
-    from models import training
-    from models.config import TrainOptions
+    from models.settings.fit import TrainOptions
+    from models.training import fit as training
 
     # 10 steps an interval (a pass) and a backup at each validation, none
     # within an interval: a tiny step takes milliseconds, so a backup every

@@ -7,9 +7,9 @@ pytestmark = pytest.mark.tf_only
 import tensorflow as tf  # noqa: E402
 
 from models import text  # noqa: E402
-from models.config import NORMALIZATION_CHOICES, SummarizerConfig  # noqa: E402
-from models.errors import UserError  # noqa: E402
-from models.text_features import RESERVED, TextFeatures  # noqa: E402
+from models.settings.errors import UserError  # noqa: E402
+from models.settings.model import NORMALIZATION_CHOICES, SummarizerConfig  # noqa: E402
+from models.text.features import RESERVED, TextFeatures  # noqa: E402
 
 # Numbers, names, possessives, currency, percentages, quotes, brackets,
 # slashes, hyphens, abbreviations, accents, other scripts, emoji.

@@ -14,10 +14,10 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 from e2e import ROOT, train_command, write_org_data  # noqa: E402
 
-import models.summarizer  # noqa: E402, F401  (registers the model with Keras)
-from models.config import RiskOptions  # noqa: E402
-from models.errors import UserError  # noqa: E402
-from models.risk_fine_tuning import LinearWarmUp  # noqa: E402
+import models.model.summarizer  # noqa: E402, F401  (registers the model with Keras)
+from models.settings.errors import UserError  # noqa: E402
+from models.settings.risk import RiskOptions  # noqa: E402
+from models.training.risk_fine_tuning import LinearWarmUp  # noqa: E402
 
 # Two updates of beam candidates, one validation after them.
 RISK = ["--risk-updates", "2", "--risk-validate-every", "2"]

@@ -6,8 +6,8 @@ pytestmark = pytest.mark.tf_only
 
 from rouge_score import rouge_scorer  # noqa: E402
 
-from models import metrics  # noqa: E402
-from models.metrics import RougeTokenizer  # noqa: E402
+from models.scoring import metrics  # noqa: E402
+from models.scoring.metrics import RougeTokenizer  # noqa: E402
 
 # Gigaword-like (prediction, reference) pairs, made up: punctuation, `#`
 # digits, `'s`, `n't`, UNK and <unk>, hyphens, PTB brackets and escapes,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from models.sampled_softmax import (
+from models.model.sampled_softmax import (
     log_uniform_candidates,
     log_uniform_log_prob,
     sampled_log_softmax,

@@ -1,4 +1,4 @@
-"""`models.saved_model_client` against the fake export of `fake_servable.py`.
+"""`models.decoding.saved_model_client` against the fake export of `fake_servable.py`.
 
 The fake's headline is a document's first three words (upper-cased in
 version 1, lower-cased in version 2), its score minus the number of source
@@ -14,8 +14,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from fake_servable import save_fake  # noqa: E402
 
-from models import saved_model_client as client  # noqa: E402
-from models.errors import UserError  # noqa: E402
+from models.decoding import saved_model_client as client  # noqa: E402
+from models.settings.errors import UserError  # noqa: E402
 
 DOCS = [
     "Alpha Beta Gamma delta epsilon",

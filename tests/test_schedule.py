@@ -1,5 +1,5 @@
-"""The schedule counted in training examples (`models.schedule`), worked out
-by hand, and the time left that `models.progress` estimates from it."""
+"""The schedule counted in training examples (`models.training.schedule`), worked out
+by hand, and the time left that `models.training.progress` estimates from it."""
 
 import io
 import json
@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from models.config import TrainOptions
-from models.errors import UserError
-from models.progress import AFTER_TRAINING_INTERVALS, CommandProgress
-from models.schedule import (
+from models.settings.errors import UserError
+from models.settings.fit import TrainOptions
+from models.training.progress import AFTER_TRAINING_INTERVALS, CommandProgress
+from models.training.schedule import (
     Schedule,
     check_run_folder,
     interval_batches,

@@ -1,4 +1,4 @@
-"""Tests of `models.serve` against a fake SavedModel with the export's
+"""Tests of `serving` against a fake SavedModel with the export's
 signatures (`fake_servable.py`): every answer can be checked exactly. The web
 page and the load generator are tried in test_serve_page.py.
 """
@@ -31,7 +31,7 @@ from fake_servable import (  # noqa: E402
     server_config,
 )
 
-from models import serve  # noqa: E402
+import serving as serve  # noqa: E402
 
 # ----------------------------------------------------------------- fixtures
 
@@ -71,12 +71,12 @@ def client(model_dir):
 
 def test_server_imports_no_model_code():
     # A fresh interpreter (this one has imported everything). TensorFlow itself
-    # loads parts of keras, so what counts is what `models.serve` adds to it.
+    # loads parts of keras, so what counts is what `serving` adds to it.
     probe = (
         "import sys, tensorflow, starlette.applications, starlette.staticfiles\n"
         "before = set(sys.modules)\n"
-        "import models.serve\n"
-        "models.serve.create_app\n"
+        "import serving\n"
+        "serving.create_app\n"
         "print(' '.join(sorted(set(sys.modules) - before)))"
     )
     result = subprocess.run(
@@ -89,17 +89,21 @@ def test_server_imports_no_model_code():
     )
     assert result.returncode == 0, result.stderr[-2000:]
     added = set(result.stdout.split())
-    assert {"models.serve.app", "models.serve.codec"} <= added
+    assert {"serving.app", "serving.codec"} <= added
     model_code = {m for m in added if m.startswith(("keras", "models."))}
+    # The packages `models.settings` and `models.decoding` import nothing
+    # themselves.
     allowed = {
-        "models.errors",
-        "models.flags",
-        "models.folder_layout",
-        "models.saved_model_client",
-        "models.startup",
-        "models.version_folders",
+        "models.settings",
+        "models.decoding",
+        "models.settings.errors",
+        "models.settings.flags",
+        "models.settings.folder_layout",
+        "models.decoding.saved_model_client",
+        "models.settings.startup",
+        "models.settings.version_folders",
     }
-    assert {m for m in model_code if not m.startswith("models.serve")} <= allowed
+    assert {m for m in model_code if not m.startswith("serving")} <= allowed
 
 
 # ---------------------------------------------------------------------- REST API

@@ -1,4 +1,4 @@
-"""`python -m models.serve` on a real export: the `trained` fixture's.
+"""`python -m serving` on a real export: the `trained` fixture's.
 
 The server runs as the README starts it, in its own process, and its answers
 must be what the SavedModel itself gives.
@@ -38,7 +38,7 @@ def server(trained):
     command = [
         sys.executable,
         "-m",
-        "models.serve",
+        "serving",
         "--model-dir",
         str(tmp_path / "export"),
         "--port",

@@ -14,8 +14,8 @@ import shutil  # noqa: E402
 import numpy as np  # noqa: E402
 from fake_servable import DOC, TestClient, save_fake, server_config  # noqa: E402
 
-from models import serve  # noqa: E402
-from models.serve.batcher import Batcher, Job  # noqa: E402
+import serving as serve  # noqa: E402
+from serving.batcher import Batcher, Job  # noqa: E402
 
 URL = "/v1/models/headlines:predict"
 

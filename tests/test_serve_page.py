@@ -22,7 +22,7 @@ from fake_servable import (  # noqa: E402
     server_config,
 )
 
-from models import serve  # noqa: E402
+import serving as serve  # noqa: E402
 
 # Debian's `chromium`, Ubuntu's `chromium-browser`, or any in $CHROMIUM.
 CHROMIUM = (

@@ -1,6 +1,6 @@
 """The server's README promises under real faults, on a real tiny export.
 
-Real `python -m models.serve` processes (tests/servers.py) serve copies of
+Real `python -m serving` processes (tests/servers.py) serve copies of
 the shared trained run's export: the address they bind, a chunked upload
 over the body limit, raw UTF-8 text, the batch cap, the command line's
 checks, and a version folder's whole life under load (a hot swap, a newer
@@ -24,7 +24,7 @@ import httpx  # noqa: E402
 import numpy as np  # noqa: E402
 from servers import ROOT, Server, listening_addresses  # noqa: E402
 
-from models.serve import cli  # noqa: E402
+from serving import cli  # noqa: E402
 
 LIMIT = 4000  # --max-body-bytes of the main server
 POLL_S = 0.25
@@ -222,7 +222,7 @@ def test_command_line_rejects_negative_times(flag, capsys):
 
 def test_command_line_rejects_zero_in_a_real_process(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "models.serve", "--model-dir", str(tmp_path)]
+        [sys.executable, "-m", "serving", "--model-dir", str(tmp_path)]
         + ["--max-batch-size", "0"],
         capture_output=True,
         text=True,

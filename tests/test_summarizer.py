@@ -6,8 +6,8 @@ import pytest
 from keras import ops
 from toy_summarizer import VOCAB, T, tiny_batch, tiny_config
 
-from models.config import SummarizerConfig
-from models.summarizer import HeadlineSummarizer
+from models.model.summarizer import HeadlineSummarizer
+from models.settings.model import SummarizerConfig
 
 pytestmark = pytest.mark.tf_only
 

@@ -1,4 +1,4 @@
-"""`models.text_features`: extended ids, `<unk>` against copyable words, and back.
+"""`models.text.features`: extended ids, `<unk>` against copyable words, and back.
 
 A hand-made vocabulary of eight words, so every id below is written by hand:
 `0 <pad>, 1 <unk>, 2 <s>, 3 </s>, 4 the, 5 said, 6 in, 7 .`; a source word
@@ -11,7 +11,7 @@ pytestmark = pytest.mark.tf_only
 
 import tensorflow as tf  # noqa: E402
 
-from models.text_features import RESERVED, TextFeatures  # noqa: E402
+from models.text.features import RESERVED, TextFeatures  # noqa: E402
 
 VOCAB = [*RESERVED, "the", "said", "in", "."]
 V = len(VOCAB)

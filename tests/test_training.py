@@ -12,8 +12,8 @@ import pytest
 
 pytestmark = pytest.mark.tf_only
 
-from models.callbacks import Backup, InterruptBetweenSteps  # noqa: E402
-from models.training import AveragedWeights  # noqa: E402
+from models.training.callbacks import Backup, InterruptBetweenSteps  # noqa: E402
+from models.training.fit import AveragedWeights  # noqa: E402
 
 
 def _weights(model):

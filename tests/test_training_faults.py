@@ -24,9 +24,10 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from e2e import ROOT, train_command, write_org_data  # noqa: E402
 
-from models.config import SummarizerConfig, TrainOptions  # noqa: E402
-from models.ensemble import SummarizerEnsemble  # noqa: E402
-from models.training import build_model  # noqa: E402
+from models.model.ensemble import SummarizerEnsemble  # noqa: E402
+from models.settings.fit import TrainOptions  # noqa: E402
+from models.settings.model import SummarizerConfig  # noqa: E402
+from models.training.fit import build_model  # noqa: E402
 
 INTERVAL_LINE = re.compile(r"^Epoch (\d+)/(\d+)$", re.MULTILINE)
 
@@ -134,10 +135,10 @@ def test_ctrl_c_then_the_same_command_resumes(tmp_path, capsys, monkeypatch):
 @pytest.mark.slow
 def test_an_ensemble_killed_in_its_second_member_resumes_that_member(tmp_path, capsys):
     """Killed in member 2, the same command trains only what is left of it;
-    the export is the mean of both members, and `models.export --members 1`
+    the export is the mean of both members, and `models.export.saved_model --members 1`
     exports the first alone."""
     import train  # the checkout's command line, from the repository root
-    from models.run_folder import load_trained_model
+    from models.model.run_folder import load_trained_model
 
     write_org_data(tmp_path / "data")
     command = train_command(
@@ -166,7 +167,7 @@ def test_an_ensemble_killed_in_its_second_member_resumes_that_member(tmp_path, c
     # Loaded as it was saved.
     for got, want in zip(_weights(run_dir / "model.keras"), first_member, strict=True):
         np.testing.assert_array_equal(np.asarray(got), want)
-    # The run, as `models.export` loads it, and the export hold both
+    # The run, as `models.export.saved_model` loads it, and the export hold both
     # members: the first as it was, the second as resumed and saved.
     version = tmp_path / "export" / "1"
     exported = [
@@ -186,10 +187,10 @@ def test_an_ensemble_killed_in_its_second_member_resumes_that_member(tmp_path, c
 def _assert_ensemble_export(run_dir, version, members, one_dir):
     """`version` decodes with the mean of its two `members`; `--members 1`
     exports the first alone."""
-    from models import export
-    from models.config import SearchOptions
-    from models.inference import HeadlineModule
-    from models.run_folder import load_run
+    from models.decoding.headline_module import HeadlineModule
+    from models.export import saved_model as export
+    from models.model.run_folder import load_run
+    from models.settings.search import SearchOptions
 
     _, features = load_run(run_dir)
     options = SearchOptions(**json.loads((version / "search_options.json").read_text()))

@@ -19,7 +19,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 from e2e import ROOT, train_command, write_org_data  # noqa: E402
 
-import models.summarizer  # noqa: E402, F401  (registers the model with Keras)
+import models.model.summarizer  # noqa: E402, F401  (registers the model with Keras)
 
 # 40 pairs: a pass of 6 batches of 8 (the length buckets of a 16-token
 # source cut leave partial batches). A validation every 3 batches (24

@@ -8,8 +8,8 @@ out-of-vocabulary word that the headline copies.
 
 import numpy as np
 
-from models.config import SummarizerConfig
-from models.summarizer import HeadlineSummarizer
+from models.model.summarizer import HeadlineSummarizer
+from models.settings.model import SummarizerConfig
 
 # Vocabulary size, source length and headline length.
 VOCAB, S, T = 40, 7, 5

@@ -19,7 +19,6 @@ One module per concern, each importing only those before it:
   (`pass_batches`, `stream_batches`, `count_batches`).
 """
 
-from models.config import SPLITS
 from models.data.batches import make_batches
 from models.data.examples import (
     batched,
@@ -35,6 +34,7 @@ from models.data.lengths import measure_lengths
 from models.data.offline import prepare_offline
 from models.data.splits import load_split
 from models.data.word_counts import count_words, split_vocabulary
+from models.settings.data import SPLITS
 
 __all__ = [
     "SPLITS",

@@ -7,7 +7,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from models.data.batches import SHUFFLE_BUFFER, make_batches
-from models.folder_layout import TRAINING_CACHE
+from models.settings.folder_layout import TRAINING_CACHE
 
 # Training examples above which they are kept on disk (`cached_examples`): a
 # million examples take about 2 GB of memory as tensors.
@@ -17,7 +17,7 @@ MEMORY_CACHE_EXAMPLES = 500_000
 def encode_dataset(dataset, features):
     """`(document, summary)` strings to `(inputs, target_out)` examples.
 
-    `features`: the run's `models.text_features.TextFeatures`.
+    `features`: the run's `models.text.features.TextFeatures`.
     """
 
     def encode(documents, summaries):
@@ -178,7 +178,7 @@ def stream_batches(cached, batch_size, *, seed, max_source_length, start=(0, 0))
     without end, from batch `start[1]` of pass `start[0]`.
 
     Batch `b` of pass `p` is the same whether the stream starts at pass 0 or
-    at `(p, b)`, where `models.schedule.Schedule.start` resumes a run: in
+    at `(p, b)`, where `models.training.schedule.Schedule.start` resumes a run: in
     the middle of a pass too.
 
     Args:

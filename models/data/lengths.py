@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from models import cjk, text
+from models import text
+from models.text import cjk
 
 
 def measure_lengths(split, normalization, sample, batch_size=1024):
@@ -11,7 +12,7 @@ def measure_lengths(split, normalization, sample, batch_size=1024):
     Sources are counted in the words the model reads (`text.surface_words`,
     one per Chinese or Japanese character), headlines in the tokens it
     learns (`text.tokenize`), and headlines again in the lead baseline's
-    words (`models.cjk.word_count`). Only the lengths are kept, never the
+    words (`models.text.cjk.word_count`). Only the lengths are kept, never the
     pairs: one batch of text at a time.
 
     Args:

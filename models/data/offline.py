@@ -24,7 +24,7 @@ except ImportError:  # Windows: no lock (one preparation at a time there)
     fcntl = None
 
 from models.data.sources import ORG_DATA, find_source, validate
-from models.errors import UserError
+from models.settings.errors import UserError
 
 _MARKER = "gigaword_offline_source.json"
 _LOCK = ".gigaword_offline.lock"

@@ -11,8 +11,8 @@ import os
 import zipfile
 from pathlib import Path
 
-from models.config import SPLITS
-from models.errors import UserError
+from models.settings.data import SPLITS
+from models.settings.errors import UserError
 
 # TFDS split name -> file prefix in org_data/ (the builder's own mapping).
 SPLIT_FILES = {"train": "train", "validation": "dev", "test": "test"}

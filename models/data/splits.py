@@ -7,10 +7,10 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from models.config import SPLITS
 from models.data.offline import prepare_offline
 from models.data.sources import SPLIT_FILES, find_source, validate
-from models.errors import UserError
+from models.settings.data import SPLITS
+from models.settings.errors import UserError
 
 _SPLIT_ALIASES = {"dev": "validation", "valid": "validation", "val": "validation"}
 

@@ -8,26 +8,18 @@ One module per step, each importing only those before it:
 * `normalization`: the tokens in the data's form (`fold`, `tokenize`,
   `normalize`, `guess_normalization`);
 * `detokenizing`: PTB tokens back to written text (`detokenize`,
-  `detokenize_words`).
+  `detokenize_words`);
+* `cjk`: the Chinese and Japanese characters, a token each (plain Python);
+* `features`: `TextFeatures`, raw text to word ids and the model's output
+  back to the readable headline.
+
+The names below are read from their modules when first used, so that
+importing `models.text.cjk` (ROUGE and the lead baseline do) loads no
+TensorFlow before a command line has hidden its start-up lines
+(`models.settings.startup`).
 """
 
-from models.text.detokenizing import PERIOD_ORDINALS, detokenize, detokenize_words
-from models.text.normalization import (
-    fold,
-    guess_normalization,
-    normalize,
-    tokenize,
-)
-from models.text.tokenizing import surface, surface_words
-from models.text.vocabulary import (
-    END,
-    PAD,
-    RESERVED,
-    START,
-    UNK,
-    UNK_ALIASES,
-    build_vocabulary,
-)
+import importlib
 
 __all__ = [
     "END",
@@ -47,3 +39,24 @@ __all__ = [
     "surface_words",
     "tokenize",
 ]
+_MODULES = {
+    **dict.fromkeys(
+        ("PERIOD_ORDINALS", "detokenize", "detokenize_words"), "detokenizing"
+    ),
+    **dict.fromkeys(
+        ("fold", "guess_normalization", "normalize", "tokenize"), "normalization"
+    ),
+    **dict.fromkeys(("surface", "surface_words"), "tokenizing"),
+    **dict.fromkeys(
+        ("END", "PAD", "RESERVED", "START", "UNK", "UNK_ALIASES", "build_vocabulary"),
+        "vocabulary",
+    ),
+}
+
+
+def __getattr__(name):
+    # PEP 562: `models.text.normalize` imports `models.text.normalization`
+    # (and TensorFlow) then.
+    if name in _MODULES:
+        return getattr(importlib.import_module(f"models.text.{_MODULES[name]}"), name)
+    raise AttributeError(f"module 'models.text' has no attribute {name!r}")

@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-from models.cjk import CJK_LETTERS, CJK_SYMBOLS
+from models.text.cjk import CJK_LETTERS, CJK_SYMBOLS
 
 # The ordinals of a quarter or a half, which Gigaword masks (`#st-qtr`): each
 # one's digits, its spelled forms and the periods it can have (a half is

@@ -7,12 +7,12 @@ every digit replaced by `#`:
     japan 's nec corp. said on wednesday it would cut #,### jobs .
 
 `normalize` turns raw text into that form in-graph: `fold(surface_words(x))`.
-The `"general"` form keeps the digits (`models.config.NORMALIZATION_CHOICES`).
+The `"general"` form keeps the digits (`models.settings.model.NORMALIZATION_CHOICES`).
 """
 
 import tensorflow as tf
 
-from models.config import check_normalization
+from models.settings.model import check_normalization
 from models.text.tokenizing import surface_words
 
 

@@ -9,13 +9,13 @@ calls it runs on stock TF Serving. RE2 has no look-around, so the rules below
 use capture groups and a private marker character instead.
 Chinese and Japanese, written without spaces, are split one character a token
 (their punctuation too: `。`, `「`), Latin words and numbers among them kept
-whole (`models.cjk`).
+whole (`models.text.cjk`).
 `models.text.normalization` then folds the tokens (lowercase, digits masked).
 """
 
 import tensorflow as tf
 
-from models.cjk import CJK_CHARACTERS
+from models.text.cjk import CJK_CHARACTERS
 from models.text.vocabulary import UNK
 
 # Words that the data keeps with their period (`corp.`, `sept.`, `calif.`), also

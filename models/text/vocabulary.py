@@ -6,7 +6,7 @@ from collections.abc import Mapping
 import tensorflow as tf
 
 # The reserved tokens, defined here only: the vocabulary starts with them in
-# this order, so their ids are their positions (`models.text_features`).
+# this order, so their ids are their positions (`models.text.features`).
 PAD = "<pad>"
 UNK = "<unk>"
 START = "<s>"

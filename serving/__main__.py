@@ -1,0 +1,5 @@
+"""`python -m serving`: see `serving.cli`."""
+
+from serving.cli import main
+
+main()
