@@ -24,7 +24,10 @@ PAGES = [
     *(p for p in sorted((ROOT / "docs").glob("**/*.md")) if p.name != "history.md"),
 ]
 MAIN_BLOCK = re.compile(r'^if __name__ == "__main__":', re.MULTILINE)
-COMMAND = re.compile(r"python3?\s+-m\s+(benchmarks|papers|models|examples)\.(\w+)")
+# `python -m pkg.module` or `python -m pkg.folder.module`: (pkg, "folder.module").
+COMMAND = re.compile(
+    r"python3?\s+-m\s+(benchmarks|papers|models|examples)\.(\w+(?:\.\w+)*)"
+)
 CITED_FILE = re.compile(r"\bbenchmarks/(\w+)\.py\b")
 RUN_BY_PATH = re.compile(r"python3?\s+((?:benchmarks|papers|examples)/\w+\.py)")
 
@@ -78,8 +81,8 @@ def test_the_docs_commands_name_modules_of_the_checkout(page):
     missing = sorted(
         f"{pkg}.{name}"
         for pkg, name in set(COMMAND.findall(text))
-        if not (ROOT / pkg / f"{name}.py").is_file()
-        and not (ROOT / pkg / name / "__main__.py").is_file()
+        if not (ROOT / pkg / f"{name.replace('.', '/')}.py").is_file()
+        and not (ROOT / pkg / name.replace(".", "/") / "__main__.py").is_file()
     )
     assert not missing, f"{page.name} runs modules that do not exist: {missing}"
     # The scripts import their package (`from benchmarks import common`), so
