@@ -45,7 +45,10 @@ class AttentionRNN(CheckedConstructor, keras.layers.Layer):
 
     The functional-model way to use the cell: the memory is projected once,
     inside this layer's `call`, and the alignment history comes back as its
-    own output when the cell has `return_alignments=True`.
+    own output when the cell has `return_alignments=True`. On torch the
+    layer runs the time loop itself (`keras_attn.time_loop`), with the
+    outputs and gradients of `keras.layers.RNN`'s; elsewhere, or under
+    mixed precision, it runs `keras.layers.RNN`.
 
     Args:
         cell: An `AttentionCellWrapper` (or its config).

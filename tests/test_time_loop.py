@@ -30,31 +30,28 @@ SEQUENCE_MASK = np.array(
 MEMORY_MASK = np.array([[1, 1, 0, 0], [1, 1, 1, 1], [1, 1, 1, 0]], dtype=bool)
 
 
-def _layer(style, seed=0, **layer_kwargs):
-    keras.utils.set_random_seed(seed)
-    if style == "bahdanau":
-        cell = AttentionCellWrapper(
-            keras.layers.GRUCell(UNITS),
-            BahdanauAttention(5),
-            style="bahdanau",
-            return_alignments=True,
-        )
-    elif style == "luong":
-        cell = AttentionCellWrapper(
-            keras.layers.LSTMCell(UNITS),
-            GeneralAttention(),
-            style="luong",
-            output_attention=False,
-            return_alignments=True,
-        )
-    else:
-        cell = AttentionCellWrapper(
+def _cell(style):
+    if style == "self":
+        return AttentionCellWrapper(
             keras.layers.GRUCell(UNITS),
             ScaledDotAttention(),
             style="self",
             max_length=3,
         )
-    return AttentionRNN(cell, return_state=True, **layer_kwargs)
+    # Luong: an LSTM (two states) feeding its attentional state in a state.
+    luong = style == "luong"
+    return AttentionCellWrapper(
+        keras.layers.LSTMCell(UNITS) if luong else keras.layers.GRUCell(UNITS),
+        GeneralAttention() if luong else BahdanauAttention(5),
+        style=style,
+        return_alignments=True,
+        **({"output_attention": False} if luong else {}),
+    )
+
+
+def _layer(style, seed=0, **layer_kwargs):
+    keras.utils.set_random_seed(seed)
+    return AttentionRNN(_cell(style), return_state=True, **layer_kwargs)
 
 
 def _arrays():
@@ -104,8 +101,9 @@ def _outputs_and_gradients(layer, style, generic, monkeypatch):
         {"go_backwards": True},
         {"zero_output_for_mask": True},
         {"return_sequences": False},
+        {"unroll": True},
     ],
-    ids=["plain", "backwards", "zero_output", "last"],
+    ids=["plain", "backwards", "zero_output", "last", "unroll"],
 )
 def test_own_loop_gives_the_generic_loops_outputs_and_gradients(
     style, layer_kwargs, monkeypatch
