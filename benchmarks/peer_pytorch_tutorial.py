@@ -21,7 +21,10 @@ Adam) and one forward pass (teacher-forced, without gradients:
 `torch.no_grad()` and `predict_on_batch`) of a batch of 32. Reported:
 milliseconds per call (medians over rounds) and the median per-round ratio
 keras-attn / PyTorch. `--profile` also prints torch.profiler's table of
-keras-attn's forward pass.
+keras-attn's forward pass, and for each program the share of its self time
+(cProfile) by where it is spent: keras_attn, Keras, Keras' torch backend,
+torch's pytree (which `keras.tree` runs on), torch's other Python, torch's
+kernels (its builtins).
 
     KERAS_BACKEND=torch python -m benchmarks.peer_pytorch_tutorial
 """
@@ -279,6 +282,39 @@ def profile_forward(model, inputs, rows=25):
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows))
 
 
+def _origin(code):
+    """Where a cProfile entry's own time goes: the package of its file."""
+    filename = code[0]
+    if filename == "~":  # a builtin: `torch.matmul`, a tensor's method
+        return "torch kernels" if "torch" in code[2] else "builtins"
+    for part, name in (
+        ("/keras_attn/", "keras_attn"),
+        ("/keras/src/backend/torch/", "Keras' torch backend"),
+        ("/torch/utils/_pytree.py", "torch's pytree (keras.tree on torch)"),
+        ("/benchmarks/", "the tutorial's modules"),
+        ("/keras/src/", "Keras (layers, ops, tree, trainer)"),
+        ("/torch/", "torch's Python"),
+    ):
+        if part in filename:
+            return name
+    return "other"
+
+
+def self_time_by_package(fn, calls=20):
+    """`{package: share}` of the self time of `calls` calls of `fn` (cProfile)."""
+    import cProfile
+    import pstats
+
+    fn()
+    profiler = cProfile.Profile()
+    profiler.runcall(lambda: [fn() for _ in range(calls)])
+    totals = {}
+    for code, (_, _, self_time, _, _) in pstats.Stats(profiler).stats.items():
+        totals[_origin(code)] = totals.get(_origin(code), 0.0) + self_time
+    whole = sum(totals.values())
+    return {k: round(v / whole, 3) for k, v in sorted(totals.items())}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--vocab", type=int, default=30)
@@ -314,6 +350,8 @@ def main(argv=None):
     if args.profile:
         torch.set_num_threads(args.threads[0])
         profile_forward(model, [source, decoder_inputs(target)])
+        for name, fn in programs(tutorial, model, source, target).items():
+            print(json.dumps({f"self time, {name}": self_time_by_package(fn)}))
     print(json.dumps({"vocab": args.vocab, "batch": BATCH, **results}))
 
 

@@ -8,6 +8,8 @@
 Each overrides `AttentionCellWrapper._step` and the sizes it changes.
 """
 
+import contextlib
+
 import keras
 from keras import ops
 
@@ -333,6 +335,10 @@ class SelfAttentionCell(_AttentionalStateCell):
             "states). Received a memory of shape "
             f"{tuple(memory.shape)}; use `get_initial_state_self`."
         )
+
+    def _holding_memory(self, states):
+        # What it attends over are its own earlier states, new at every step.
+        return contextlib.nullcontext()
 
     def _step(self, inputs, prev_output, cell_states, extra, training):
         value_buf, key_buf, count = extra

@@ -23,6 +23,7 @@ state is always the cell's last output, which the JAX loop repeats at masked
 steps.
 """
 
+import contextlib
 import inspect
 
 import keras
@@ -203,6 +204,8 @@ class AttentionCellWrapper(keras.layers.Layer):
         self._key_dim = None
         self._input_dim = None
         self._direct_cell_call = None
+        # `(memory states, AttentionMemory)` while `_holding_memory`.
+        self._held_memory = None
         self.supports_masking = True
 
     # ----------------------------------------------------------- hooks
@@ -464,6 +467,11 @@ class AttentionCellWrapper(keras.layers.Layer):
 
     def _memory(self, memory_states):
         """The `AttentionMemory` of the flat `[keys, values, mask]` states."""
+        held = self._held_memory
+        if held is not None and all(
+            state is kept for state, kept in zip(memory_states, held[0], strict=True)
+        ):
+            return held[1]
         keys, values, mask = memory_states
         length = ops.shape(mask)[1]
         return AttentionMemory(
@@ -471,6 +479,23 @@ class AttentionCellWrapper(keras.layers.Layer):
             values=self._unflatten(values, length, self.memory_dim),
             mask=ops.cast(mask, "bool"),
         )
+
+    @contextlib.contextmanager
+    def _holding_memory(self, states):
+        """Within it, `_memory` of these states' memory is read once.
+
+        For a loop that passes the memory states on unchanged (the same
+        tensors, `attention_loop`): each step then skips unflattening them.
+
+        Args:
+            states: The initial states, from `get_initial_state_with_memory`.
+        """
+        memory_states = tuple(states[-3:])
+        self._held_memory = (memory_states, self._memory(memory_states))
+        try:
+            yield
+        finally:
+            self._held_memory = None
 
     def call(self, inputs, states, training=None):
         if self._key_dim is None:

@@ -21,10 +21,22 @@ from keras_attn.attention_cells import (
 from keras_attn.cell_wrapper import STYLES, AttentionCellWrapper
 from keras_attn.masking import keras_mask
 from keras_attn.serialization import deserialize_layer
+from keras_attn.time_loop import attention_loop, loop_calls_cell_directly
 
 
 def _is_shape(x):
     return all(d is None or isinstance(d, int) for d in x)
+
+
+def _reset_dropout_masks(cell):
+    """Clears the dropout masks a wrapped Keras cell caches for one batch.
+
+    `keras.layers.RNN` clears its own cell's, the wrapper, not the cell it
+    wraps: without this a `GRUCell(dropout=...)` would reuse its first
+    batch's mask, and fail on a batch of another size.
+    """
+    for reset in ("reset_dropout_mask", "reset_recurrent_dropout_mask"):
+        getattr(cell, reset, lambda: None)()
 
 
 @keras.saving.register_keras_serializable(package="keras_attn")
@@ -33,7 +45,10 @@ class AttentionRNN(CheckedConstructor, keras.layers.Layer):
 
     The functional-model way to use the cell: the memory is projected once,
     inside this layer's `call`, and the alignment history comes back as its
-    own output when the cell has `return_alignments=True`.
+    own output when the cell has `return_alignments=True`. On torch the
+    layer runs the time loop itself (`keras_attn.time_loop`), with the
+    outputs and gradients of `keras.layers.RNN`'s; elsewhere, or under
+    mixed precision, it runs `keras.layers.RNN`.
 
     Args:
         cell: An `AttentionCellWrapper` (or its config).
@@ -196,15 +211,34 @@ class AttentionRNN(CheckedConstructor, keras.layers.Layer):
             states = self.cell.get_initial_state_with_memory(
                 memory, memory_mask, initial_state
             )
-        outputs, *final = self.rnn(
-            sequences, initial_state=states, mask=sequence_mask, training=training
-        )
+        try:
+            outputs, final = self._run(sequences, states, sequence_mask, training)
+        finally:
+            _reset_dropout_masks(self.cell.cell)
         results = [outputs]
         if self.cell.return_alignments:
             results = list(self.cell.split_output(outputs))
         if self.return_state:
             results += final[1 : 1 + len(self.cell._cell_state_sizes)]
         return results[0] if len(results) == 1 else results
+
+    def _run(self, sequences, states, mask, training):
+        """`(outputs, final_states)` of the cell over `sequences`."""
+        if loop_calls_cell_directly(self.cell):
+            return attention_loop(
+                self.cell,
+                sequences,
+                states,
+                mask=mask,
+                training=training,
+                go_backwards=self.go_backwards,
+                return_sequences=self.return_sequences,
+                zero_output_for_mask=self.zero_output_for_mask,
+            )
+        outputs, *final = self.rnn(
+            sequences, initial_state=states, mask=mask, training=training
+        )
+        return outputs, final
 
     def compute_output_spec(self, inputs, initial_state=None, **kwargs):
         sequences, memory = self._split_inputs(inputs)
