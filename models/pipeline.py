@@ -9,7 +9,6 @@ has finished.
 
 import contextlib
 import dataclasses
-import json
 import shutil
 import sys
 import tempfile
@@ -37,7 +36,7 @@ from models.settings.folder_layout import (
     TRAINING_CACHE,
     TRAINING_RECORD_FILE,
 )
-from models.settings.json_files import write_json
+from models.settings.json_files import read_json, write_json
 from models.settings.train import (
     DataSettings,
     TrainSettings,
@@ -518,7 +517,7 @@ def _write_training_record(version_dir, record):
     """`training.json` in the export, and in its `metrics.json` if written."""
     write_json(version_dir / TRAINING_RECORD_FILE, record)
     metrics_path = version_dir / METRICS_FILE
-    if metrics_path.is_file():
-        metrics = json.loads(metrics_path.read_text())
+    metrics = read_json(metrics_path)
+    if metrics is not None:
         metrics["training"] = record
         write_json(metrics_path, metrics)

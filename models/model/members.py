@@ -11,7 +11,6 @@ backup (an export's, which `--init-from` reads) is taken as it is.
 """
 
 import dataclasses
-import json
 from pathlib import Path
 
 from models.settings.folder_layout import (
@@ -22,7 +21,7 @@ from models.settings.folder_layout import (
     RISK_STATE_FILE,
     member_dir_name,
 )
-from models.settings.json_files import write_json
+from models.settings.json_files import read_json, write_json
 
 
 def member_dirs(run_dir, count):
@@ -61,10 +60,8 @@ def write_end(member_dir, end):
 
 def read_end(member_dir):
     """The member's `MemberEnd`, or None if it has no record."""
-    path = Path(member_dir) / END_RECORD_FILE
-    if not path.is_file():
-        return None
-    return MemberEnd(**json.loads(path.read_text()))
+    values = read_json(Path(member_dir) / END_RECORD_FILE)
+    return None if values is None else MemberEnd(**values)
 
 
 def is_served(member_dir):

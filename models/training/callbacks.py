@@ -8,7 +8,6 @@ Keras' "epoch" is one validation interval of the schedule
 """
 
 import contextlib
-import json
 import signal
 import threading
 import time
@@ -26,6 +25,7 @@ from models.settings.folder_layout import (
     backup_metadata_path,
     callback_state_path,
 )
+from models.settings.json_files import read_json, write_json
 from models.settings.search import SearchOptions
 
 # The key of `Backup`'s callback state file under which each state is kept by
@@ -96,10 +96,7 @@ class Backup(keras.callbacks.BackupAndRestore):
         by_validations = _read_json(self._state_path).get(STATE_BY_VALIDATIONS, {})
         kept = {k: v for k, v in by_validations.items() if int(k) == validations - 1}
         kept[str(validations)] = self.callback_state()
-        tmp = self._state_path.with_suffix(".tmp")
-        tmp.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps({STATE_BY_VALIDATIONS: kept}))
-        tmp.replace(self._state_path)
+        write_json(self._state_path, {STATE_BY_VALIDATIONS: kept}, indent=None)
         super()._save_model()
 
     def on_epoch_end(self, epoch, logs=None):
@@ -109,8 +106,10 @@ class Backup(keras.callbacks.BackupAndRestore):
 
 
 def _read_json(path):
+    # Keras writes its own record of the validations done, not atomically:
+    # one torn by a kill reads as none.
     try:
-        return json.loads(Path(path).read_text())
+        return read_json(path, default={})
     except (OSError, ValueError):
         return {}
 

@@ -28,7 +28,6 @@ they cut is resumed by the same command (its member is not served until
 then).
 """
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -48,6 +47,7 @@ from models.settings.folder_layout import (
     RISK_DIR,
     RISK_STATE_FILE,
 )
+from models.settings.json_files import read_json, write_json
 from models.text.features import END_ID, PAD_ID, START_ID, UNK_ID
 from models.training.callbacks import greedy_search_function
 
@@ -267,7 +267,7 @@ def _start_or_resume(model, step, greedy, validation, folder):
     validation whose weights become the best so far."""
     path = folder / RISK_STATE_FILE
     if path.exists():
-        state = json.loads(path.read_text())
+        state = read_json(path)
         if "updates" not in state:
             raise UserError(
                 f"{path} does not count updates: remove {folder} to start "
@@ -287,7 +287,7 @@ def _start_or_resume(model, step, greedy, validation, folder):
         "seconds": 0.0,
         "examples": 0,
     }
-    _write_state(path, state)
+    write_json(path, state)
     return state
 
 
@@ -315,7 +315,7 @@ def _record_validation(state, score, count, model, folder, options):
         state["best_validation"] = len(state["rouge1"]) - 1
         model.save_weights(folder / BEST_WEIGHTS_FILE)
     model.save_weights(folder / LATEST_WEIGHTS_FILE)
-    _write_state(folder / RISK_STATE_FILE, state)
+    write_json(folder / RISK_STATE_FILE, state)
     best = state["validated_at"][state["best_validation"]]
     print(
         f"minimum risk, update {state['updates']}/{options.risk_updates}: "
@@ -330,9 +330,3 @@ def _done(state, options):
     return (
         state["updates"] >= options.risk_updates or since_best >= options.risk_patience
     )
-
-
-def _write_state(path, state):
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=2) + "\n")
-    tmp.replace(path)

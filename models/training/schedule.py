@@ -29,7 +29,7 @@ from pathlib import Path
 
 from models.settings.errors import UserError
 from models.settings.folder_layout import SCHEDULE_FILE, TRAIN_OPTIONS_FILE
-from models.settings.json_files import write_json
+from models.settings.json_files import read_json, write_json
 
 # The settings a run folder's schedule is made from, as `TrainOptions` names
 # them; a later command must give the same.
@@ -183,10 +183,9 @@ class Schedule:
     @classmethod
     def load(cls, run_dir):
         """The schedule recorded in `run_dir`, or None if it has none."""
-        path = Path(run_dir) / SCHEDULE_FILE
-        if not path.is_file():
+        values = read_json(Path(run_dir) / SCHEDULE_FILE)
+        if values is None:
             return None
-        values = json.loads(path.read_text())
         return cls(**{f.name: values[f.name] for f in dataclasses.fields(cls)})
 
 
