@@ -20,6 +20,7 @@ import tensorflow as tf
 from models import data, text
 from models.export import served_search
 from models.export.saved_model import export
+from models.model import members
 from models.model.ensemble import SummarizerEnsemble
 from models.model.members import MemberEnd, member_dirs, read_end, write_end
 from models.model.run_folder import export_files, initial_model_files
@@ -124,15 +125,16 @@ class MemberOutcome:
 
     @property
     def served(self):
-        """Whether every stage of it has finished, so that it is served."""
-        risk_cut = self.minimum_risk is not None and not self.minimum_risk["finished"]
-        return self.model is not None and not risk_cut
+        """Whether it is served (`members.served`): its training has
+        finished, and its minimum-risk stage where one ran."""
+        risk = None if self.minimum_risk is None else self.minimum_risk["finished"]
+        return members.served(self.model is not None, risk)
 
     def record(self, schedule):
         """Its line in `training.json` (and `metrics.json`)."""
         line = {
             "member": self.rank + 1,
-            "finished": self.served,
+            members.SERVED_KEY: self.served,
             "validations": self.validations,
             "examples": schedule.examples(self.validations),
         }

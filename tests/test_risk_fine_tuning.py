@@ -103,7 +103,7 @@ def test_the_validation_cap_bounds_the_risk_stage(tmp_path):
     assert result.stderr.count("minimum risk, update 3/3:") == 1
     training = json.loads((tmp_path / "export" / "1" / "training.json").read_text())
     (member,) = training["members"]
-    assert member["finished"] and member["minimum_risk"]["finished"]
+    assert member["served"] and member["minimum_risk"]["finished"]
     assert member["minimum_risk"]["updates"] == 3
     assert (tmp_path / "run" / "risk" / "model.keras").is_file()
 
