@@ -9,6 +9,7 @@ has finished.
 
 import contextlib
 import dataclasses
+import functools
 import shutil
 import sys
 import tempfile
@@ -47,7 +48,7 @@ from models.training import distill
 from models.training.callbacks import TrainingCap, backed_up_state
 from models.training.fit import RunData, prepare_run, train_member
 from models.training.progress import CommandProgress, machine
-from models.training.schedule import run_schedule
+from models.training.schedule import RiskSchedule, run_schedule
 
 _COLLECTIVE_TIMEOUT_S = 600
 
@@ -456,12 +457,13 @@ def _fine_tune_members(outcomes, run, options, risk, cap, progress):
     documents = [d for d, _ in run.sample]
     references = [s.decode("utf-8") for _, s in run.sample]
     trained = [o for o in outcomes if o.model is not None]
+    schedule = RiskSchedule.make(risk)
+    progress.minimum_risk(schedule, len(trained))
     tuned = {}
     for i, outcome in enumerate(trained):
         progress.stage(
             f"minimum risk, member {i + 1}/{len(trained)}",
-            f"at most {risk.risk_updates} updates of {options.batch_size} "
-            f"examples, validation every {risk.risk_validate_every}",
+            f"updates of {options.batch_size} examples; {schedule.describe()}",
         )
         record = fine_tune(
             outcome.model,
@@ -470,12 +472,15 @@ def _fine_tune_members(outcomes, run, options, risk, cap, progress):
             run.features,
             risk,
             outcome.folder,
+            schedule=schedule,
             batch_size=options.batch_size,
             seed=options.seed,
             cap=cap,
+            on_validation=functools.partial(progress.risk_validation, i),
         )
         if record["finished"]:
             outcome.model.save(outcome.folder / RISK_DIR / MODEL_FILE)
+            progress.risk_done(i, record["updates"])
         tuned[outcome.rank] = dataclasses.replace(outcome, minimum_risk=record)
     return [tuned.get(o.rank, o) for o in outcomes]
 
