@@ -16,8 +16,7 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from models.decoding.headline_module import HeadlineModule
-from models.decoding.saved_model_client import headlines_in_batches
+from models.decoding.headline_module import headline_search
 from models.model.summarizer import in_multi_worker_mode
 from models.scoring.metrics import mean_rouge
 from models.settings.folder_layout import (
@@ -374,15 +373,6 @@ class AveragedWeights(keras.callbacks.Callback):
         )
 
 
-def greedy_search_function(model, features):
-    """`model`'s greedy search, traced: documents to normalized headlines
-    (the data's form, which ROUGE compares with the references)."""
-    module = HeadlineModule(model, features, SearchOptions())
-    return tf.function(
-        lambda d: module.search(d, 1)["normalized_headlines"], autograph=False
-    )
-
-
 class ValidationRouge(keras.callbacks.Callback):
     """ROUGE of greedy headlines on a validation sample at each validation."""
 
@@ -396,8 +386,10 @@ class ValidationRouge(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         if self._greedy is None:
-            self._greedy = greedy_search_function(self.model, self.features)
-        headlines = headlines_in_batches(self._greedy, self.documents)
+            self._greedy = headline_search(
+                self.model, self.features, SearchOptions(), 1
+            )
+        headlines = self._greedy(self.documents)
         scores = mean_rouge(headlines, self.summaries, ("rouge1", "rouge2", "rougeL"))
         for key, value in scores.items():
             if logs is not None:

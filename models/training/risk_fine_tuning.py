@@ -39,7 +39,7 @@ from keras import ops
 
 import keras_attn
 from models import data
-from models.decoding.saved_model_client import headlines_in_batches
+from models.decoding.headline_module import headline_search
 from models.scoring.metrics import mean_rouge
 from models.settings.errors import UserError
 from models.settings.folder_layout import (
@@ -49,8 +49,8 @@ from models.settings.folder_layout import (
     RISK_STATE_FILE,
 )
 from models.settings.json_files import read_json, write_json
+from models.settings.search import SearchOptions
 from models.text.features import END_ID, PAD_ID, START_ID, UNK_ID
-from models.training.callbacks import greedy_search_function
 
 # The costs' scale: `100 * (1 - ROUGE)`, the 0-100 scale of fairseq's
 # `100 - BLEU`, which its weight of the likelihood loss assumes.
@@ -172,9 +172,8 @@ class _Step:
 
 def _validation_rouge1(greedy, documents, references):
     """Mean ROUGE-1 F1 x 100 of the headlines of `greedy`
-    (`callbacks.greedy_search_function`)."""
-    headlines = headlines_in_batches(greedy, documents)
-    return mean_rouge(headlines, references, ("rouge1",))["rouge1"]
+    (`headline_module.headline_search`)."""
+    return mean_rouge(greedy(documents), references, ("rouge1",))["rouge1"]
 
 
 def fine_tune(
@@ -222,7 +221,7 @@ def fine_tune(
     folder = Path(member_dir) / RISK_DIR
     folder.mkdir(parents=True, exist_ok=True)
     step = _Step(model, options, features.max_target_length + 1)
-    greedy = greedy_search_function(model, features)  # traced once
+    greedy = headline_search(model, features, SearchOptions(), 1)  # traced once
     state = _start_or_resume(model, step, greedy, validation, folder)
     batches = None
     while not _finished(schedule, state):
