@@ -263,6 +263,20 @@ def _risk_progress(schedule, members):
     return progress, stream
 
 
+def _first_risk_validation(progress, updates, seconds, best_updates, since_best):
+    """Member 1's first validation of the stage, at ROUGE-1 30 from 31."""
+    progress.risk_validation(
+        0,
+        updates=updates,
+        interval_updates=updates,
+        seconds=seconds,
+        score=30.0,
+        before=31.0,
+        best_updates=best_updates,
+        since_best=since_best,
+    )
+
+
 def test_time_left_in_the_risk_stage_asks_its_schedule():
     schedule = _risk(risk_validate_every=500, risk_patience=3)
     progress, stream = _risk_progress(schedule, members=2)
@@ -271,16 +285,7 @@ def test_time_left_in_the_risk_stage_asks_its_schedule():
     assert progress.risk_updates_left(0, 500, since_best=1) == 1_000 + 1_500
     # 500 updates in 10 s: 0.02 s an update. No training interval was timed
     # by this command, so the stages after training are not counted.
-    progress.risk_validation(
-        0,
-        updates=500,
-        interval_updates=500,
-        seconds=10.0,
-        score=30.0,
-        before=31.0,
-        best_updates=0,
-        since_best=1,
-    )
+    _first_risk_validation(progress, 500, 10.0, best_updates=0, since_best=1)
     line = stream.getvalue().splitlines()[-1]
     assert "minimum risk, update 500/2000: validation ROUGE-1 30.00 (before: " in line
     assert "31.00, best at update 0)" in line
@@ -298,15 +303,6 @@ def test_time_left_in_the_risk_stage_counts_the_stages_after_training():
     progress.validation(0, 1, 60.0, 20.0, 20.0, 1, "val_rouge1")
     # 100 updates in 100 s; at 100, best at 100: 200 more at least, and the
     # stages after training, a minute an interval.
-    progress.risk_validation(
-        0,
-        updates=100,
-        interval_updates=100,
-        seconds=100.0,
-        score=30.0,
-        before=29.0,
-        best_updates=100,
-        since_best=0,
-    )
+    _first_risk_validation(progress, 100, 100.0, best_updates=100, since_best=0)
     expected = (200 * 1.0 + 60.0 * AFTER_TRAINING_INTERVALS) / 60
     assert _left(stream) == (f"{expected:.0f}", "min")
