@@ -9,7 +9,7 @@ has finished.
 
 import contextlib
 import dataclasses
-import json
+import functools
 import shutil
 import sys
 import tempfile
@@ -21,6 +21,7 @@ import tensorflow as tf
 from models import data, text
 from models.export import served_search
 from models.export.saved_model import export
+from models.model import members
 from models.model.ensemble import SummarizerEnsemble
 from models.model.members import MemberEnd, member_dirs, read_end, write_end
 from models.model.run_folder import export_files, initial_model_files
@@ -37,7 +38,7 @@ from models.settings.folder_layout import (
     TRAINING_CACHE,
     TRAINING_RECORD_FILE,
 )
-from models.settings.json_files import write_json
+from models.settings.json_files import read_json, write_json
 from models.settings.train import (
     DataSettings,
     TrainSettings,
@@ -47,7 +48,7 @@ from models.training import distill
 from models.training.callbacks import TrainingCap, backed_up_state
 from models.training.fit import RunData, prepare_run, train_member
 from models.training.progress import CommandProgress, machine
-from models.training.schedule import run_schedule
+from models.training.schedule import RiskSchedule, run_schedule
 
 _COLLECTIVE_TIMEOUT_S = 600
 
@@ -125,15 +126,16 @@ class MemberOutcome:
 
     @property
     def served(self):
-        """Whether every stage of it has finished, so that it is served."""
-        risk_cut = self.minimum_risk is not None and not self.minimum_risk["finished"]
-        return self.model is not None and not risk_cut
+        """Whether it is served (`members.served`): its training has
+        finished, and its minimum-risk stage where one ran."""
+        risk = None if self.minimum_risk is None else self.minimum_risk["finished"]
+        return members.served(self.model is not None, risk)
 
     def record(self, schedule):
         """Its line in `training.json` (and `metrics.json`)."""
         line = {
             "member": self.rank + 1,
-            "finished": self.served,
+            members.SERVED_KEY: self.served,
             "validations": self.validations,
             "examples": schedule.examples(self.validations),
         }
@@ -455,12 +457,13 @@ def _fine_tune_members(outcomes, run, options, risk, cap, progress):
     documents = [d for d, _ in run.sample]
     references = [s.decode("utf-8") for _, s in run.sample]
     trained = [o for o in outcomes if o.model is not None]
+    schedule = RiskSchedule.make(risk)
+    progress.minimum_risk(schedule, len(trained))
     tuned = {}
     for i, outcome in enumerate(trained):
         progress.stage(
             f"minimum risk, member {i + 1}/{len(trained)}",
-            f"at most {risk.risk_updates} updates of {options.batch_size} "
-            f"examples, validation every {risk.risk_validate_every}",
+            f"updates of {options.batch_size} examples; {schedule.describe()}",
         )
         record = fine_tune(
             outcome.model,
@@ -469,12 +472,15 @@ def _fine_tune_members(outcomes, run, options, risk, cap, progress):
             run.features,
             risk,
             outcome.folder,
+            schedule=schedule,
             batch_size=options.batch_size,
             seed=options.seed,
             cap=cap,
+            on_validation=functools.partial(progress.risk_validation, i),
         )
         if record["finished"]:
             outcome.model.save(outcome.folder / RISK_DIR / MODEL_FILE)
+            progress.risk_done(i, record["updates"])
         tuned[outcome.rank] = dataclasses.replace(outcome, minimum_risk=record)
     return [tuned.get(o.rank, o) for o in outcomes]
 
@@ -518,7 +524,7 @@ def _write_training_record(version_dir, record):
     """`training.json` in the export, and in its `metrics.json` if written."""
     write_json(version_dir / TRAINING_RECORD_FILE, record)
     metrics_path = version_dir / METRICS_FILE
-    if metrics_path.is_file():
-        metrics = json.loads(metrics_path.read_text())
+    metrics = read_json(metrics_path)
+    if metrics is not None:
         metrics["training"] = record
         write_json(metrics_path, metrics)

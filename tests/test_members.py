@@ -96,3 +96,49 @@ def test_model_files_of_an_export_are_its_members_side_by_side(tmp_path):
         1: export / "member-1.keras",
         2: export / "member-2.keras",
     }
+
+
+@pytest.mark.parametrize(
+    "training_finished, risk_finished, expected",
+    [
+        (True, None, True),  # no minimum-risk stage
+        (True, True, True),
+        (True, False, False),  # the stage was cut
+        (False, None, False),
+        (False, True, False),
+    ],
+)
+def test_one_rule_says_which_members_are_served(
+    training_finished, risk_finished, expected
+):
+    assert members.served(training_finished, risk_finished) is expected
+
+
+def test_a_command_serves_by_the_same_rule_and_records_served(tmp_path):
+    from models.pipeline import MemberOutcome
+    from models.settings.fit import TrainOptions
+    from models.training.schedule import Schedule
+
+    schedule = Schedule.make(TrainOptions(batch_size=8, validate_every=24), 5)
+    cut = MemberOutcome(
+        0, tmp_path, 2, model=object(), minimum_risk={"finished": False}
+    )
+    line = cut.record(schedule)
+    assert not cut.served and line["served"] is False and "finished" not in line
+    assert line["minimum_risk"] == {"finished": False}
+    done = MemberOutcome(1, tmp_path, 2, model=object())
+    assert done.record(schedule)["served"] is True
+    assert done.record(schedule)["examples"] == 2 * 3 * 8
+    assert MemberOutcome(2, tmp_path, 1).record(schedule)["served"] is False
+
+
+def test_a_training_record_written_before_says_served_as_finished(tmp_path):
+    # `training.json` as runs wrote it before its key was `served`.
+    old = {
+        "members": [{"member": 1, "finished": True}, {"member": 2, "finished": False}]
+    }
+    (tmp_path / "training.json").write_text(json.dumps(old))
+    record = json.loads((tmp_path / "training.json").read_text())
+    assert [members.served_in_record(m) for m in record["members"]] == [True, False]
+    new = [{"member": 1, "served": False, "finished": True}]
+    assert [members.served_in_record(m) for m in new] == [False]

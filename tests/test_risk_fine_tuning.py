@@ -17,7 +17,27 @@ from e2e import ROOT, train_command, write_org_data  # noqa: E402
 import models.model.summarizer  # noqa: E402, F401  (registers the model with Keras)
 from models.settings.errors import UserError  # noqa: E402
 from models.settings.risk import RiskOptions  # noqa: E402
-from models.training.risk_fine_tuning import LinearWarmUp  # noqa: E402
+from models.training.risk_fine_tuning import LinearWarmUp, read_state  # noqa: E402
+
+# `risk/state.json` as the stage has written it since it counted updates:
+# a stage cut after its first validation interval, of 2 updates.
+STATE_WRITTEN_BEFORE = """{
+  "updates": 2,
+  "validated_at": [
+    0,
+    2
+  ],
+  "rouge1": [
+    12.5,
+    13.25
+  ],
+  "best_validation": 1,
+  "seconds": 4.5,
+  "examples": 16
+}
+"""
+STATE_KEYS = {"updates", "validated_at", "rouge1", "best_validation"}
+STATE_KEYS |= {"seconds", "examples"}
 
 # Two updates of beam candidates, one validation after them.
 RISK = ["--risk-updates", "2", "--risk-validate-every", "2"]
@@ -93,17 +113,23 @@ def test_the_validation_cap_bounds_the_risk_stage(tmp_path):
     assert "nothing is exported" in result.stderr
     assert not (tmp_path / "export").exists()
     assert not (tmp_path / "run" / "risk" / "model.keras").exists()
-    state = json.loads((tmp_path / "run" / "risk" / "state.json").read_text())
+    state_path = tmp_path / "run" / "risk" / "state.json"
+    state = json.loads(state_path.read_text())
     assert state["updates"] == 1
+    # The state's keys are those a stage wrote before; written as it wrote
+    # them, the state resumes.
+    assert set(state) == STATE_KEYS
+    state_path.write_text(json.dumps(state, indent=2) + "\n")
 
     # The same command, uncapped: updates 2 and 3 only, then the export.
     result = _train([*command, *risk])
     assert result.returncode == 0, result.stderr[-3000:]
     assert "minimum risk, update 1/3:" not in result.stderr
     assert result.stderr.count("minimum risk, update 3/3:") == 1
+    assert "[train.py] minimum risk, update 2/3: validation ROUGE-1" in result.stderr
     training = json.loads((tmp_path / "export" / "1" / "training.json").read_text())
     (member,) = training["members"]
-    assert member["finished"] and member["minimum_risk"]["finished"]
+    assert member["served"] and member["minimum_risk"]["finished"]
     assert member["minimum_risk"]["updates"] == 3
     assert (tmp_path / "run" / "risk" / "model.keras").is_file()
 
@@ -131,6 +157,7 @@ def test_the_learning_rate_rises_linearly_over_the_warm_up():
         ("risk_updates", -1),
         ("risk_validate_every", 0),
         ("risk_patience", 0),
+        ("risk_min_updates", -1),
         ("risk_candidates", 0),
         ("risk_method", "greedy"),
         ("risk_nll_weight", 1.5),
@@ -146,3 +173,20 @@ def test_the_reference_takes_a_candidate_place():
     with pytest.raises(UserError, match="risk_candidates=1"):
         RiskOptions(risk_candidates=1, risk_include_reference=True)
     assert RiskOptions(risk_candidates=1).risk_candidates == 1
+
+
+def test_a_state_written_before_is_read_as_it_is(tmp_path):
+    (tmp_path / "state.json").write_text(STATE_WRITTEN_BEFORE)
+    state = read_state(tmp_path)
+    assert state == {
+        "updates": 2,
+        "validated_at": [0, 2],
+        "rouge1": [12.5, 13.25],
+        "best_validation": 1,
+        "seconds": 4.5,
+        "examples": 16,
+    }
+    assert read_state(tmp_path / "none") is None
+    (tmp_path / "state.json").write_text(json.dumps({"steps": 2}))
+    with pytest.raises(UserError, match="does not count updates"):
+        read_state(tmp_path)

@@ -1,5 +1,6 @@
-"""The schedule counted in training examples (`models.training.schedule`), worked out
-by hand, and the time left that `models.training.progress` estimates from it."""
+"""The schedule counted in training examples (`models.training.schedule`),
+the minimum-risk stage's counted in updates, worked out by hand, and the
+time left that `models.training.progress` estimates from them."""
 
 import io
 import json
@@ -9,8 +10,10 @@ import pytest
 
 from models.settings.errors import UserError
 from models.settings.fit import TrainOptions
+from models.settings.risk import RiskOptions
 from models.training.progress import AFTER_TRAINING_INTERVALS, CommandProgress
 from models.training.schedule import (
+    RiskSchedule,
     Schedule,
     check_run_folder,
     interval_batches,
@@ -189,3 +192,117 @@ def test_time_left_stops_at_the_example_limit():
     progress.validation(0, 2, 1.0, 10.0, 10.0, 2, "val_rouge1")
     # The minimum (capped at 5) and the patience both lie past the limit.
     assert progress.intervals_left(0, 2) == (5 - 2) + 5
+
+
+def _risk(**options):
+    return RiskSchedule.make(RiskOptions(risk_updates=2_000, **options))
+
+
+def test_the_risk_schedule_is_made_of_its_options():
+    schedule = _risk(risk_validate_every=300, risk_patience=2, risk_min_updates=900)
+    assert schedule == RiskSchedule(
+        validate_every=300, patience=2, min_updates=900, max_updates=2_000
+    )
+    assert "validation every 300 updates" in schedule.describe()
+
+
+def test_risk_intervals_end_at_the_limit():
+    schedule = _risk(risk_validate_every=300)
+    # 2,000 = 6 intervals of 300 and one of 200.
+    assert [schedule.interval(u) for u in (0, 300, 1_800, 2_000)] == [300, 300, 200, 0]
+
+
+def test_the_risk_stage_stops_after_its_patience_not_before_its_minimum():
+    schedule = _risk(risk_validate_every=100, risk_patience=3, risk_min_updates=500)
+    # Best before any update, three validations without better by 300.
+    assert not schedule.stops_early(300, since_best=3)
+    assert schedule.stops_early(500, since_best=5)
+    assert not schedule.stops_early(600, since_best=2)
+    assert not schedule.finished(600, early_stopped=False)
+    assert schedule.finished(600, early_stopped=True)
+    assert schedule.finished(2_000, early_stopped=False)
+    # The defaults: no minimum, the stop at the patience.
+    assert _risk().stops_early(1_500, since_best=3)
+
+
+def test_where_the_risk_stage_resumes():
+    # 1,150 updates on passes of 400 batches: pass 2 (from 0), batch 350.
+    assert _risk().start(1_150, pass_batches=400) == (2, 350)
+    assert _risk().start(0, pass_batches=400) == (0, 0)
+
+
+def test_the_earliest_end_of_the_risk_stage():
+    schedule = _risk(risk_validate_every=500, risk_patience=3)
+    # At 500, best at 0 (one since): two more validations, 1,500.
+    assert schedule.earliest_end(500, since_best=1) == 1_500
+    # At 1,500, best at 1,500: three more would pass the limit.
+    assert schedule.earliest_end(1_500, since_best=0) == 2_000
+    minimum = _risk(risk_validate_every=100, risk_min_updates=1_000)
+    # Its patience is spent at 300, but it runs to its minimum.
+    assert minimum.earliest_end(300, since_best=3) == 1_000
+    # With a minimum not on a validation: the first validation after it.
+    assert (
+        _risk(risk_validate_every=300, risk_min_updates=1_000).earliest_end(
+            300, since_best=5
+        )
+        == 1_200
+    )
+
+
+def test_the_earliest_end_of_training_asks_the_patience_and_the_limits():
+    schedule = _schedule(410)  # at least 10 validations, patience 5, at most 763
+    assert schedule.earliest_end(4, since_best=0) == 10
+    assert schedule.earliest_end(12, since_best=1) == 16
+    assert schedule.earliest_end(760, since_best=0) == 763
+    assert schedule.earliest_end(30, since_best=9) == 30  # it stops here
+
+
+def _risk_progress(schedule, members):
+    progress, stream = _progress(_schedule(410), members=members)
+    progress.minimum_risk(schedule, members)
+    return progress, stream
+
+
+def _first_risk_validation(progress, updates, seconds, best_updates, since_best):
+    """Member 1's first validation of the stage, at ROUGE-1 30 from 31."""
+    progress.risk_validation(
+        0,
+        updates=updates,
+        interval_updates=updates,
+        seconds=seconds,
+        score=30.0,
+        before=31.0,
+        best_updates=best_updates,
+        since_best=since_best,
+    )
+
+
+def test_time_left_in_the_risk_stage_asks_its_schedule():
+    schedule = _risk(risk_validate_every=500, risk_patience=3)
+    progress, stream = _risk_progress(schedule, members=2)
+    # Member 1 at 500, best before any update: it can end at 1,500; member
+    # 2 is taken to need as many (more than 0 + 3 * 500).
+    assert progress.risk_updates_left(0, 500, since_best=1) == 1_000 + 1_500
+    # 500 updates in 10 s: 0.02 s an update. No training interval was timed
+    # by this command, so the stages after training are not counted.
+    _first_risk_validation(progress, 500, 10.0, best_updates=0, since_best=1)
+    line = stream.getvalue().splitlines()[-1]
+    assert "minimum risk, update 500/2000: validation ROUGE-1 30.00 (before: " in line
+    assert "31.00, best at update 0)" in line
+    assert _left(stream) == ("50", "s")
+    # Member 1 ended at 1,500; member 2, at 1,000 with its best at 1,000,
+    # can end at 2,000 at the earliest, later than the 1,500 member 1 took.
+    progress.risk_done(0, 1_500)
+    assert progress.risk_updates_left(1, 1_000, since_best=0) == 1_000
+
+
+def test_time_left_in_the_risk_stage_counts_the_stages_after_training():
+    schedule = _risk(risk_validate_every=100, risk_patience=2)
+    progress, stream = _risk_progress(schedule, members=1)
+    # This command trained a member: a minute an interval.
+    progress.validation(0, 1, 60.0, 20.0, 20.0, 1, "val_rouge1")
+    # 100 updates in 100 s; at 100, best at 100: 200 more at least, and the
+    # stages after training, a minute an interval.
+    _first_risk_validation(progress, 100, 100.0, best_updates=100, since_best=0)
+    expected = (200 * 1.0 + 60.0 * AFTER_TRAINING_INTERVALS) / 60
+    assert _left(stream) == (f"{expected:.0f}", "min")

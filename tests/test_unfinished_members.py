@@ -66,7 +66,8 @@ def test_cut_member_is_not_served_then_resumed_exactly(tmp_path):
     assert sorted(p.name for p in export_1.glob("*.keras")) == ["model.keras"]
     metrics = json.loads((export_1 / "metrics.json").read_text())
     members = metrics["training"]["members"]
-    assert [m["finished"] for m in members] == [True, False]
+    assert [m["served"] for m in members] == [True, False]
+    assert not any("finished" in m for m in members)
     assert [m["validations"] for m in members] == [3, 1]
     assert [m["examples"] for m in members] == [72, 24]
     assert members[0]["reason"] == "example_limit"
@@ -86,7 +87,7 @@ def test_cut_member_is_not_served_then_resumed_exactly(tmp_path):
     ]
     training = json.loads((export_2 / "training.json").read_text())
     assert [m["validations"] for m in training["members"]] == [3, 3]
-    assert all(m["finished"] for m in training["members"])
+    assert all(m["served"] for m in training["members"])
     assert training["machine"]["cores"] >= 1
 
     # A changed schedule is refused in one line.

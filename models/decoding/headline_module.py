@@ -34,6 +34,7 @@ import tensorflow as tf
 
 import keras_attn
 from models import text
+from models.decoding.saved_model_client import headlines_in_batches
 from models.decoding.shards import concat_padded, in_shards
 from models.decoding.xla import padded_for_xla
 from models.text.features import END_ID, PAD_ID, START_ID, UNK_ID
@@ -299,6 +300,42 @@ class HeadlineModule(tf.Module):
                 autograph=False,
             )
         return functions
+
+
+def headline_search(model, features, options, beam_size):
+    """`model`'s search under `options`, traced once, as a function from
+    documents to headlines.
+
+    The function takes documents (str or bytes) and, as keywords, the
+    levers of `HeadlineModule.search` to set (`length_penalty`,
+    `end_penalty`; Python numbers, fed as scalar tensors, so that one trace
+    serves every value), and gives the normalized headlines (the data's
+    form, which ROUGE compares with the references) as str, decoded in
+    batches (`saved_model_client.headlines_in_batches`). Validation ROUGE
+    during training and tuning decode with it.
+
+    Args:
+        model: a `HeadlineSummarizer` or `SummarizerEnsemble`.
+        features: its `TextFeatures`.
+        options: the `SearchOptions` searched with.
+        beam_size: beams (1: greedy search).
+
+    Returns:
+        `headlines(documents, **levers) -> list of str`.
+    """
+    module = HeadlineModule(model, features, options)
+    traced = tf.function(
+        lambda documents, levers: module.search(documents, beam_size, **levers)[
+            "normalized_headlines"
+        ],
+        autograph=False,
+    )
+
+    def headlines(documents, **levers):
+        tensors = {name: tf.constant(float(v)) for name, v in levers.items()}
+        return headlines_in_batches(lambda batch: traced(batch, tensors), documents)
+
+    return headlines
 
 
 def _headline_outputs(out):

@@ -15,13 +15,10 @@ table then says in a line of its own.
 """
 
 import dataclasses
-import functools
 
 import numpy as np
-import tensorflow as tf
 
-from models.decoding.headline_module import HeadlineModule
-from models.decoding.saved_model_client import headlines_in_batches
+from models.decoding.headline_module import headline_search
 from models.scoring.metrics import mean_rouge
 
 
@@ -48,18 +45,10 @@ def tune_search_options(
     rows = []
     for ngram_size in ngram_sizes:
         options = dataclasses.replace(base, no_repeat_ngram_size=int(ngram_size))
-        module = HeadlineModule(model, features, options)
-        # The penalty is a tensor: one trace per n-gram size, not per setting.
-        search = tf.function(
-            lambda d, alpha, m=module, k=options.beam_size: m.search(
-                d, k, length_penalty=alpha
-            )["normalized_headlines"],
-            autograph=False,
-        )
+        # One trace per n-gram size, not per setting.
+        search = headline_search(model, features, options, options.beam_size)
         for alpha in length_penalties:
-            headlines = headlines_in_batches(
-                functools.partial(search, alpha=tf.constant(float(alpha))), documents
-            )
+            headlines = search(documents, length_penalty=alpha)
             rows.append(
                 _scored(
                     headlines,
@@ -107,18 +96,9 @@ def tune_greedy_end_penalty(
             f"`penalties` must not be empty. Received: penalties={penalties!r}"
         )
     rows = []
-    module = HeadlineModule(model, features, base)
-    # The penalty is a tensor: one trace for the whole grid.
-    search = tf.function(
-        lambda d, penalty: module.search(d, 1, end_penalty=penalty)[
-            "normalized_headlines"
-        ],
-        autograph=False,
-    )
+    search = headline_search(model, features, base, 1)  # one trace for the grid
     for penalty in penalties:
-        headlines = headlines_in_batches(
-            functools.partial(search, penalty=tf.constant(float(penalty))), documents
-        )
+        headlines = search(documents, end_penalty=penalty)
         rows.append(
             _scored(
                 headlines,

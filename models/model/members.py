@@ -1,17 +1,19 @@
-"""An ensemble's members in a run folder: where each lives, and whether it
-has finished.
+"""An ensemble's members in a run folder: where each lives, whether it
+has finished, and whether it is served.
 
 Whether a member has finished is the schedule's to say
 (`models.training.schedule.Schedule.finished`: early stopping ended it, or it trained
 its example limit). Training then writes `model.keras` and the record
 `training_end.json` beside it, never before; a member that a cap, a kill or
 a crash cut has neither, and the same command resumes it from its backup.
-Only finished members are served. A folder that holds `model.keras` and no
-backup (an export's, which `--init-from` reads) is taken as it is.
+A folder that holds `model.keras` and no backup (an export's, which
+`--init-from` reads) is taken as it is. `served` is the one rule of which
+members are served: finished ones, whose minimum-risk stage, if one began,
+has finished too; a command decides it from what it trained, a folder from
+its files (`is_served`), and `training.json` records it under `served`.
 """
 
 import dataclasses
-import json
 from pathlib import Path
 
 from models.settings.folder_layout import (
@@ -22,7 +24,12 @@ from models.settings.folder_layout import (
     RISK_STATE_FILE,
     member_dir_name,
 )
-from models.settings.json_files import write_json
+from models.settings.json_files import read_json, write_json
+
+# A member's line of `training.json` says whether it is served under this
+# key; records written before said it under `finished`.
+SERVED_KEY = "served"
+OLD_SERVED_KEY = "finished"
 
 
 def member_dirs(run_dir, count):
@@ -61,16 +68,28 @@ def write_end(member_dir, end):
 
 def read_end(member_dir):
     """The member's `MemberEnd`, or None if it has no record."""
-    path = Path(member_dir) / END_RECORD_FILE
-    if not path.is_file():
-        return None
-    return MemberEnd(**json.loads(path.read_text()))
+    values = read_json(Path(member_dir) / END_RECORD_FILE)
+    return None if values is None else MemberEnd(**values)
+
+
+def served(trained, risk_finished=None):
+    """Whether a member is served: its training has finished (`trained`),
+    and so has its minimum-risk stage (`risk_finished`; None: no stage
+    began on it).
+
+    Example:
+
+    >>> served(True), served(True, risk_finished=False), served(False)
+    (True, False, False)
+    """
+    return bool(trained) and (risk_finished is None or bool(risk_finished))
 
 
 def is_served(member_dir):
-    """Whether the member in `member_dir` is one to serve: it has finished
-    (its record), or it is a trained model with no backup (an export's);
-    and a minimum-risk stage begun on it has finished too."""
+    """Whether the member in `member_dir` is served (`served`), from its
+    files: it has finished (its record), or it is a trained model with no
+    backup (an export's); a minimum-risk stage began where it has a state,
+    and finished where it wrote its model."""
     member_dir = Path(member_dir)
     if not (member_dir / MODEL_FILE).is_file():
         return False
@@ -79,5 +98,20 @@ def is_served(member_dir):
     recorded = (member_dir / END_RECORD_FILE).is_file()
     trained = recorded or not (member_dir / BACKUP_DIR).exists()
     risk = member_dir / RISK_DIR
-    risk_cut = (risk / RISK_STATE_FILE).is_file() and not (risk / MODEL_FILE).is_file()
-    return trained and not risk_cut
+    began = (risk / RISK_STATE_FILE).is_file()
+    return served(trained, (risk / MODEL_FILE).is_file() if began else None)
+
+
+def served_in_record(line):
+    """Whether a member's line of `training.json` (`members`) says it was
+    served: its `served`, or `finished` in a record written before the key
+    was named so.
+
+    Example:
+
+    >>> served_in_record({"member": 1, "served": True})
+    True
+    >>> served_in_record({"member": 2, "finished": False})
+    False
+    """
+    return bool(line[SERVED_KEY] if SERVED_KEY in line else line[OLD_SERVED_KEY])

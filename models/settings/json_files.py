@@ -1,8 +1,9 @@
 """The JSON files a run or an export writes, written whole or not at all.
 
 The records of a run folder and of an export (the schedule, a member's
-end, the run's config, options and lengths, its data source, a teacher's
-cached headlines, `training.json`) go through `write_json` or
+end, the callbacks' state beside a backup, the minimum-risk stage's state,
+the run's config, options and lengths, its data source, a teacher's cached
+headlines, `training.json`) go through `write_json` or
 `write_whole`: a kill or a full disk midway leaves the previous file,
 never half of a new one, so that a resumed run reads what it last wrote.
 """

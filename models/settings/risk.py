@@ -27,6 +27,7 @@ class RiskOptions:
             may be shorter).
         risk_patience: Validations without a better validation ROUGE-1
             before the stage stops.
+        risk_min_updates: Updates before early stopping may end the stage.
         risk_candidates: Candidates per document: the beam's n best (or
             sampled headlines), the reference included if asked.
         risk_method: How the candidates are drawn, one of
@@ -52,6 +53,7 @@ class RiskOptions:
     risk_updates: int = 0
     risk_validate_every: int = 500
     risk_patience: int = 3
+    risk_min_updates: int = 0
     risk_candidates: int = 8
     risk_method: str = dataclasses.field(
         default="beam", metadata=choices(RISK_METHOD_CHOICES)
@@ -70,6 +72,7 @@ class RiskOptions:
             ("risk_updates", 0),
             ("risk_validate_every", 1),
             ("risk_patience", 1),
+            ("risk_min_updates", 0),
         ):
             if getattr(self, name) < least:
                 raise UserError(

@@ -8,7 +8,6 @@ Keras' "epoch" is one validation interval of the schedule
 """
 
 import contextlib
-import json
 import signal
 import threading
 import time
@@ -17,8 +16,7 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from models.decoding.headline_module import HeadlineModule
-from models.decoding.saved_model_client import headlines_in_batches
+from models.decoding.headline_module import headline_search
 from models.model.summarizer import in_multi_worker_mode
 from models.scoring.metrics import mean_rouge
 from models.settings.folder_layout import (
@@ -26,6 +24,7 @@ from models.settings.folder_layout import (
     backup_metadata_path,
     callback_state_path,
 )
+from models.settings.json_files import read_json, write_json
 from models.settings.search import SearchOptions
 
 # The key of `Backup`'s callback state file under which each state is kept by
@@ -96,10 +95,7 @@ class Backup(keras.callbacks.BackupAndRestore):
         by_validations = _read_json(self._state_path).get(STATE_BY_VALIDATIONS, {})
         kept = {k: v for k, v in by_validations.items() if int(k) == validations - 1}
         kept[str(validations)] = self.callback_state()
-        tmp = self._state_path.with_suffix(".tmp")
-        tmp.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps({STATE_BY_VALIDATIONS: kept}))
-        tmp.replace(self._state_path)
+        write_json(self._state_path, {STATE_BY_VALIDATIONS: kept}, indent=None)
         super()._save_model()
 
     def on_epoch_end(self, epoch, logs=None):
@@ -109,8 +105,10 @@ class Backup(keras.callbacks.BackupAndRestore):
 
 
 def _read_json(path):
+    # Keras writes its own record of the validations done, not atomically:
+    # one torn by a kill reads as none.
     try:
-        return json.loads(Path(path).read_text())
+        return read_json(path, default={})
     except (OSError, ValueError):
         return {}
 
@@ -375,15 +373,6 @@ class AveragedWeights(keras.callbacks.Callback):
         )
 
 
-def greedy_search_function(model, features):
-    """`model`'s greedy search, traced: documents to normalized headlines
-    (the data's form, which ROUGE compares with the references)."""
-    module = HeadlineModule(model, features, SearchOptions())
-    return tf.function(
-        lambda d: module.search(d, 1)["normalized_headlines"], autograph=False
-    )
-
-
 class ValidationRouge(keras.callbacks.Callback):
     """ROUGE of greedy headlines on a validation sample at each validation."""
 
@@ -397,8 +386,10 @@ class ValidationRouge(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         if self._greedy is None:
-            self._greedy = greedy_search_function(self.model, self.features)
-        headlines = headlines_in_batches(self._greedy, self.documents)
+            self._greedy = headline_search(
+                self.model, self.features, SearchOptions(), 1
+            )
+        headlines = self._greedy(self.documents)
         scores = mean_rouge(headlines, self.summaries, ("rouge1", "rouge2", "rougeL"))
         for key, value in scores.items():
             if logs is not None:

@@ -2,14 +2,19 @@
 
 Keras' bar shows the current validation interval; these lines show the
 whole command: the data, each member's validations with its best validation
-score, tuning, export and evaluation, each with the time spent and an
-estimate of what is left of the command. The estimate covers the whole
-schedule (`models.training.schedule.Schedule`): the current member until the
-earliest validation at which early stopping could end it, the members still
-to train as many validations as the finished ones took (or, before any has
-finished, as many as the current one at least, and the minimum plus the
-patience), and the stages after training; every interval takes as long as
-the ones measured so far.
+score, the minimum-risk stage's validations, tuning, export and evaluation,
+each with the time spent and an estimate of what is left of the command.
+
+The estimate asks the stage's schedule (`models.training.schedule`:
+`Schedule` for training, `RiskSchedule` for the minimum-risk stage) when a
+member can end at the earliest: the current member until then, the members
+still to go as long as the ones that ended took (or, before any has ended,
+as long as the current one at least, and its minimum plus the patience),
+and the stages after training; every interval, or update, takes as long as
+the ones this command measured so far. While members train, the
+minimum-risk stage is left out (its updates are timed once it runs); the
+stages after training are counted in training intervals, where this
+command timed one.
 """
 
 import dataclasses
@@ -55,6 +60,11 @@ class CommandProgress:
         self._stage_start = None
         self._member = {}
         self._finished = []
+        self.risk_schedule = None
+        self.risk_members = 0
+        self._risk_ended = []
+        self._risk_seconds = 0.0
+        self._risk_updates_here = 0
 
     def stage(self, name, detail=""):
         """Starts stage `name` (ending the previous one) and says so."""
@@ -117,36 +127,105 @@ class CommandProgress:
         """The validation intervals the command has left to train, member
         `k` being at its last reported validation, best at
         `best_validation`."""
-        schedule = self.schedule
         current = self._member[k].validations
-        # The earliest this member can stop: its patience after its best,
-        # and not before the schedule's minimum.
-        earliest = max(
+        return units_left(
+            self.schedule,
+            self.schedule.min_validations,
             current,
-            (best_validation or 0) + schedule.patience,
-            schedule.min_validations,
+            current - (best_validation or 0),
+            self._finished,
+            self.members - k - 1,
         )
-        if self._finished:
-            typical = round(sum(self._finished) / len(self._finished))
-        else:
-            typical = max(earliest, schedule.min_validations + schedule.patience)
-        left = min(max(earliest, typical), schedule.max_validations) - current
-        later = min(typical, schedule.max_validations)
-        return left + (self.members - k - 1) * later
 
     def _eta(self, k, best_validation):
         per_interval = self._interval_seconds()
-        elapsed = time.monotonic() - self.start
         if per_interval is None:
-            return f"{_minutes(elapsed)} elapsed"
+            return self._elapsed()
         intervals = self.intervals_left(k, best_validation) + AFTER_TRAINING_INTERVALS
-        return (
-            f"{_minutes(elapsed)} elapsed, about {_minutes(per_interval * intervals)} "
-            "left"
+        return self._elapsed(per_interval * intervals)
+
+    def _elapsed(self, left=None):
+        elapsed = f"{_minutes(time.monotonic() - self.start)} elapsed"
+        return elapsed if left is None else f"{elapsed}, about {_minutes(left)} left"
+
+    def minimum_risk(self, schedule, members):
+        """The minimum-risk stage starts on `schedule` (a `RiskSchedule`)
+        for `members` members."""
+        self.risk_schedule = schedule
+        self.risk_members = members
+
+    def risk_done(self, k, updates):
+        """Member `k` (from 0, of the stage's) ended the stage at `updates`."""
+        self._risk_ended.append(updates)
+
+    def risk_validation(
+        self,
+        k,
+        *,
+        updates,
+        interval_updates,
+        seconds,
+        score,
+        before,
+        best_updates,
+        since_best,
+    ):
+        """The stage's member `k` (from 0) validated after `updates`, its
+        last `interval_updates` taking `seconds` (the keywords of
+        `risk_fine_tuning.fine_tune`'s `on_validation`)."""
+        self._risk_seconds += seconds
+        self._risk_updates_here += interval_updates
+        per_update = self._risk_seconds / self._risk_updates_here
+        left = per_update * self.risk_updates_left(k, updates, since_best)
+        per_interval = self._interval_seconds()
+        if per_interval is not None:
+            left += per_interval * AFTER_TRAINING_INTERVALS
+        self._print(
+            f"minimum risk, update {updates}/{self.risk_schedule.max_updates}: "
+            f"validation ROUGE-1 {score:.2f} (before: {before:.2f}, best at "
+            f"update {best_updates}); {self._elapsed(left)}"
+        )
+
+    def risk_updates_left(self, k, updates, since_best):
+        """The minimum-risk updates the command has left, the stage's member
+        `k` being at `updates`, its best `since_best` validations ago."""
+        schedule = self.risk_schedule
+        return units_left(
+            schedule,
+            schedule.min_updates,
+            updates,
+            since_best,
+            self._risk_ended,
+            self.risk_members - k - 1,
         )
 
     def _print(self, line):
         print(f"[train.py] {line}", file=self.stream, flush=True)
+
+
+def units_left(schedule, minimum, done, since_best, ended, later):
+    """What `later` members and the current one have left to train, in the
+    units of `schedule` (a `Schedule`'s validations, a `RiskSchedule`'s
+    updates): the current one, at `done` with its best `since_best` ago, to
+    its `schedule.earliest_end`; each later one as many as the `ended`
+    members took on average, or, before any has ended, as many as the
+    current one at least and as one whose best falls at the `minimum`.
+
+    Example:
+
+    >>> from models.training.schedule import RiskSchedule
+    >>> schedule = RiskSchedule(validate_every=500, patience=3, min_updates=0,
+    ...                         max_updates=5_000)
+    >>> # From 1,000 to 2,000 at the earliest; the next member as long.
+    >>> units_left(schedule, 0, 1_000, 1, [], later=1)
+    3000
+    """
+    end = schedule.earliest_end(done, since_best)
+    if ended:
+        typical = round(sum(ended) / len(ended))
+    else:
+        typical = max(end, schedule.earliest_end(minimum, 0))
+    return max(end, typical) - done + later * typical
 
 
 def machine():

@@ -12,11 +12,13 @@ likelihood the model's own training loss on the reference (label smoothing
 included), `a = risk_nll_weight`. Adam's learning rate rises linearly over
 the first `risk_warmup_updates`.
 
-The budget is `risk_updates` batches, read pass after pass over the training
-set (`models.data.stream_batches`, so a resumed stage reads the batches a
-stage never cut would). Validation ROUGE-1 of greedy headlines is measured
-before the first update and every `risk_validate_every` updates; the stage
-stops after `risk_patience` validations without a better score, and if none
+The stage's schedule, counted in updates, is the schedule module's
+(`models.training.schedule.RiskSchedule`): at most `risk_updates` batches,
+read pass after pass over the training set (`models.data.stream_batches`,
+so a resumed stage reads the batches a stage never cut would); validation
+ROUGE-1 of greedy headlines before the first update and every
+`risk_validate_every` updates; a stop after `risk_patience` validations
+without a better score, not before `risk_min_updates`. If no validation
 beats the likelihood model, the member keeps its weights.
 
 The stage lives in `<member>/risk/`: its weights at the last validation
@@ -28,8 +30,6 @@ they cut is resumed by the same command (its member is not served until
 then).
 """
 
-import json
-import sys
 import time
 from pathlib import Path
 
@@ -39,7 +39,7 @@ from keras import ops
 
 import keras_attn
 from models import data
-from models.decoding.saved_model_client import headlines_in_batches
+from models.decoding.headline_module import headline_search
 from models.scoring.metrics import mean_rouge
 from models.settings.errors import UserError
 from models.settings.folder_layout import (
@@ -48,8 +48,9 @@ from models.settings.folder_layout import (
     RISK_DIR,
     RISK_STATE_FILE,
 )
+from models.settings.json_files import read_json, write_json
+from models.settings.search import SearchOptions
 from models.text.features import END_ID, PAD_ID, START_ID, UNK_ID
-from models.training.callbacks import greedy_search_function
 
 # The costs' scale: `100 * (1 - ROUGE)`, the 0-100 scale of fairseq's
 # `100 - BLEU`, which its weight of the likelihood loss assumes.
@@ -171,9 +172,8 @@ class _Step:
 
 def _validation_rouge1(greedy, documents, references):
     """Mean ROUGE-1 F1 x 100 of the headlines of `greedy`
-    (`callbacks.greedy_search_function`)."""
-    headlines = headlines_in_batches(greedy, documents)
-    return mean_rouge(headlines, references, ("rouge1",))["rouge1"]
+    (`headline_module.headline_search`)."""
+    return mean_rouge(greedy(documents), references, ("rouge1",))["rouge1"]
 
 
 def fine_tune(
@@ -184,9 +184,11 @@ def fine_tune(
     options,
     member_dir,
     *,
+    schedule,
     batch_size,
     seed=0,
     cap=None,
+    on_validation=None,
 ):
     """Fine-tunes `model` in place by minimum risk; resumes in `member_dir`.
 
@@ -196,12 +198,20 @@ def fine_tune(
             cached: the stage reads them pass after pass.
         validation: `(documents, references)` for early stopping.
         features: the run's `TextFeatures`.
-        options: `models.settings.risk.RiskOptions`.
+        options: `models.settings.risk.RiskOptions`: how an update draws and
+            weighs its candidates.
         member_dir: the member's run folder; the stage writes `risk/` there.
+        schedule: the stage's `models.training.schedule.RiskSchedule`: when
+            it validates and stops.
         batch_size: examples per update.
         seed: the shuffling seed of the passes.
         cap: the command's `callbacks.TrainingCap` (None: no cap): no
             interval between validations starts once it has run out.
+        on_validation: None, or called at each validation after an interval
+            with the keywords `updates` (done in all), `interval_updates`,
+            `seconds` (the interval's), `score` (validation ROUGE-1),
+            `before` (before any update), `best_updates` and `since_best`
+            (validations since the best).
 
     Returns:
         `{"finished", "updates", "best_updates", "rouge1": [by validation,
@@ -211,28 +221,35 @@ def fine_tune(
     folder = Path(member_dir) / RISK_DIR
     folder.mkdir(parents=True, exist_ok=True)
     step = _Step(model, options, features.max_target_length + 1)
-    greedy = greedy_search_function(model, features)  # traced once
+    greedy = headline_search(model, features, SearchOptions(), 1)  # traced once
     state = _start_or_resume(model, step, greedy, validation, folder)
-    batches, cut = None, False
-    while not _done(state, options):
+    batches = None
+    while not _finished(schedule, state):
         if cap is not None and cap.spent():
-            cut = True
             break
         if batches is None:  # read a pass only where updates remain
-            batches = _stream(examples, batch_size, seed, model, state["updates"])
-        count = min(
-            options.risk_validate_every, options.risk_updates - state["updates"]
-        )
+            batches = _stream(examples, batch_size, seed, model, schedule, state)
+        count = schedule.interval(state["updates"])
         seconds, read = _run_interval(step, batches, count)
         score = _validation_rouge1(greedy, *validation)
         state["seconds"] += seconds
         state["examples"] += read
-        _record_validation(state, score, count, model, folder, options)
+        _record_validation(state, score, count, model, folder)
+        if on_validation is not None:
+            on_validation(
+                updates=state["updates"],
+                interval_updates=count,
+                seconds=seconds,
+                score=score,
+                before=state["rouge1"][0],
+                best_updates=state["validated_at"][state["best_validation"]],
+                since_best=_since_best(state),
+            )
         if cap is not None:
             cap.validation_done()
     model.load_weights(folder / BEST_WEIGHTS_FILE)
     return {
-        "finished": not cut,
+        "finished": _finished(schedule, state),
         "updates": state["updates"],
         "best_updates": state["validated_at"][state["best_validation"]],
         "rouge1": [round(r, 2) for r in state["rouge1"]],
@@ -242,14 +259,25 @@ def fine_tune(
     }
 
 
-def _stream(examples, batch_size, seed, model, updates):
-    """An iterator over the training batches from update `updates` on: the
-    passes one after another (`models.data.stream_batches`)."""
+def _since_best(state):
+    """Validations since the best one, the first (before any update) counted."""
+    return len(state["rouge1"]) - 1 - state["best_validation"]
+
+
+def _finished(schedule, state):
+    updates = state["updates"]
+    return schedule.finished(updates, schedule.stops_early(updates, _since_best(state)))
+
+
+def _stream(examples, batch_size, seed, model, schedule, state):
+    """An iterator over the training batches from the stage's state on, the
+    passes one after another (`models.data.stream_batches`), where
+    `schedule` says it goes on."""
     source_length = model.config.max_source_length
     one_pass = data.pass_batches(
         examples, batch_size, seed=seed, index=0, max_source_length=source_length
     )
-    start = divmod(updates, data.count_batches(one_pass))
+    start = schedule.start(state["updates"], data.count_batches(one_pass))
     return iter(
         data.stream_batches(
             examples,
@@ -261,18 +289,33 @@ def _stream(examples, batch_size, seed, model, updates):
     )
 
 
+def read_state(folder):
+    """The stage's state in `folder` (its `risk/`), or None where it has
+    none: `updates` (done), `validated_at` (the updates at each validation,
+    the first 0), `rouge1` (by validation), `best_validation` (an index of
+    those), and the `seconds` and `examples` of its updates.
+
+    A state written since the stage counted updates is read as it is, by
+    every later version: its keys are these, its file one JSON object.
+
+    Raises:
+        UserError: the state does not count updates.
+    """
+    path = Path(folder) / RISK_STATE_FILE
+    state = read_json(path)
+    if state is not None and "updates" not in state:
+        raise UserError(
+            f"{path} does not count updates: remove {folder} to start the stage again"
+        )
+    return state
+
+
 def _start_or_resume(model, step, greedy, validation, folder):
     """The stage's state: read from `folder` (the weights and the update
     count of its last validation restored), or new, after a first
     validation whose weights become the best so far."""
-    path = folder / RISK_STATE_FILE
-    if path.exists():
-        state = json.loads(path.read_text())
-        if "updates" not in state:
-            raise UserError(
-                f"{path} does not count updates: remove {folder} to start "
-                "the stage again"
-            )
+    state = read_state(folder)
+    if state is not None:
         if state["updates"]:
             model.load_weights(folder / LATEST_WEIGHTS_FILE)
             step.optimizer.iterations.assign(state["updates"])
@@ -287,7 +330,7 @@ def _start_or_resume(model, step, greedy, validation, folder):
         "seconds": 0.0,
         "examples": 0,
     }
-    _write_state(path, state)
+    write_json(folder / RISK_STATE_FILE, state)
     return state
 
 
@@ -304,10 +347,10 @@ def _run_interval(step, batches, count):
     return time.monotonic() - start, examples
 
 
-def _record_validation(state, score, count, model, folder, options):
+def _record_validation(state, score, count, model, folder):
     """Adds a validation after `count` more updates to `state`, saves the
     weights (the best ones too if `score` beats every earlier one) and the
-    state, and prints the line."""
+    state."""
     state["updates"] += count
     state["validated_at"].append(state["updates"])
     state["rouge1"].append(score)
@@ -315,24 +358,4 @@ def _record_validation(state, score, count, model, folder, options):
         state["best_validation"] = len(state["rouge1"]) - 1
         model.save_weights(folder / BEST_WEIGHTS_FILE)
     model.save_weights(folder / LATEST_WEIGHTS_FILE)
-    _write_state(folder / RISK_STATE_FILE, state)
-    best = state["validated_at"][state["best_validation"]]
-    print(
-        f"minimum risk, update {state['updates']}/{options.risk_updates}: "
-        f"validation ROUGE-1 {score:.2f} (before: {state['rouge1'][0]:.2f}, "
-        f"best at update {best})",
-        file=sys.stderr,
-    )
-
-
-def _done(state, options):
-    since_best = len(state["rouge1"]) - 1 - state["best_validation"]
-    return (
-        state["updates"] >= options.risk_updates or since_best >= options.risk_patience
-    )
-
-
-def _write_state(path, state):
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=2) + "\n")
-    tmp.replace(path)
+    write_json(folder / RISK_STATE_FILE, state)

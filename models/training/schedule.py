@@ -19,6 +19,11 @@ refuses other settings. In Keras' terms, an interval is an "epoch"
 (`steps_per_epoch = interval_batches`) and Keras' epoch index is the
 number of validations done.
 
+The minimum-risk stage after training has its schedule here too
+(`RiskSchedule`), counted in updates: the same notions (an interval, a
+patience, a minimum, a limit, where a resumed stage goes on), set by
+`RiskOptions`.
+
 Plain Python: no TensorFlow import.
 """
 
@@ -29,7 +34,7 @@ from pathlib import Path
 
 from models.settings.errors import UserError
 from models.settings.folder_layout import SCHEDULE_FILE, TRAIN_OPTIONS_FILE
-from models.settings.json_files import write_json
+from models.settings.json_files import read_json, write_json
 
 # The settings a run folder's schedule is made from, as `TrainOptions` names
 # them; a later command must give the same.
@@ -149,6 +154,23 @@ class Schedule:
         """Whether a member is done: stopped early, or at its example limit."""
         return early_stopped or validations >= self.max_validations
 
+    def earliest_end(self, validations, since_best):
+        """The fewest validations after which a member now at `validations`,
+        its best `since_best` validations ago, can have finished: `patience`
+        after its best, not before `min_validations`, at most
+        `max_validations`.
+
+        Example:
+
+        >>> schedule = Schedule(64, 410, 25_000, 5, 250_000, 20_000_000, 410)
+        >>> schedule.earliest_end(4, 0), schedule.earliest_end(20, 2)
+        (10, 23)
+        """
+        least = max(
+            validations + max(self.patience - since_best, 0), self.min_validations
+        )
+        return max(validations, min(least, self.max_validations))
+
     def describe(self):
         """One line: the interval, the patience and the limits, in examples."""
         passes = self.interval_batches / self.pass_batches
@@ -183,11 +205,101 @@ class Schedule:
     @classmethod
     def load(cls, run_dir):
         """The schedule recorded in `run_dir`, or None if it has none."""
-        path = Path(run_dir) / SCHEDULE_FILE
-        if not path.is_file():
+        values = read_json(Path(run_dir) / SCHEDULE_FILE)
+        if values is None:
             return None
-        values = json.loads(path.read_text())
         return cls(**{f.name: values[f.name] for f in dataclasses.fields(cls)})
+
+
+@dataclasses.dataclass(frozen=True)
+class RiskSchedule:
+    """The minimum-risk stage's schedule, counted in updates (batches).
+
+    The stage validates before its first update and every `validate_every`
+    updates after it (the last interval ends at `max_updates`), counts the
+    validations without a better score from the first on, and stops
+    `patience` of them after its best, not before `min_updates`; it runs
+    `max_updates` at most. It reads the training pairs pass after pass, so
+    that a stage resumed after `u` updates goes on where one never cut
+    would be. Unlike the likelihood schedule it is not recorded: the
+    stage's state holds its updates, and a later command's options go on
+    from there.
+
+    Attributes:
+        validate_every: Updates between validations.
+        patience: Validations without a better score before the stage stops.
+        min_updates: The stage cannot stop early before this many updates.
+        max_updates: Most updates the stage runs.
+    """
+
+    validate_every: int
+    patience: int
+    min_updates: int
+    max_updates: int
+
+    @classmethod
+    def make(cls, options):
+        """The schedule of `options` (`RiskOptions`)."""
+        return cls(
+            validate_every=options.risk_validate_every,
+            patience=options.risk_patience,
+            min_updates=options.risk_min_updates,
+            max_updates=options.risk_updates,
+        )
+
+    def interval(self, updates):
+        """Updates between the validation after `updates` and the next:
+        `validate_every`, fewer where `max_updates` comes first."""
+        return max(0, min(self.validate_every, self.max_updates - updates))
+
+    def may_stop(self, updates):
+        """Whether early stopping may end the stage after `updates`."""
+        return updates >= self.min_updates
+
+    def stops_early(self, updates, since_best):
+        """Whether early stopping ends the stage at its validation after
+        `updates`, its best `since_best` validations ago."""
+        return since_best >= self.patience and self.may_stop(updates)
+
+    def finished(self, updates, early_stopped):
+        """Whether the stage is done: stopped early, or at its limit."""
+        return early_stopped or updates >= self.max_updates
+
+    def start(self, updates, pass_batches):
+        """`(pass, batch)` of the stream of passes of `pass_batches` batches
+        where the stage goes on after `updates` updates."""
+        return divmod(updates, pass_batches)
+
+    def earliest_end(self, updates, since_best):
+        """The fewest updates after which the stage, now at `updates`, its
+        best `since_best` validations ago, can have ended: `patience`
+        validations after its best, not before `min_updates`, at most
+        `max_updates`.
+
+        Example:
+
+        >>> schedule = RiskSchedule(500, 3, 0, 5_000)
+        >>> schedule.earliest_end(500, 0), schedule.earliest_end(4_500, 1)
+        (2000, 5000)
+        >>> RiskSchedule(100, 3, 1_000, 2_000).earliest_end(200, 2)
+        1000
+        """
+        waits = max(
+            self.patience - since_best,
+            math.ceil((self.min_updates - updates) / self.validate_every),
+            0,
+        )
+        return max(
+            updates, min(updates + waits * self.validate_every, self.max_updates)
+        )
+
+    def describe(self):
+        """One line: the interval, the patience and the limits, in updates."""
+        return (
+            f"validation every {self.validate_every} updates; early stopping "
+            f"after {self.patience} validations without a better score, not "
+            f"before update {self.min_updates}; at most {self.max_updates} updates"
+        )
 
 
 def run_schedule(run_dir, options, pass_batches):
