@@ -121,6 +121,26 @@ def log1p_as_onnx(ctx, node, name, args):
     )
 
 
+def select_as_where(ctx, node, name, args):
+    """tf2onnx's handler of TensorFlow's `Select`/`SelectV2` as ONNX's
+    `Where`, always: tf2onnx writes a float select as `x * c + y * (1 - c)`
+    unless it sees an infinity in the condition's op or a constant branch,
+    and a branch that is `-inf` (a token every ensemble member bans, in the
+    shift of `logsumexp`) then gives `-inf * 0`, NaN."""
+    from tf2onnx.onnx_opset.controlflow import Select
+
+    node.set_attr("handles_nan", True)
+    Select.version_9(ctx, node)
+
+
+# TensorFlow ops whose tf2onnx conversion is missing or wrong for the search.
+OP_HANDLERS = {
+    "Log1p": (log1p_as_onnx, []),
+    "Select": (select_as_where, []),
+    "SelectV2": (select_as_where, []),
+}
+
+
 def write_onnx(module, path):
     """Converts `module`'s ids-level search (tf2onnx) and writes it to `path`."""
     import tf2onnx
@@ -130,23 +150,28 @@ def write_onnx(module, path):
         function,
         input_signature=spec,
         opset=ONNX_OPSET,
-        custom_op_handlers={"Log1p": (log1p_as_onnx, [])},
+        custom_op_handlers=OP_HANDLERS,
         output_path=str(path),
     )
 
 
 def export_onnx(model, features, export_dir, *, options=None, extra_files=None):
-    """Writes `<export_dir>/<version>/` with `headlines.onnx`, its contract
-    and `extra_files` (the vocabulary, the config) atomically; returns its
-    path. The search is `options`' beam search, without XLA (the ONNX graph
-    is ONNX Runtime's to optimise)."""
+    """Writes `<export_dir>/<version>/` with `headlines.onnx`, its contract,
+    the vocabulary and `extra_files` (the config, say) atomically; returns
+    its path. The search is `options`' beam search, without XLA (the ONNX
+    graph is ONNX Runtime's to optimise)."""
     from models.decoding.headline_module import HeadlineModule
     from models.export.saved_model import write_version
     from models.settings.search import SearchOptions
 
     options = dataclasses.replace(options or SearchOptions(), xla=False)
     module = HeadlineModule(model, features, options, frozen=True)
-    files = {ONNX_CONTRACT_FILE: json.dumps(contract(features, options), indent=2)}
+    words = [w.decode("utf-8") for w in features.words.numpy().tolist()]
+    files = {
+        ONNX_CONTRACT_FILE: json.dumps(contract(features, options), indent=2),
+        # `models.model.run_folder.save_vocabulary`'s format.
+        VOCABULARY_FILE: "\n".join(words) + "\n",
+    }
     files.update(extra_files or {})
     return write_version(
         export_dir, lambda tmp: write_onnx(module, Path(tmp) / ONNX_FILE), files

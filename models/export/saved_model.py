@@ -36,7 +36,6 @@ from models.settings.folder_layout import (
     CONFIG_FILE,
     SEARCH_OPTIONS_FILE,
     SEARCH_TUNING_FILE,
-    VOCABULARY_FILE,
 )
 from models.settings.search import SearchOptions
 from models.settings.startup import import_tensorflow, verbose_field
@@ -122,7 +121,7 @@ def write_version(export_dir, write, files, version=None):
             if isinstance(content, Path):
                 shutil.copy2(content, tmp / name)
             else:
-                (tmp / name).write_text(content)
+                (tmp / name).write_text(content, encoding="utf-8")
         os.replace(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -161,9 +160,12 @@ def export_run(
     if format == "onnx":
         from models.export.onnx_model import export_onnx
 
-        text_files = {n: files[n] for n in (CONFIG_FILE, VOCABULARY_FILE)}
         return export_onnx(
-            model, features, export_dir, options=options, extra_files=text_files
+            model,
+            features,
+            export_dir,
+            options=options,
+            extra_files={CONFIG_FILE: files[CONFIG_FILE]},
         )
     return export(model, features, export_dir, options=options, extra_files=files)
 

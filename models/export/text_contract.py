@@ -40,8 +40,8 @@ def python_pattern(pattern):
 
     Example:
 
-    >>> python_pattern(r"[#\\p{Nd}],")[:14]
-    '[#0-9\\\\u0660-\\\\u'
+    >>> python_pattern(r"[#\\p{Nd}],")[:22]
+    '[#\\\\u0030-\\\\u0039\\\\u0660-'
     """
     out, opened, i = [], None, 0  # `opened`: where the open class starts
     while i < len(pattern):
