@@ -25,6 +25,11 @@ One module per part, each importing only those before it:
 * `app`: the Starlette app (`create_app`);
 * `cli`: the command line (`python -m serving`, `parse_serve_settings`).
 
+Apart from the server, for an ONNX export (`python -m models.export
+--format onnx`), which it does not serve: `onnx_text`, the SavedModel's text
+steps in plain Python from the export's regexes, and `onnx_client`
+(`OnnxSummarizer`), text to headlines with ONNX Runtime and numpy alone.
+
 Only TensorFlow, numpy, starlette and uvicorn are needed: this package must
 never import the model-building code (`keras_attn` or the other `models/`
 modules but `errors`, `flags`, `startup`, `version_folders` and

@@ -149,6 +149,43 @@ class HeadlineModule(tf.Module):
             "attention": attention,
         }
 
+    def search_ids(self, source_ids, source_lengths):
+        """The served beam search from source ids, no text (eager or in a
+        `tf.function`): what an ids-level export (ONNX) holds.
+
+        Args:
+            source_ids: int32 `[batch, S]`, the extended ids of
+                `TextFeatures.encode_source` (`ext_ids`: a source word
+                outside the vocabulary is `vocab_size` plus its first
+                position); past `source_lengths` they are read as padding.
+            source_lengths: int32 `[batch]`, tokens per source.
+
+        Returns:
+            dict of `ids` (int32 `[batch, max_length]`, extended ids, the
+            end token's id from `lengths` on), `lengths` (int32 `[batch]`,
+            tokens before the end token), `scores` (float32 `[batch]`) and
+            `attention` (float32 `[batch, max_length, S]`, each step's
+            attention over the source, the members' mean).
+        """
+        options = self.options
+        mask = tf.sequence_mask(source_lengths, tf.shape(source_ids)[1])
+        ext_ids = tf.where(mask, source_ids, PAD_ID)
+        ids = tf.where(ext_ids >= self.features.vocab_size, UNK_ID, ext_ids)
+        result = self._decode(
+            ids,
+            ext_ids,
+            options.beam_size,
+            options.length_penalty,
+            options.min_length,
+            None,
+        )
+        return {
+            "ids": result.ids,
+            "lengths": result.lengths,
+            "scores": result.scores,
+            "attention": result.extras,
+        }
+
     def n_best_search(self, documents, num_hypotheses):
         """The `num_hypotheses` best beams of each document (eager or in a
         `tf.function`): `headlines`, `normalized_headlines` and `scores`,

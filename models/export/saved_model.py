@@ -33,7 +33,9 @@ from models.settings.flags import (
     parse_settings,
 )
 from models.settings.folder_layout import (
+    CONFIG_FILE,
     SEARCH_OPTIONS_FILE,
+    SEARCH_TUNING_FILE,
 )
 from models.settings.search import SearchOptions
 from models.settings.startup import import_tensorflow, verbose_field
@@ -78,6 +80,28 @@ def export(
     from models.decoding.headline_module import HeadlineModule
 
     options = options or SearchOptions()
+    module = HeadlineModule(model, features, options, frozen=True)
+    signatures = module.signatures()
+    files = {SEARCH_OPTIONS_FILE: json.dumps(dataclasses.asdict(options), indent=2)}
+    files.update(extra_files or {})
+    return write_version(
+        export_dir,
+        lambda tmp: tf.saved_model.save(module, str(tmp), signatures=signatures),
+        files,
+        version,
+    )
+
+
+def write_version(export_dir, write, files, version=None):
+    """Writes `<export_dir>/<version>/` atomically and returns its path.
+
+    Args:
+        export_dir: The model's folder.
+        write: Called with the temporary folder; writes the model there.
+        files: dict of file name to text (written) or to a `Path` (copied),
+            beside the model.
+        version: Integer version; the next free one by default.
+    """
     export_dir = Path(export_dir)
     export_dir.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(export_dir)
@@ -88,20 +112,16 @@ def export(
             f"`version` must be a new version folder. Received: version={version} "
             f"({final} exists)"
         )
-    module = HeadlineModule(model, features, options, frozen=True)
-    signatures = module.signatures()
     # A hidden temporary folder in the same directory: TF Serving ignores
     # names that are not integers, and the rename is atomic on one filesystem.
     tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=export_dir))
     try:
-        tf.saved_model.save(module, str(tmp), signatures=signatures)
-        files = {SEARCH_OPTIONS_FILE: json.dumps(dataclasses.asdict(options), indent=2)}
-        files.update(extra_files or {})
+        write(tmp)
         for name, content in files.items():
             if isinstance(content, Path):
                 shutil.copy2(content, tmp / name)
             else:
-                (tmp / name).write_text(content)
+                (tmp / name).write_text(content, encoding="utf-8")
         os.replace(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -109,24 +129,44 @@ def export(
     return final
 
 
-def export_run(run_dir, export_dir, options=None, dtype_policy=None, members=None):
+def export_run(
+    run_dir,
+    export_dir,
+    options=None,
+    dtype_policy=None,
+    members=None,
+    format="saved_model",
+):
     """Exports the trained model of a run folder again, with today's code.
 
     What a new version of this package needs to serve a model trained with
     an older one (a faster search, say), without retraining. The decoding
     settings are `options`, else those tuned on validation by the run
-    (`search_tuning.json`), else the defaults. `dtype_policy`: compute in
+    (`search_tuning.json`), else an export's (`search_options.json`: a
+    version folder exported again), else the defaults. `dtype_policy`: compute in
     this Keras dtype policy (`"mixed_bfloat16"`, an opt-in speed lever).
     `members`: of an ensemble's run, export only the first `members` (1: the
-    first member alone, to compare with the ensemble).
+    first member alone, to compare with the ensemble). `format`:
+    `"saved_model"` (text in, headlines out) or `"onnx"` (the ids-level
+    search, `models.export.onnx_model`, with the config and vocabulary).
     """
     from models.model.run_folder import export_files, load_run, load_trained_model
 
     run_dir = Path(run_dir)
-    options = options or SearchOptions.tuned(run_dir)
+    options = options or run_search_options(run_dir)
     _, features = load_run(run_dir)
     model = load_trained_model(run_dir, dtype_policy, members)
     files = export_files(run_dir, members)
+    if format == "onnx":
+        from models.export.onnx_model import export_onnx
+
+        return export_onnx(
+            model,
+            features,
+            export_dir,
+            options=options,
+            extra_files={CONFIG_FILE: files[CONFIG_FILE]},
+        )
     return export(model, features, export_dir, options=options, extra_files=files)
 
 
@@ -138,11 +178,13 @@ class ExportSettings:
         run_dir: runs/<name> of a finished run.
         export_dir: saved_models/<name>; the export is its next version.
         search_options: A search_options.json (default: the run's tuned
-            settings).
+            settings, else those of the export folder given as the run).
         dtype_policy: Opt-in, approximate: compute in bfloat16 (fast on CPUs
             with AVX512-BF16 or AMX).
         members: Of an ensemble's run, export only the first N members (1:
             the first member alone; default: all).
+        format: `saved_model` (text to headlines) or `onnx` (the ids-level
+            beam search, for ONNX Runtime: `models.export.onnx_model`).
         search_overrides: The `SearchOptions` fields given as flags, which
             override `search_options` or the run's tuned settings.
     """
@@ -154,6 +196,9 @@ class ExportSettings:
         default=None, metadata={"choices": ("mixed_bfloat16",)}
     )
     members: int | None = dataclasses.field(default=None, metadata={"metavar": "N"})
+    format: str = dataclasses.field(
+        default="saved_model", metadata={"choices": ("saved_model", "onnx")}
+    )
     search_overrides: dict = dataclasses.field(
         default_factory=dict, metadata={FLAG: False}
     )
@@ -188,10 +233,19 @@ def parse_export_settings(argv=None):
     )
 
 
-def _search_options(path, run_dir):
-    """The options of a `search_options.json`, else the run's tuned ones."""
-    if not path:
+def run_search_options(run_dir):
+    """The search a run folder chose on validation, else the one an export's
+    version folder serves, else the defaults: a `SearchOptions`."""
+    served = Path(run_dir) / SEARCH_OPTIONS_FILE
+    if (Path(run_dir) / SEARCH_TUNING_FILE).exists() or not served.is_file():
         return SearchOptions.tuned(run_dir)
+    return _search_options(served, run_dir)
+
+
+def _search_options(path, run_dir):
+    """The options of a `search_options.json`, else `run_search_options`."""
+    if not path:
+        return run_search_options(run_dir)
     try:
         return SearchOptions(**json.loads(Path(path).read_text()))
     except (OSError, ValueError, TypeError) as error:
@@ -220,6 +274,7 @@ def main(argv=None):
             options,
             settings.dtype_policy,
             settings.members,
+            settings.format,
         )
     except UserError as error:
         raise SystemExit(f"error: {error}") from None

@@ -27,7 +27,9 @@ An export version folder (`saved_models/<name>/<version>/`) holds the
 SavedModel (`saved_model.pb`), `search_options.json`, the run's
 `config.json`, `vocab.txt`, `lengths.json` and trained models, `training.json`
 (what trained it, and how it compares with the lead baseline on validation)
-and, once evaluated, `metrics.json` and `heatmaps/`.
+and, once evaluated, `metrics.json` and `heatmaps/`. An ONNX export's version
+folder (`--format onnx`) holds `headlines.onnx`, `onnx_model.json` (its
+inputs, outputs and text rules), `config.json` and `vocab.txt`.
 
 Plain constants and `pathlib` only: the server imports it without any model
 code.
@@ -74,6 +76,9 @@ SEARCH_OPTIONS_FILE = "search_options.json"
 TRAINING_RECORD_FILE = "training.json"
 METRICS_FILE = "metrics.json"
 HEATMAPS_DIR = "heatmaps"
+# An ONNX export version folder.
+ONNX_FILE = "headlines.onnx"
+ONNX_CONTRACT_FILE = "onnx_model.json"
 
 
 def member_dir_name(rank):

@@ -47,6 +47,18 @@ _NUMBER = r"[\p{N}#][\p{N}#,.]*"
 _ORPHANS = "[,;:]|(?i:n't|'(?:s|re|ve|ll|d|m))"
 # Leading punctuation, the first character, the rest.
 _FIRST = r"(?s)^([\p{P}\p{S}\s]*)(.?)(.*)$"
+# The regexes (RE2) of `detokenize`, by name: what an ids-level export
+# writes down for a client outside TensorFlow (`models.export.text_contract`).
+PATTERNS = {
+    "words": _DETOKENIZE,
+    "closes": _CLOSES,
+    "opens": _OPENS,
+    "cjk_symbol": _CJK_SYMBOL,
+    "cjk_letter": _CJK_LETTER,
+    "number": _NUMBER,
+    "orphans": _ORPHANS,
+    "first": _FIRST,
+}
 
 
 def detokenize_words(tokens):

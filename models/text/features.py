@@ -219,7 +219,7 @@ def _fingerprints(tokens):
 # may write one that the source names otherwise (`second-quarter`): where
 # the source names one such ordinal, it replaces the model's. (Else
 # `text.detokenize` reads the digit off the model's suffix.)
-_PERIODS = "quarter|qtr|half"
+PERIODS = "quarter|qtr|half"
 
 
 def _source_ordinal(surface_tokens):
@@ -227,11 +227,11 @@ def _source_ordinal(surface_tokens):
     hyphenated (`second-quarter`) or not (`second quarter`), else ""."""
     words = tf.strings.lower(surface_tokens)
     following = tf.concat([words[:, 1:], tf.fill([tf.shape(words)[0], 1], "")], 1)
-    period_follows = tf.strings.regex_full_match(following, _PERIODS)
+    period_follows = tf.strings.regex_full_match(following, PERIODS)
     named = tf.stack(
         [
             tf.reduce_any(
-                tf.strings.regex_full_match(words, f"({spelled})-({_PERIODS})")
+                tf.strings.regex_full_match(words, f"({spelled})-({PERIODS})")
                 | (tf.strings.regex_full_match(words, spelled) & period_follows),
                 axis=1,
             )

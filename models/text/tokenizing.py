@@ -109,6 +109,20 @@ _RULES = (
 )
 
 
+# Before the rules: format characters (soft hyphen, zero-width space)
+# vanish; control, private-use, separator and replacement characters become
+# spaces; Gigaword's `UNK` is the vocabulary's `<unk>`.
+_PREPARE = (
+    (r"\p{Cf}+", ""),
+    ("[\\p{Cc}\\p{Co}\\p{Cs}\\p{Z}\ufffd]+", " "),
+    (r"\bUNK\b", UNK),
+)
+# The regexes (RE2) of `surface`, in order, by stage: what an ids-level
+# export writes down for a client outside TensorFlow
+# (`models.export.text_contract`).
+PATTERNS = {"prepare": _PREPARE, "rules": _RULES}
+
+
 def _prepare(texts, max_chars):
     """Valid UTF-8 cut to `max_chars`, control characters removed, `<unk>`."""
     if max_chars < 1:
@@ -122,11 +136,9 @@ def _prepare(texts, max_chars):
         x, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
     )
     x = tf.strings.substr(x, 0, max_chars, unit="UTF8_CHAR")
-    # Format characters (soft hyphen, zero-width space) vanish; control,
-    # private-use, separator and replacement characters become spaces.
-    x = tf.strings.regex_replace(x, r"\p{Cf}+", "")
-    x = tf.strings.regex_replace(x, "[\\p{Cc}\\p{Co}\\p{Cs}\\p{Z}\ufffd]+", " ")
-    return tf.strings.regex_replace(x, r"\bUNK\b", UNK)
+    for pattern, rewrite in _PREPARE:
+        x = tf.strings.regex_replace(x, pattern, rewrite)
+    return x
 
 
 def _apply(x, rules):
