@@ -1,12 +1,15 @@
 """Command-line flags generated from settings dataclasses, and parsed back.
 
-`train.py` offers every field of `SummarizerConfig`, `TrainOptions` and
-`SearchOptions`; `python -m models.export` offers `SearchOptions`' again, to
-override a run's tuned settings, and each command line (`models.export.saved_model`,
-`models.evaluation.evaluate`, `serving`) is one settings dataclass of its own. The
-flags are generated here from the fields and their docstrings, so a new
-field is a new flag, and parsed back into the dataclass (`parse_settings`):
-past the parser, no module reads an `argparse.Namespace`.
+`train.py` offers every field of its settings records (the data source, the
+model, training, the run, minimum risk, distillation, decoding and its
+tuning, evaluation: `models.settings.train.FLAG_GROUPS`); `python -m
+models.export` offers `SearchOptions`' again, to override a run's tuned
+settings, and each command line (`models.export.saved_model`,
+`models.evaluation.evaluate`, `serving`) is one settings dataclass of its
+own. The flags are generated here from the fields, their metadata and
+their docstrings, so a new field is a new flag, and parsed back into the
+dataclass (`parse_settings`): past the parser, no module reads an
+`argparse.Namespace`.
 
 Plain Python only: the server imports it without any model code.
 """
