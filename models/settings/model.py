@@ -159,14 +159,16 @@ class SummarizerConfig:
         (`models.training.chosen_lengths.settle_config`)."""
         return tuple(n for n in SETTLED_FROM_DATA if getattr(self, n) is None)
 
-    def check_settled(self):
-        """Raises `ValueError` if `unsettled` names a field: a model and its
-        text features need the values a run settles."""
-        if self.unsettled():
+    def check_settled(self, names=SETTLED_FROM_DATA):
+        """Raises `ValueError` if any of `names` (of `SETTLED_FROM_DATA`) is
+        unset: the text features need them all, the model its source
+        length."""
+        unset = [n for n in self.unsettled() if n in names]
+        if unset:
             raise ValueError(
                 "`config` must be settled from the training data first "
                 "(`models.training.chosen_lengths.settle_config`). Received: "
-                f"{', '.join(f'{n}=None' for n in self.unsettled())}"
+                f"{', '.join(f'{n}=None' for n in unset)}"
             )
 
     def to_dict(self):
