@@ -232,6 +232,7 @@ def main(argv=None):
     from benchmarks.flops import machine_peaks
     from models import data
     from models.model.run_folder import load_run, load_trained_model
+    from models.settings.data import DataSource
     from models.settings.version_folders import resolve_version_dir
 
     version = resolve_version_dir(args.model_dir)
@@ -244,7 +245,9 @@ def main(argv=None):
     config, features = load_run(args.run_dir)
     model = load_trained_model(args.run_dir)
 
-    test = data.load_split("test", data_dir=args.data_dir, tfds_dir=args.tfds_dir)
+    test = data.load_split(
+        "test", DataSource(data_dir=args.data_dir, tfds_dir=args.tfds_dir)
+    )
     documents = [d for d, _ in test.take(max(args.batches)).as_numpy_iterator()]
     reference = tutorial_model(
         config.vocab_size,

@@ -188,10 +188,10 @@ def reference_training_flops(config, batch, source_len, target_len):
 def _config_and_features(args, split):
     """The model configuration, its `TextFeatures` and the `TrainOptions`.
 
-    The configuration is `--config`'s (the defaults when that file is
-    missing) with `--max-source-length` applied; the vocabulary, which sets
-    its `vocab_size`, is `--vocab`'s, or built from `split` when that file is
-    missing.
+    The configuration is `--config`'s (the defaults and the Gigaword
+    sample's lengths when that file is missing) with `--max-source-length`
+    applied; the vocabulary, which sets its `vocab_size`, is `--vocab`'s, or
+    built from `split` when that file is missing.
     """
     from models import data
     from models.model import run_folder
@@ -202,7 +202,10 @@ def _config_and_features(args, split):
     config = (
         SummarizerConfig.load(args.config)
         if Path(args.config).exists()
-        else SummarizerConfig()
+        # What a run settles on the Gigaword sample (`train.py`).
+        else SummarizerConfig(
+            max_source_length=64, max_target_length=20, normalization="gigaword"
+        )
     )
     if args.max_source_length:
         config.max_source_length = args.max_source_length
@@ -446,6 +449,7 @@ def main(argv=None):
     from benchmarks import common
     from benchmarks.flops import machine_peaks, training_flops  # noqa: F401
     from models import data  # noqa: F401
+    from models.settings.data import DataSource
     from models.settings.fit import TrainOptions  # noqa: F401
     from models.settings.model import SummarizerConfig  # noqa: F401
     from models.text.features import TextFeatures  # noqa: F401
@@ -457,7 +461,8 @@ def main(argv=None):
         f"bf16 {peaks['bf16']:.0f} GFLOP/s"
     )
     rss_start = common.peak_rss_mib()
-    split = data.load_split("train", data_dir=args.data_dir, tfds_dir=args.tfds_dir)
+    source = DataSource(data_dir=args.data_dir, tfds_dir=args.tfds_dir)
+    split = data.load_split("train", source)
     split = split.take(args.examples)
     config, features, options = _config_and_features(args, split)
     print(f"# config {json.dumps(config.to_dict())}")

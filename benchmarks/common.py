@@ -13,10 +13,10 @@ import os
 import platform
 import resource
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Callable
+
+from models.settings.machine import machine
 
 
 def timeit(fn: Callable[[], object], number: int) -> float:
@@ -85,50 +85,23 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def machine_info() -> dict[str, str]:
-    """CPU model, core count, load, library versions: what a result depends on."""
-    info = {
+def machine_info() -> dict:
+    """What a result depends on: the machine (`models.settings.machine`:
+    CPU model, cores, matmul flags, memory, the versions of TensorFlow,
+    Keras, JAX and PyTorch loaded), Python, the platform, the load and the
+    date."""
+    return {
+        **machine(libraries=("tensorflow", "keras", "jax", "torch")),
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "cpus": str(os.cpu_count()),
         "loadavg": " ".join(f"{x:.2f}" for x in os.getloadavg()),
         "date": time.strftime("%Y-%m-%d %H:%M"),
     }
-    try:
-        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        for line in lscpu.splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() in (
-                "Model name",
-                "CPU(s)",
-                "Thread(s) per core",
-                "L3 cache",
-            ):
-                info[key.strip()] = value.strip()
-        flags = next(
-            (
-                v
-                for k, _, v in (ln.partition(":") for ln in lscpu.splitlines())
-                if k.strip() == "Flags"
-            ),
-            "",
-        ).split()
-        info["simd"] = ",".join(
-            f
-            for f in ("avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_int8")
-            if f in flags
-        )
-    except OSError:
-        pass
-    for module in ("tensorflow", "keras", "jax"):
-        if module in sys.modules:
-            info[module] = getattr(sys.modules[module], "__version__", "?")
-    return info
 
 
 def print_machine_info() -> None:
     for key, value in machine_info().items():
-        print(f"# {key}: {value}")
+        print(f"# {key}: {','.join(value) if isinstance(value, list) else value}")
 
 
 def markdown_table(header: list[str], rows: list[list[object]]) -> str:

@@ -124,6 +124,7 @@ def main(argv=None):
     from benchmarks.common import machine_info
     from models import data
     from models.model.run_folder import load_run
+    from models.settings.data import DataSource
     from models.settings.folder_layout import LATEST_WEIGHTS_FILE, MODEL_FILE, RISK_DIR
     from models.training.risk_fine_tuning import fine_tune
 
@@ -131,7 +132,8 @@ def main(argv=None):
     config, features = load_run(args.run_dir)
     trained = keras.saving.load_model(Path(args.run_dir) / MODEL_FILE, compile=False)
     splits = {
-        s: data.load_split(s, data_dir=args.data_dir) for s in ("train", "validation")
+        s: data.load_split(s, DataSource(data_dir=args.data_dir))
+        for s in ("train", "validation")
     }
     train = splits["train"]
     if args.examples:

@@ -18,7 +18,7 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from models import data, text
+from models import data
 from models.export import served_search
 from models.export.saved_model import export
 from models.model import members
@@ -39,10 +39,7 @@ from models.settings.folder_layout import (
     TRAINING_RECORD_FILE,
 )
 from models.settings.json_files import read_json, write_json
-from models.settings.train import (
-    DataSettings,
-    TrainSettings,
-)
+from models.settings.train import TrainSettings
 from models.training import chosen_lengths as lengths
 from models.training import distill
 from models.training.callbacks import TrainingCap, backed_up_state
@@ -89,18 +86,7 @@ def _configure_devices(settings: TrainSettings):
 
 def load_splits(source: DataSource):
     """The training and validation splits of `source`."""
-    kwargs = dataclasses.asdict(source)
-    return {s: data.load_split(s, **kwargs) for s in ("train", "validation")}
-
-
-def default_normalization(settings: DataSettings, train_split, sample=1000):
-    """`gigaword` for Gigaword's own text, `general` for any other data."""
-    if settings.dataset != "gigaword":
-        return "general"
-    if not settings.data_dir:
-        return "gigaword"
-    pairs = train_split.take(sample).as_numpy_iterator()
-    return text.guess_normalization(s.decode("utf-8") for p in pairs for s in p)
+    return {s: data.load_split(s, source) for s in ("train", "validation")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,7 +169,7 @@ def run(settings: TrainSettings):
 
 
 def _run(settings, cleanup):
-    options, search = settings.training, settings.search
+    options = settings.training
     progress = CommandProgress(options.ensemble)
     progress.stage("data", "loading and encoding")
     strategy = _configure_devices(settings)
@@ -192,15 +178,12 @@ def _run(settings, cleanup):
     initial_weights = initial_model_files(
         settings.distillation.init_from, options.ensemble
     )
-    source = settings.data.source()
+    source = settings.data
     splits = load_splits(source)
-    run = _prepare(settings, splits, strategy, cleanup)
+    run, search = _prepare(settings, splits, strategy, cleanup)
     if run.chief:
         # Copied into the export, where evaluation reads the feature names.
         source.write(run.run_dir)
-    search = lengths.decoding_limit(
-        search, run.config, "max_length" in settings.choose_lengths
-    )
     progress.training(run.schedule)
     # One cap for the whole command: every member, every stage.
     cap = TrainingCap(options.max_train_minutes, options.stop_after_validations)
@@ -303,23 +286,19 @@ def _print_summary(version_dir, outcomes, schedule, progress):
 
 def _prepare(settings, splits, strategy, cleanup):
     """The run folder, its config, vocabulary and schedule, and the encoded
-    data."""
+    data; and the search, its limit settled with the config."""
     options = settings.training
-    # A copy: the run sets the vocabulary size (and may set the normalization).
-    config = dataclasses.replace(settings.model)
     train_split = splits["train"]
-    if settings.data.max_train_examples:
-        train_split = train_split.take(settings.data.max_train_examples)
-    if settings.choose_normalization:
-        config.normalization = default_normalization(settings.data, train_split)
+    if settings.run.max_train_examples:
+        train_split = train_split.take(settings.run.max_train_examples)
     run_dir = settings.run.run_path()
     chief = strategy is None or strategy.extended.should_checkpoint
     if not chief:
         run_dir = _worker_run_dir(run_dir, cleanup)
     distillation = settings.distillation
     init_from = distillation.init_from
-    config = lengths.settle_lengths(
-        run_dir, train_split, config, settings.choose_lengths, init_from
+    config, search = lengths.settle_config(
+        run_dir, train_split, settings.data, settings.model, settings.search, init_from
     )
     if distillation.distill_from:
         train_split = distill.distilled_split(
@@ -379,7 +358,7 @@ def _prepare(settings, splits, strategy, cleanup):
         validation_batches=validation_batches,
         sample=tuple(sample.as_numpy_iterator()),
         schedule=run_schedule(run_dir, options, data.count_batches(one_pass)),
-    )
+    ), search
 
 
 def _train_member(rank, folder, run, options, strategy, initial_weights, cap, progress):
@@ -500,7 +479,7 @@ def _export_and_evaluate(settings, run, model, search, record, progress):
         model, run.features, export_dir, options=search, extra_files=files
     )
     print(f"Exported {version_dir}", file=sys.stderr)
-    evaluation, data_settings = settings.evaluation, settings.data
+    evaluation = settings.evaluation
     if not evaluation.skip_eval:
         from models.evaluation import evaluate
 
@@ -510,9 +489,7 @@ def _export_and_evaluate(settings, run, model, search, record, progress):
             # The N the validation check chose: `training.json` comes later.
             lead_tokens=record.get("validation_check", {}).get("lead_tokens"),
             split=evaluation.eval_split,
-            data_dir=data_settings.data_dir,
-            dataset=data_settings.dataset,
-            tfds_dir=data_settings.tfds_dir,
+            source=settings.data,
             max_examples=evaluation.max_eval_examples,
         )
     record["stage_seconds"] = progress.finish()

@@ -2,7 +2,7 @@
 
 A line's `status` is `done` (the recipe's stopping rule was met) or
 `partial` (an invocation's cap stopped it); the last line of a unit is its
-current state. Every line records the machine (`lscpu` model and flags),
+current state. Every line records the machine (`lscpu` model and matmul flags),
 the backend, the command and the git commit that produced it.
 """
 
@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import shlex
 import subprocess
 import time
 from pathlib import Path
+
+from models.settings.machine import machine as machine_record
 
 PACKAGE = Path(__file__).resolve().parent
 ROOT = PACKAGE.parent
@@ -25,32 +26,13 @@ RESULTS = {
 # Build output, ignored by git: checkpoints, cached references, pictures.
 OUTPUT = PACKAGE / "output"
 CHECKPOINTS = OUTPUT / "runs"
-# The CPU flags that decide matmul speed; the full list is long.
-MATMUL_FLAGS = (
-    "avx",
-    "avx2",
-    "fma",
-    "avx512f",
-    "avx512_bf16",
-    "avx512_vnni",
-    "amx_tile",
-)
 
 
 def machine():
-    """The CPU model and its matmul flags (`lscpu`), cores and accelerator."""
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    except OSError:
-        out = ""
-    fields = dict(
-        line.split(":", 1) for line in out.splitlines() if ":" in line
-    )  # fmt: skip
-    flags = fields.get("Flags", "").split()
+    """The machine (`models.settings.machine`: CPU model and matmul flags,
+    cores, memory, Keras' version) and its accelerator."""
     info = {
-        "cpu": fields.get("Model name", platform.processor() or "unknown").strip(),
-        "flags": [f for f in MATMUL_FLAGS if f in flags],
-        "cores": os.cpu_count(),
+        **machine_record(libraries=("keras", "tensorflow", "torch", "jax")),
         "accelerator": "none",
     }
     if os.environ.get("KERAS_BACKEND") == "jax":

@@ -1,8 +1,9 @@
 """`benchmarks/` holds the scripts behind BENCHMARKS.md's figures, and only those.
 
 A script is a module of `benchmarks/` with a `__main__` block; the others
-(`common`, `flops`, `opennmt_log`) are helpers the scripts import. Every script is cited in
-BENCHMARKS.md with its command, `python -m benchmarks.<script>`, and indexed
+(`common`, `flops`, `opennmt_log`) are helpers the scripts import. Every
+script is cited in BENCHMARKS.md with its command, `python -m
+benchmarks.<script>`, and indexed
 in benchmarks/README.md; every script the pages cite exists; every
 `python -m` command of the docs names a module of the checkout. The tests
 read files only: they run on every backend, TensorFlow or not.

@@ -11,6 +11,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from models import data, text  # noqa: E402
+from models.settings.data import DataSource  # noqa: E402
 from models.settings.errors import UserError  # noqa: E402
 
 # Tiny made-up pairs in the Gigaword form (never lines of the real data).
@@ -59,7 +60,7 @@ def prepared(tmp_path_factory):
     root = tmp_path_factory.mktemp("gigaword")
     org = write_org_data(root / "src")
     tfds_dir = root / "tfds"
-    ds = data.load_split("train", data_dir=org, tfds_dir=tfds_dir)
+    ds = data.load_split("train", DataSource(data_dir=org, tfds_dir=tfds_dir))
     return org, tfds_dir, ds
 
 
@@ -71,9 +72,11 @@ def test_org_data_folder_prepares_tfds_gigaword(prepared):
     )
     assert as_set(train) == expected("train", rewrite=True)
     # The parent folder and the `dev` alias reach the same prepared dataset.
-    validation = data.load_split("dev", data_dir=org.parent, tfds_dir=tfds_dir)
+    validation = data.load_split(
+        "dev", DataSource(data_dir=org.parent, tfds_dir=tfds_dir)
+    )
     assert as_set(validation) == expected("dev", rewrite=True)
-    test = data.load_split("test", data_dir=org, tfds_dir=tfds_dir)
+    test = data.load_split("test", DataSource(data_dir=org, tfds_dir=tfds_dir))
     assert as_set(test) == expected("test", rewrite=False)  # builder keeps <unk>
     # A real TFDS `gigaword` dataset, readable by TFDS itself.
     assert (tfds_dir / "gigaword" / "1.2.0" / "dataset_info.json").exists()
@@ -82,7 +85,7 @@ def test_org_data_folder_prepares_tfds_gigaword(prepared):
     ds = tfds.load("gigaword", split="test", data_dir=str(tfds_dir), download=False)
     assert int(ds.cardinality()) == len(PAIRS["test"])
     # ... which load_split also reads as a prepared TFDS data dir.
-    again = data.load_split("validation", data_dir=tfds_dir)
+    again = data.load_split("validation", DataSource(data_dir=tfds_dir))
     assert as_set(again) == expected("dev", rewrite=True)
 
 
@@ -90,22 +93,22 @@ def test_tfds_dir_holding_another_source_is_refused(prepared, tmp_path):
     _, tfds_dir, _ = prepared
     other = write_org_data(tmp_path, {k: v[:1] for k, v in PAIRS.items()})
     with pytest.raises(UserError, match="already holds gigaword prepared from"):
-        data.load_split("train", data_dir=other, tfds_dir=tfds_dir)
+        data.load_split("train", DataSource(data_dir=other, tfds_dir=tfds_dir))
 
 
 def test_touched_source_is_reused_and_changed_source_refused(tmp_path):
     small = {k: v[:1] for k, v in PAIRS.items()}
     org = write_org_data(tmp_path / "src", small)
     tfds_dir = tmp_path / "tfds"
-    data.load_split("test", data_dir=org, tfds_dir=tfds_dir)
+    data.load_split("test", DataSource(data_dir=org, tfds_dir=tfds_dir))
     changed = org / "test.src.txt"
     # New modification time, same bytes (a re-copied dataset): reused.
     os.utime(changed, ns=(0, changed.stat().st_mtime_ns + 10**9))
-    ds = data.load_split("test", data_dir=org, tfds_dir=tfds_dir)
+    ds = data.load_split("test", DataSource(data_dir=org, tfds_dir=tfds_dir))
     assert as_set(ds) == set(small["test"])
     changed.write_text("a different document\n")
     with pytest.raises(UserError, match="whose files have changed since"):
-        data.load_split("test", data_dir=org, tfds_dir=tfds_dir)
+        data.load_split("test", DataSource(data_dir=org, tfds_dir=tfds_dir))
 
 
 def test_a_second_preparation_waits_for_the_first(tmp_path):
@@ -122,7 +125,7 @@ def test_a_second_preparation_waits_for_the_first(tmp_path):
 
     def second():
         result["train"] = as_set(
-            data.load_split("train", data_dir=org, tfds_dir=tfds_dir)
+            data.load_split("train", DataSource(data_dir=org, tfds_dir=tfds_dir))
         )
 
     with offline._exclusive(tfds_dir / offline._LOCK):  # the first run
@@ -140,10 +143,10 @@ def test_zip_archive_and_manual_dir(tmp_path):
     org = write_org_data(tmp_path / "src")
     archive = write_zip(tmp_path / "manual" / "ggw_data.zip", org)
     tfds_dir = tmp_path / "tfds"
-    ds = data.load_split("validation", data_dir=archive, tfds_dir=tfds_dir)
+    ds = data.load_split("validation", DataSource(data_dir=archive, tfds_dir=tfds_dir))
     assert as_set(ds) == expected("dev", rewrite=True)
     # TFDS's manual-dir convention: the folder holding `ggw_data.zip`.
-    ds = data.load_split("test", data_dir=archive.parent, tfds_dir=tfds_dir)
+    ds = data.load_split("test", DataSource(data_dir=archive.parent, tfds_dir=tfds_dir))
     assert as_set(ds) == expected("test", rewrite=False)
     assert not list(tfds_dir.glob("gigaword-offline-*"))  # extraction cleaned up
 
@@ -151,10 +154,12 @@ def test_zip_archive_and_manual_dir(tmp_path):
 def test_nested_zip_and_plain_folder(tmp_path):
     org = write_org_data(tmp_path / "src")
     archive = write_zip(tmp_path / "data.zip", org, inner="ggw_data/org_data")
-    ds = data.load_split("train", data_dir=archive, tfds_dir=tmp_path / "tfds")
+    ds = data.load_split(
+        "train", DataSource(data_dir=archive, tfds_dir=tmp_path / "tfds")
+    )
     assert as_set(ds) == expected("train", rewrite=True)
     # Any other dataset name: the org_data files as they are, in file order.
-    plain = data.load_split("dev", data_dir=org, dataset="my_pairs")
+    plain = data.load_split("dev", DataSource(data_dir=org, dataset="my_pairs"))
     assert [(d.decode(), s.decode()) for d, s in plain.as_numpy_iterator()] == (
         PAIRS["dev"]
     )
@@ -189,7 +194,7 @@ def test_bad_files_raise_one_line_errors(tmp_path, corrupt, message):
     org = write_org_data(tmp_path)
     corrupt(org)
     with pytest.raises(UserError, match=message) as info:
-        data.load_split("train", data_dir=org, tfds_dir=tmp_path / "tfds")
+        data.load_split("train", DataSource(data_dir=org, tfds_dir=tmp_path / "tfds"))
     assert "\n" not in str(info.value)
     assert not (tmp_path / "tfds" / "gigaword").exists()  # validated first
 
@@ -201,7 +206,9 @@ def test_bad_zip_is_validated_too(tmp_path):
     with pytest.raises(
         UserError, match=r"ggw_data\.zip:org_data/train\.src\.txt has 3"
     ):
-        data.load_split("train", data_dir=archive, tfds_dir=tmp_path / "tfds")
+        data.load_split(
+            "train", DataSource(data_dir=archive, tfds_dir=tmp_path / "tfds")
+        )
 
 
 @pytest.mark.parametrize(
@@ -238,11 +245,11 @@ def test_bad_zip_is_validated_too(tmp_path):
     ],
 )
 def test_bad_arguments_raise_one_line_errors(tmp_path, make, kwargs, message):
-    kwargs = {"split": "train", **kwargs}
+    split = kwargs.pop("split", "train")
     if make is not None:
         kwargs["data_dir"] = make(tmp_path)
     with pytest.raises(UserError, match=message) as info:
-        data.load_split(tfds_dir=tmp_path / "tfds", **kwargs)
+        data.load_split(split, DataSource(tfds_dir=tmp_path / "tfds", **kwargs))
     assert "\n" not in str(info.value)
 
 
@@ -375,14 +382,20 @@ def test_count_words_counts_every_token_of_both_sides():
 
 def test_plain_text_pairs_and_their_encoding_know_their_count(tmp_path):
     org = write_org_data(tmp_path / "src")
-    pairs = data.load_split("train", data_dir=org, dataset="plain")
+    pairs = data.load_split("train", DataSource(data_dir=org, dataset="plain"))
     assert int(pairs.cardinality()) == len(PAIRS["train"])
     # The pairs' count goes through encoding, which unbatches.
     from models.model.run_folder import make_features
     from models.settings.model import SummarizerConfig
 
     vocabulary = data.split_vocabulary(pairs, 100, min_count=1)
-    features = make_features(vocabulary, SummarizerConfig(vocab_size=len(vocabulary)))
+    config = SummarizerConfig(
+        vocab_size=len(vocabulary),
+        max_source_length=64,
+        max_target_length=20,
+        normalization="gigaword",
+    )
+    features = make_features(vocabulary, config)
     encoded = data.encode_dataset(pairs, features)
     assert int(encoded.cardinality()) == len(PAIRS["train"])
     assert len(list(encoded)) == len(PAIRS["train"])

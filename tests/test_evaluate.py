@@ -20,6 +20,7 @@ from models.evaluation.heatmap import attention_png_bytes, plot_attention  # noq
 from models.scoring import metrics  # noqa: E402
 from models.scoring.baselines import lead_baseline  # noqa: E402
 from models.settings import version_folders  # noqa: E402
+from models.settings.data import DataSource  # noqa: E402
 from models.settings.errors import UserError  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -296,8 +297,7 @@ def test_evaluate_writes_metrics_and_heatmaps(saved_model, data_dir, tmp_path, c
     record = ev.evaluate(
         saved_model,
         "test",
-        data_dir=data_dir,
-        tfds_dir=tmp_path / "tfds",  # not ~/tensorflow_datasets
+        source=DataSource(data_dir=data_dir, tfds_dir=tmp_path / "tfds"),
         n_heatmaps=2,
         n_bootstrap=100,
         progress=False,
@@ -350,8 +350,7 @@ def test_evaluate_writes_metrics_and_heatmaps(saved_model, data_dir, tmp_path, c
     small = ev.evaluate(
         saved_model / "1",
         "validation",
-        data_dir=data_dir,
-        tfds_dir=tmp_path / "tfds",
+        source=DataSource(data_dir=data_dir, tfds_dir=tmp_path / "tfds"),
         max_examples=2,
         n_heatmaps=0,
         output=other,
@@ -406,8 +405,7 @@ def test_heatmaps_are_labelled_with_the_words_as_written(
     ev.evaluate(
         saved_model,
         "test",
-        data_dir=data_dir,
-        tfds_dir=tmp_path / "tfds",
+        source=DataSource(data_dir=data_dir, tfds_dir=tmp_path / "tfds"),
         max_examples=1,
         n_heatmaps=1,
         n_bootstrap=10,

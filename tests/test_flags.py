@@ -113,9 +113,9 @@ def test_coverage_no_copy_gru_validation_cap_export(tmp_path, monkeypatch, capsy
     splits, models = [], []
     real_load, real_fit = data.load_split, training.fit
 
-    def load_split(split, **kwargs):
+    def load_split(split, source):
         splits.append(split)
-        return real_load(split, **kwargs)
+        return real_load(split, source)
 
     def fit(model, *args, **kwargs):
         models.append(model)

@@ -19,6 +19,7 @@ from models.scoring.baselines import (  # noqa: E402
     choose_lead_tokens,
     recorded_lead_tokens,
 )
+from models.settings.data import DataSource  # noqa: E402
 from models.settings.model import SummarizerConfig  # noqa: E402
 from models.settings.search import SearchOptions  # noqa: E402
 from models.training import chosen_lengths as lengths  # noqa: E402
@@ -78,11 +79,7 @@ def test_cjk_headlines_get_longer_limits_than_latin_words():
     config = SummarizerConfig()
     # Headlines of 30 characters: the 99th percentile is 31 with </s>.
     record = lengths.choose_lengths(
-        np.full(100, 214),
-        np.full(100, 30),
-        np.full(100, 30),
-        config,
-        ("max_target_length", "max_source_length"),
+        np.full(100, 214), np.full(100, 30), np.full(100, 30), config
     )
     assert (record["max_source_length"], record["max_target_length"]) == (268, 40)
     assert record["lead_tokens"] == 30
@@ -93,13 +90,9 @@ def test_cjk_headlines_get_longer_limits_than_latin_words():
 
 
 def test_given_lengths_are_kept():
-    config = SummarizerConfig(max_source_length=16, max_target_length=6)
+    config = SummarizerConfig(max_target_length=6)
     record = lengths.choose_lengths(
-        np.full(10, 50),
-        np.full(10, 14),
-        np.full(10, 14),
-        config,
-        ("max_source_length",),
+        np.full(10, 50), np.full(10, 14), np.full(10, 14), config
     )
     assert (record["max_source_length"], record["max_target_length"]) == (64, 6)
     assert record["chosen"]["max_target_length"] == "given"
@@ -108,8 +101,8 @@ def test_given_lengths_are_kept():
 def test_a_new_run_records_its_lengths_and_a_resumed_run_keeps_them(tmp_path, capsys):
     run_dir = tmp_path / "run"
     split = _split([("a b c d e f g h i j", "a b c")] * 5)
-    config = lengths.settle_lengths(
-        run_dir, split, SummarizerConfig(), lengths.LENGTH_FIELDS
+    config, _ = lengths.settle_config(
+        run_dir, split, DataSource(), SummarizerConfig(), SearchOptions()
     )
     assert (config.max_source_length, config.max_target_length) == (16, 8)
     line = capsys.readouterr().err.strip()
@@ -121,8 +114,8 @@ def test_a_new_run_records_its_lengths_and_a_resumed_run_keeps_them(tmp_path, ca
         run_dir / "config.json"
     )
     longer = _split([(" ".join(["w"] * 300), " ".join(["w"] * 50))] * 5)
-    config = lengths.settle_lengths(
-        run_dir, longer, SummarizerConfig(), lengths.LENGTH_FIELDS
+    config, _ = lengths.settle_config(
+        run_dir, longer, DataSource(), SummarizerConfig(), SearchOptions()
     )
     assert recorded_lead_tokens(run_dir) == 3
     assert "(kept from the run)" in capsys.readouterr().err
@@ -130,11 +123,15 @@ def test_a_new_run_records_its_lengths_and_a_resumed_run_keeps_them(tmp_path, ca
     assert recorded_lead_tokens(tmp_path) == LEAD_WORDS
 
 
-def test_the_search_limit_follows_the_headline_length():
+def test_the_search_limit_follows_the_headline_length(tmp_path, capsys):
+    split = _split([("a b c d e f g h i j", "a b c")] * 5)
     config = SummarizerConfig(max_target_length=40)
-    search = SearchOptions()
-    assert lengths.decoding_limit(search, config, True).max_length == 40
-    assert lengths.decoding_limit(search, config, False).max_length == 20
+    unset = SearchOptions(max_length=None)
+    _, search = lengths.settle_config(tmp_path, split, DataSource(), config, unset)
+    assert search.max_length == 40
+    given = SearchOptions(max_length=20)
+    _, search = lengths.settle_config(tmp_path, split, DataSource(), config, given)
+    assert search.max_length == 20
 
 
 # ------------------------------------------------------- the validation check

@@ -242,8 +242,13 @@ def test_word_dropout_drops_whole_words_in_training_only():
     settings = train.parse_settings(["--word-dropout", "0.5", "--vocab-size", "60"])
     config = settings.model
     assert config.word_dropout == 0.5
+    settled = {
+        "max_source_length": 40,
+        "max_target_length": 8,
+        "normalization": "general",
+    }
     config = SummarizerConfig(
-        **{**config.to_dict(), "embedding_dim": 8, "hidden_size": 8}
+        **{**config.to_dict(), "embedding_dim": 8, "hidden_size": 8, **settled}
     )
     model = build_model(config, TrainOptions())
     embedded = np.random.default_rng(0).normal(size=(64, 40, 8)).astype("float32")

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from models.data.offline import prepare_offline
 from models.data.sources import SPLIT_FILES, find_source, validate
-from models.settings.data import SPLITS
+from models.settings.data import SPLITS, DataSource
 from models.settings.errors import UserError
 
 _SPLIT_ALIASES = {"dev": "validation", "valid": "validation", "val": "validation"}
@@ -52,10 +52,11 @@ def _tfds_builder(dataset, data_dir):
         ) from None
 
 
-def _check_keys(builder, document_key, summary_key):
+def _check_keys(builder, source):
     features = builder.info.features
     text_keys = sorted(k for k in features.keys() if features[k].tf_dtype == tf.string)
-    for name, key in (("document_key", document_key), ("summary_key", summary_key)):
+    for name in ("document_key", "summary_key"):
+        key = getattr(source, name)
         if key not in text_keys:
             raise UserError(
                 f"`{name}` must name a text feature of TFDS dataset "
@@ -64,7 +65,7 @@ def _check_keys(builder, document_key, summary_key):
             )
 
 
-def _as_pairs(builder, split, document_key, summary_key):
+def _as_pairs(builder, split, source):
     available = list(builder.info.splits.keys())
     base = re.match(r"^\s*(\w+)", split)
     if available and base and base.group(1) not in available:
@@ -73,25 +74,27 @@ def _as_pairs(builder, split, document_key, summary_key):
             f"{', '.join(available)}. Received: split={split!r}"
         )
     ds = builder.as_dataset(split=split, shuffle_files=False)
+    document_key, summary_key = source.document_key, source.summary_key
     return ds.map(
         lambda ex: (ex[document_key], ex[summary_key]),
         num_parallel_calls=tf.data.AUTOTUNE,
     )
 
 
-def _text_pairs(source, split):
-    """Pairs read straight from org_data files (no TFDS, no `<unk>` rewrite)."""
-    if source.kind != "dir":
+def _text_pairs(copy, split):
+    """Pairs read straight from the org_data files of the local copy `copy`
+    (no TFDS, no `<unk>` rewrite)."""
+    if copy.kind != "dir":
         raise UserError(
             "A zip archive is only read through the TFDS gigaword builder: "
-            f"`dataset` must be 'gigaword'. Received: data_dir={source.path}"
+            f"`dataset` must be 'gigaword'. Received: data_dir={copy.path}"
         )
     if split not in SPLITS:
         raise UserError(
             f"`split` must be one of {', '.join(SPLITS)}. Received: split={split!r}"
         )
-    pairs = validate(source, [split])[split]
-    prefix = str(source.path / SPLIT_FILES[split])
+    pairs = validate(copy, [split])[split]
+    prefix = str(copy.path / SPLIT_FILES[split])
     # The validated line count, as TFDS's datasets have theirs: it sizes the
     # cache of the encoded examples (`models.data.training_cache`).
     return (
@@ -107,16 +110,11 @@ def _text_pairs(source, split):
     )
 
 
-def load_split(
-    split,
-    *,
-    data_dir=None,
-    dataset="gigaword",
-    document_key="document",
-    summary_key="summary",
-    tfds_dir=None,
-):
-    """Loads one split as `(document, summary)` pairs of `tf.string` scalars.
+def load_split(split, source: DataSource):
+    """Loads one split of `source` as `(document, summary)` pairs of
+    `tf.string` scalars.
+
+    Where it is read from follows `source`'s `dataset` and `data_dir`:
 
     - `data_dir=None`: `tfds.load(dataset, split=split)` (downloads and
       prepares on first use, as usual; `tfds_dir` is TFDS's `data_dir`).
@@ -131,11 +129,8 @@ def load_split(
     Args:
         split: `"train"`, `"validation"` (or `"dev"`) or `"test"`; TFDS slicing
             such as `"train[:1000]"` works on the TFDS paths.
-        data_dir: local data, as above.
-        dataset: TFDS dataset name.
-        document_key: feature holding the document.
-        summary_key: feature holding the summary.
-        tfds_dir: TFDS data dir for prepared data (default: TFDS's).
+        source: the `models.settings.data.DataSource`: the dataset, its
+            folders and the names of its document and summary features.
 
     Returns:
         `tf.data.Dataset` of `(document, summary)`, both `tf.string` with
@@ -145,25 +140,29 @@ def load_split(
     Raises:
         UserError: missing or invalid data, unknown dataset, split or key.
     """
-    gigaword = dataset == "gigaword"
+    gigaword = source.dataset == "gigaword"
     split = _canonical_split(split, strict=gigaword)
+    data_dir = source.data_dir
     if data_dir is None:
-        builder = _downloaded(dataset, document_key, summary_key, tfds_dir)
-    elif _prepared_tfds_dir(Path(data_dir).expanduser(), dataset):
-        builder = _prepared(dataset, document_key, summary_key, data_dir)
+        builder = _downloaded(source)
+    elif _prepared_tfds_dir(Path(data_dir).expanduser(), source.dataset):
+        builder = _prepared(source)
     elif not gigaword:
         return _text_pairs(find_source(data_dir), split)
     else:
         # The keys are checked against the builder's features before preparing.
-        _check_keys(_tfds_builder(dataset, None), document_key, summary_key)
-        builder = prepare_offline(data_dir, tfds_dir=tfds_dir)
-    return _as_pairs(builder, split, document_key, summary_key)
+        _check_keys(_tfds_builder(source.dataset, None), source)
+        builder = prepare_offline(data_dir, tfds_dir=source.tfds_dir)
+    return _as_pairs(builder, split, source)
 
 
-def _downloaded(dataset, document_key, summary_key, tfds_dir):
-    """TFDS's builder of `dataset`, downloaded and prepared on first use."""
-    builder = _tfds_builder(dataset, None if tfds_dir is None else os.fspath(tfds_dir))
-    _check_keys(builder, document_key, summary_key)
+def _downloaded(source):
+    """TFDS's builder of `source.dataset`, downloaded and prepared on first use."""
+    tfds_dir = source.tfds_dir
+    builder = _tfds_builder(
+        source.dataset, None if tfds_dir is None else os.fspath(tfds_dir)
+    )
+    _check_keys(builder, source)
     try:
         builder.download_and_prepare()
     except ModuleNotFoundError as e:
@@ -178,14 +177,15 @@ def _downloaded(dataset, document_key, summary_key, tfds_dir):
     return builder
 
 
-def _prepared(dataset, document_key, summary_key, data_dir):
-    """The builder of `dataset` already prepared in the TFDS folder `data_dir`."""
-    path = Path(data_dir).expanduser()
-    builder = _tfds_builder(dataset, os.fspath(path))
-    _check_keys(builder, document_key, summary_key)
+def _prepared(source):
+    """The builder of `source.dataset` already prepared in the TFDS folder
+    `source.data_dir`."""
+    path = Path(source.data_dir).expanduser()
+    builder = _tfds_builder(source.dataset, os.fspath(path))
+    _check_keys(builder, source)
     if not builder.is_prepared():
         raise UserError(
-            f"`data_dir` must hold version {builder.version} of {dataset}. "
+            f"`data_dir` must hold version {builder.version} of {source.dataset}. "
             f"Received: data_dir={path}, which holds another version"
         )
     return builder

@@ -93,6 +93,17 @@ class EvaluateSettings:
     readable: bool = dataclasses.field(default=False, metadata={"action": "store_true"})
     verbose: bool = verbose_field()
 
+    def source(self):
+        """The `DataSource` to read: the dataset and folders given, with the
+        names of the features the model was trained on (the export's
+        record)."""
+        return DataSource.for_model(
+            resolve_version_dir(self.model_dir),
+            self.dataset,
+            self.data_dir,
+            self.tfds_dir,
+        )
+
 
 # ---------------------------------------------------------------------------
 # Evaluation.
@@ -140,7 +151,7 @@ def _read_split(split, source, max_examples):
     # Imported here so that the CLI answers --help and argument errors fast.
     data = importlib.import_module("models.data")
 
-    ds = data.load_split(split, **dataclasses.asdict(source))
+    ds = data.load_split(split, source)
     if max_examples is not None:
         ds = ds.take(max_examples)
     documents, references = [], []
@@ -231,9 +242,7 @@ def evaluate(
     model_dir,
     split="test",
     *,
-    data_dir=None,
-    dataset="gigaword",
-    tfds_dir=None,
+    source=None,
     max_examples=None,
     n_heatmaps=4,
     output=None,
@@ -259,9 +268,8 @@ def evaluate(
         model_dir: `saved_models/<name>/<version>`, or `saved_models/<name>` for
             its newest integer version.
         split: one of `"train"`, `"validation"`, `"test"`.
-        data_dir: data folder passed to `models.data.load_split`.
-        dataset: dataset name passed to `models.data.load_split`.
-        tfds_dir: TFDS data dir passed to `models.data.load_split`.
+        source: the `DataSource` the split is read from
+            (`models.data.load_split`); None: the one the export records.
         max_examples: evaluate only the first `max_examples` pairs.
         n_heatmaps: number of examples rendered to
             `<version>/heatmaps/example_<i>.png` through the `attention`
@@ -287,13 +295,7 @@ def evaluate(
     """
     _check_split_and_size(split, max_examples)
     version_dir = resolve_version_dir(model_dir)
-    # The features' names are those the model was trained on.
-    source = dataclasses.replace(
-        DataSource.recorded(version_dir),
-        dataset=dataset,
-        data_dir=data_dir,
-        tfds_dir=tfds_dir,
-    )
+    source = source or DataSource.recorded(version_dir)
     documents, references = _read_split(split, source, max_examples)
     model = load_saved_model(version_dir)
     scoring = {"n_bootstrap": n_bootstrap, "seed": seed, "readable": readable}
@@ -308,7 +310,14 @@ def evaluate(
     )
     heatmaps = _write_heatmaps(model, documents, references, version_dir, n_heatmaps)
     metrics = _metrics_record(
-        version_dir, dataset, split, documents, signatures, systems, heatmaps, scoring
+        version_dir,
+        source.dataset,
+        split,
+        documents,
+        signatures,
+        systems,
+        heatmaps,
+        scoring,
     )
     _save_and_report(metrics, output, version_dir)
     return metrics
@@ -413,9 +422,7 @@ def main(argv=None):
         evaluate(
             settings.model_dir,
             settings.split,
-            data_dir=settings.data_dir,
-            dataset=settings.dataset,
-            tfds_dir=settings.tfds_dir,
+            source=settings.source(),
             max_examples=settings.max_examples,
             n_heatmaps=settings.n_heatmaps,
             output=settings.output,
@@ -429,7 +436,3 @@ def main(argv=None):
         print(f"error: {first_line(error)}", file=sys.stderr)
         return 1
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -279,7 +279,3 @@ def main(argv=None):
     except UserError as error:
         raise SystemExit(f"error: {error}") from None
     print(f"Exported {path}")
-
-
-if __name__ == "__main__":
-    main()

@@ -31,7 +31,9 @@ from models.text.features import TextFeatures
 
 
 def make_features(vocabulary, config):
-    """`TextFeatures` of `vocabulary` as `config` sets them."""
+    """`TextFeatures` of `vocabulary` as `config` sets them; `config` is
+    settled (`models.training.chosen_lengths.settle_config`)."""
+    config.check_settled()
     return TextFeatures(
         vocabulary,
         config.max_source_length,

@@ -96,6 +96,7 @@ class HeadlineSummarizer(keras.Model):
         super().__init__(**kwargs)
         if isinstance(config, dict):
             config = SummarizerConfig.from_dict(config)
+        config.check_settled(("max_source_length",))  # the copy's extended ids
         self.config = config
         c = config
         rnn = keras.layers.LSTM if c.cell == "lstm" else keras.layers.GRU

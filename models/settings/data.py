@@ -17,11 +17,10 @@ SPLITS = ("train", "validation", "test")
 class DataSource:
     """A dataset, where it is read from, and the names of its features.
 
-    The fields are `models.data.load_split`'s keyword arguments:
-    `load_split(split, **dataclasses.asdict(source))` reads a split of it.
-    A run folder and its export record the source they were trained on
-    (`data_source.json`), so that `models.evaluation` reads the same
-    features.
+    Every stage that reads data takes it whole: `load_split(split, source)`
+    (`models.data`) reads a split of it. A run folder and its export record
+    the source they were trained on (`data_source.json`), so that
+    `models.evaluation` reads the same features.
 
     Attributes:
         dataset: The TFDS dataset name.
@@ -47,6 +46,15 @@ class DataSource:
     def write(self, folder):
         """Records the source in `folder` (a run folder or an export)."""
         write_json(f"{folder}/{DATA_SOURCE_FILE}", dataclasses.asdict(self))
+
+    @classmethod
+    def for_model(cls, folder, dataset="gigaword", data_dir=None, tfds_dir=None):
+        """`dataset` read from `data_dir` and `tfds_dir`, with the feature
+        names recorded in `folder` (`recorded`): those the model there was
+        trained on."""
+        return dataclasses.replace(
+            cls.recorded(folder), dataset=dataset, data_dir=data_dir, tfds_dir=tfds_dir
+        )
 
     @classmethod
     def recorded(cls, folder):

@@ -1,12 +1,15 @@
 """Command-line flags generated from settings dataclasses, and parsed back.
 
-`train.py` offers every field of `SummarizerConfig`, `TrainOptions` and
-`SearchOptions`; `python -m models.export` offers `SearchOptions`' again, to
-override a run's tuned settings, and each command line (`models.export.saved_model`,
-`models.evaluation.evaluate`, `serving`) is one settings dataclass of its own. The
-flags are generated here from the fields and their docstrings, so a new
-field is a new flag, and parsed back into the dataclass (`parse_settings`):
-past the parser, no module reads an `argparse.Namespace`.
+`train.py` offers every field of its settings records (the data source, the
+model, training, the run, minimum risk, distillation, decoding and its
+tuning, evaluation: `models.settings.train.FLAG_GROUPS`); `python -m
+models.export` offers `SearchOptions`' again, to override a run's tuned
+settings, and each command line (`models.export.saved_model`,
+`models.evaluation.evaluate`, `serving`) is one settings dataclass of its
+own. The flags are generated here from the fields, their metadata and
+their docstrings, so a new field is a new flag, and parsed back into the
+dataclass (`parse_settings`): past the parser, no module reads an
+`argparse.Namespace`.
 
 Plain Python only: the server imports it without any model code.
 """
@@ -104,6 +107,9 @@ def _attributes_section(docstring):
 def _with_choices(help_text, choices):
     """`help_text` naming `choices` themselves, never the constant holding them."""
     named = "one of " + ", ".join(str(c) for c in choices)
+    words = set(re.findall(r"[\w-]+", help_text or ""))
+    if "one of" in (help_text or "") and words >= {str(c) for c in choices}:
+        return help_text  # it names them already, each with its meaning
     if not help_text:
         return named[0].upper() + named[1:] + "."
     if _CHOICES_NAME.search(help_text):
@@ -116,7 +122,7 @@ def flag_fields(cls):
     return [f for f in dataclasses.fields(cls) if f.metadata.get(FLAG, True)]
 
 
-def add_config_flags(group, cls, unset=False):
+def add_config_flags(group, cls, unset=False, defaults=None):
     """Adds `--<field-name>` for each field of the dataclass `cls`.
 
     The help is the field's line in the docstring's `Attributes:`, with its
@@ -130,6 +136,8 @@ def add_config_flags(group, cls, unset=False):
         cls: The dataclass.
         unset: Every flag defaults to None (the caller keeps the values it
             has for the flags not given) instead of the field's default.
+        defaults: `{field: default}` for flags whose default is not the
+            field's.
     """
     helps, hints = field_help(cls), typing.get_type_hints(cls)
     for field in flag_fields(cls):
@@ -148,6 +156,8 @@ def add_config_flags(group, cls, unset=False):
         else:
             kwargs["type"] = kind
         kwargs.update(field.metadata)
+        if defaults and field.name in defaults:
+            kwargs["default"] = defaults[field.name]
         if kwargs.get("action") == "store_true":
             kwargs.pop("type", None)
         if "choices" in kwargs:

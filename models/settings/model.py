@@ -28,6 +28,9 @@ CELL_CHOICES = ("lstm", "gru")
 
 # Text forms of the vocabulary (`models.text.normalize`).
 NORMALIZATION_CHOICES = ("gigaword", "general")
+# The fields that None leaves to the training data: a run settles them when
+# it starts, and its `config.json` records the values.
+SETTLED_FROM_DATA = ("max_source_length", "max_target_length", "normalization")
 
 
 def check_normalization(normalization):
@@ -68,12 +71,12 @@ class SummarizerConfig:
             et al. 2016), on the vocabulary part of the copy mixture.
             `val_loss` includes the term too. 0 turns it off.
         tie_embeddings: Output layer shares the embedding matrix.
-        max_source_length: Source tokens kept (the rest is truncated). On
-            the command line, unset: chosen from the training data's lengths
+        max_source_length: Source tokens kept (the rest is truncated).
+            None: chosen from the training data's lengths
             (`models.training.chosen_lengths`).
         max_target_length: Headline tokens kept in training, `</s>`
-            included, and the decoding limit. On the command line, unset:
-            chosen from the training data's lengths (`models.training.chosen_lengths`).
+            included, and the decoding limit. None: chosen from the
+            training data's lengths (`models.training.chosen_lengths`).
         sampled_softmax: Training only: score each target against this many
             vocabulary words sampled per batch instead of the whole
             vocabulary (`models.model.sampled_softmax`: a step scores K words, not
@@ -83,9 +86,9 @@ class SummarizerConfig:
         normalization: Text form of the tokens, baked into the export:
             `"gigaword"` (lowercased, digits masked as `#`, as Gigaword's own
             text) or `"general"` (lowercased, digits kept). Either way the
-            served headline takes case and digits back from the source. On
-            the command line, unset: `gigaword` for Gigaword's own text,
-            `general` for other data.
+            served headline takes case and digits back from the source.
+            None: `gigaword` for Gigaword's own text, `general` for other
+            data.
     """
 
     vocab_size: int = 10000
@@ -104,14 +107,11 @@ class SummarizerConfig:
     word_dropout: float = 0.0
     label_smoothing: float = 0.1
     tie_embeddings: bool = True
-    # The flags' defaults are None: the pipeline then chooses from the data.
-    max_source_length: int = dataclasses.field(default=64, metadata={"default": None})
-    max_target_length: int = dataclasses.field(default=20, metadata={"default": None})
+    max_source_length: int | None = None
+    max_target_length: int | None = None
     sampled_softmax: int = dataclasses.field(default=1024, metadata={"metavar": "K"})
-    # The flag's default is None: the pipeline then chooses from the data.
-    normalization: str = dataclasses.field(
-        default="gigaword",
-        metadata={**choices(NORMALIZATION_CHOICES), "default": None},
+    normalization: str | None = dataclasses.field(
+        default=None, metadata=choices(NORMALIZATION_CHOICES)
     )
 
     def __post_init__(self):
@@ -140,7 +140,8 @@ class SummarizerConfig:
                 "`label_smoothing` must be in [0, 1). Received: "
                 f"label_smoothing={self.label_smoothing}"
             )
-        check_normalization(self.normalization)
+        if self.normalization is not None:
+            check_normalization(self.normalization)
         if not (isinstance(self.encoder_layers, int) and self.encoder_layers >= 1):
             raise UserError(
                 "`encoder_layers` must be an int >= 1. Received: "
@@ -152,13 +153,32 @@ class SummarizerConfig:
                 f"must be even. Received: hidden_size={self.hidden_size}"
             )
 
+    def unsettled(self):
+        """The names of `SETTLED_FROM_DATA` still unset (None): chosen from
+        the training data when a run starts
+        (`models.training.chosen_lengths.settle_config`)."""
+        return tuple(n for n in SETTLED_FROM_DATA if getattr(self, n) is None)
+
+    def check_settled(self, names=SETTLED_FROM_DATA):
+        """Raises `ValueError` if any of `names` (of `SETTLED_FROM_DATA`) is
+        unset: the text features need them all, the model its source
+        length."""
+        unset = [n for n in self.unsettled() if n in names]
+        if unset:
+            raise ValueError(
+                "`config` must be settled from the training data first "
+                "(`models.training.chosen_lengths.settle_config`). Received: "
+                f"{', '.join(f'{n}=None' for n in unset)}"
+            )
+
     def to_dict(self):
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, values):
         """The config of a saved `config.json`; a field it lacks takes its
-        default."""
+        default, and `normalization` the form of the runs written before it
+        existed (`gigaword`)."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(values) - known
         if unknown:
@@ -166,7 +186,7 @@ class SummarizerConfig:
                 f"Config keys must be fields of {cls.__name__}. "
                 f"Received: unknown keys {sorted(unknown)}"
             )
-        return cls(**values)
+        return cls(**{"normalization": "gigaword", **values})
 
     def save(self, path):
         write_json(path, self.to_dict())

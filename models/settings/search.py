@@ -24,8 +24,8 @@ class SearchOptions:
         length_penalty: GNMT's alpha: beams are ranked by log-probability
             over `((5 + n) / 6) ** length_penalty` (0: no normalisation).
         min_length: `</s>` is banned for the first `min_length` tokens.
-        max_length: Most headline tokens. On `train.py`'s command line,
-            unset: the run's `max_target_length`.
+        max_length: Most headline tokens. None (`train.py`'s default): the
+            run's `max_target_length`.
         no_repeat_ngram_size: Never repeat an n-gram of this size (0: off).
         suppress_unk: Never generate <unk> (off: Gigaword's test references
             hold UNK, which the model may then match; readable headlines
@@ -64,7 +64,7 @@ class SearchOptions:
     beam_size: int = 5
     length_penalty: float = 1.0
     min_length: int = 3
-    max_length: int = dataclasses.field(default=20, metadata={"default": None})
+    max_length: int | None = 20
     no_repeat_ngram_size: int = 3
     suppress_unk: bool = False
     shortlist: int = 0

@@ -1,9 +1,13 @@
-"""`train.py`'s settings: its command line, parsed once into typed groups.
+"""`train.py`'s settings: typed records, each flag a field of one.
 
-`train.py` builds a `TrainSettings` right after parsing; the pipeline
-(`models.pipeline.run`) reads its fields and no `argparse.Namespace`. The
-flags and their defaults are `train.py`'s: the groups here have no defaults
-of their own, so that the parser stays the one place that sets them.
+`train.py`'s command line is generated from these records and the model's,
+training's, search's and minimum risk's (`FLAG_GROUPS`, through
+`models.settings.flags`), and parsed back once into a `TrainSettings`
+(`train_settings`); the pipeline (`models.pipeline.run`) reads its fields
+and no `argparse.Namespace`. A `TrainSettings()` holds every flag's
+default (`TRAIN_DEFAULTS`: `--max-length`'s is None, the run's headline
+length), and a field's `help` metadata, or the record's docstring, its
+flag's help.
 
 Plain dataclasses with no TensorFlow import, like `models.settings.model`.
 """
@@ -14,61 +18,58 @@ from pathlib import Path
 from models.settings.data import DataSource
 from models.settings.errors import UserError
 from models.settings.fit import TrainOptions
+from models.settings.flags import FLAG, add_config_flags, choices
 from models.settings.model import SummarizerConfig
 from models.settings.risk import RiskOptions
 from models.settings.search import SearchOptions
+from models.settings.startup import verbose_field
+
+# How greedy search's end penalty is chosen (`TuningSettings.greedy_length`).
+GREEDY_LENGTHS = ("rouge", "teacher")
+STRATEGIES = ("default", "mirrored", "multi_worker")
+# `models.training.distill.TARGETS`, which the distillation reads.
+DISTILL_TARGETS = ("teacher", "mixed", "inter", "inter-mixed")
 
 
-@dataclasses.dataclass
-class DataSettings:
-    """Where the training data comes from.
-
-    Attributes:
-        dataset: The TFDS dataset name.
-        data_dir: A local copy of the dataset's source (an `org_data`
-            folder, its parent, or `ggw_data.zip`), None to download it.
-        tfds_dir: Where TFDS keeps prepared datasets (None: TFDS's own).
-        document_key: The feature holding the text.
-        summary_key: The feature holding the headline.
-        max_train_examples: Use only the first N training pairs (None: all).
-    """
-
-    dataset: str
-    data_dir: str | None
-    tfds_dir: str | None
-    document_key: str
-    summary_key: str
-    max_train_examples: int | None
-
-    def source(self):
-        """The `DataSource` these settings name."""
-        return DataSource(
-            dataset=self.dataset,
-            data_dir=self.data_dir,
-            tfds_dir=self.tfds_dir,
-            document_key=self.document_key,
-            summary_key=self.summary_key,
+def _flag(default, help, **options):
+    """A field whose flag has `help` and the `add_argument` `options`."""
+    if isinstance(default, list):
+        return dataclasses.field(
+            default_factory=lambda: list(default),
+            metadata={"help": help, **options},
         )
+    return dataclasses.field(default=default, metadata={"help": help, **options})
+
+
+# Where `train.py`'s default differs from its record's: the search's limit
+# is the run's headline length (settled with the run's config), an export's
+# is its record's.
+TRAIN_DEFAULTS = {"search": {"max_length": None}}
+
+
+def _record(make):
+    """A field holding a record made by `make()`, whose own fields are the
+    flags (the field itself is none)."""
+    return dataclasses.field(default_factory=make, metadata={FLAG: False})
 
 
 @dataclasses.dataclass
 class RunSettings:
-    """The run's name, its folders and its devices.
+    """The run's name, its folders, the training pairs it reads and its
+    devices (each field's help: its flag's)."""
 
-    Attributes:
-        name: The model's name.
-        run_dir: Checkpoints, logs, vocabulary (None: `runs/<name>`).
-        export_dir: SavedModel versions (None: `saved_models/<name>`).
-        strategy: The `tf.distribute` strategy: `"default"`, `"mirrored"`
-            or `"multi_worker"`.
-        cpu_devices: Logical devices the CPU is split into.
-    """
-
-    name: str
-    run_dir: str | None
-    export_dir: str | None
-    strategy: str
-    cpu_devices: int
+    name: str = _flag("headlines", "model name")
+    run_dir: str | None = _flag(
+        None, "checkpoints, logs, vocabulary (None: runs/<name>)"
+    )
+    export_dir: str | None = _flag(
+        None, "SavedModel versions (None: saved_models/<name>)"
+    )
+    max_train_examples: int | None = _flag(None, "use only the first N training pairs")
+    strategy: str = _flag("default", "tf.distribute strategy", **choices(STRATEGIES))
+    cpu_devices: int = _flag(
+        1, "split the CPU into N logical devices (to try --strategy mirrored)"
+    )
 
     def run_path(self):
         """The run folder: `run_dir`, else `runs/<name>`."""
@@ -81,62 +82,84 @@ class RunSettings:
 
 @dataclasses.dataclass
 class DistillationSettings:
-    """A student's teacher, and the run a model starts from.
+    """A student's teacher, and the run a model starts from (each field's
+    help: its flag's)."""
 
-    Attributes:
-        distill_from: An exported teacher (`saved_models/<name>/<version>`)
-            whose headlines the student learns, None: no distillation.
-        distill_targets: The student's summaries: `"teacher"`, `"mixed"`,
-            `"inter"` or `"inter-mixed"` (`models.training.distill.TARGETS`).
-        distill_min_overlap: Teacher headlines whose mean ROUGE F1 with the
-            reference (0-100) is below it are left out.
-        init_from: A trained run or an export whose config, vocabulary and
-            members' weights the run starts from, None: from scratch.
-    """
-
-    distill_from: str | None
-    distill_targets: str
-    distill_min_overlap: float
-    init_from: str | None
+    distill_from: str | None = _flag(
+        None,
+        "train a student on the headlines of this exported teacher "
+        "(saved_models/<name>/<version>), decoded once and cached in the run "
+        "folder (models.training.distill). It sets the student recipe's defaults: "
+        "--name headlines-student, --distill-targets inter, --init-from "
+        "TEACHER, --learning-rate 5e-4, --ensemble 1, --beam-size 1 (the "
+        "export serves greedy search)",
+        metavar="TEACHER",
+    )
+    distill_targets: str = _flag(
+        "teacher",
+        "the student's summaries, one of teacher (the teacher's "
+        "headlines), mixed (both them and the references), inter (of the "
+        "teacher's n best, the one closest to the reference: Seq-Inter; the "
+        "teacher's export needs its n_best signature, which exports have by "
+        "default) or inter-mixed (both those and the references)",
+        **choices(DISTILL_TARGETS),
+    )
+    distill_min_overlap: float = _flag(
+        0.0,
+        "leave out the teacher's headlines whose mean ROUGE-1/2/L F1 "
+        "with their reference (0-100) is below this",
+        metavar="F1",
+    )
+    init_from: str | None = _flag(
+        None,
+        "start from a trained run (runs/<name>) or an export "
+        "(saved_models/<name>/<version>): its config and vocabulary, and each "
+        "member's weights from its member of the same rank (the model flags "
+        "are its own); with --distill-from, the teacher's export",
+        metavar="DIR",
+    )
 
 
 @dataclasses.dataclass
 class TuningSettings:
-    """The decoding settings chosen by ROUGE-1 on validation after training.
+    """The decoding settings chosen by ROUGE-1 on validation after training
+    (each field's help: its flag's)."""
 
-    Attributes:
-        tune_decoding: Whether to choose them (else the values given stay).
-        tune_examples: The validation examples they are chosen on.
-        tune_length_penalties: The length penalties tried.
-        tune_ngram_sizes: The n-gram blocking sizes tried.
-        tune_end_penalties: Greedy search's end penalties tried (empty: keep
-            the one given).
-        greedy_length: How the end penalty is chosen: `"rouge"`, the best
-            validation ROUGE-1; `"teacher"`, the headlines' mean length
-            nearest the distillation teacher's on the same documents.
-    """
-
-    tune_decoding: bool
-    tune_examples: int
-    tune_length_penalties: list[float]
-    tune_ngram_sizes: list[int]
-    tune_end_penalties: list[float]
-    greedy_length: str
+    tune_decoding: bool = _flag(
+        True,
+        "choose --length-penalty, --no-repeat-ngram-size and "
+        "--greedy-end-penalty by ROUGE-1 on validation examples after training "
+        "(--no-tune-decoding keeps the values given)",
+    )
+    tune_examples: int = _flag(500, "validation examples for --tune-decoding")
+    tune_length_penalties: list[float] = _flag(
+        [0.6, 1.0, 1.5, 2.0, 2.5, 3.0], "length penalties tried", type=float, nargs="+"
+    )
+    tune_ngram_sizes: list[int] = _flag(
+        [1, 2, 3], "n-gram blocking sizes tried", type=int, nargs="+"
+    )
+    tune_end_penalties: list[float] = _flag(
+        [0.0, 0.5, 1.0, 1.5, 2.0, 3.0],
+        "greedy search's end penalties tried (none: keep --greedy-end-penalty)",
+        type=float,
+        nargs="*",
+    )
+    greedy_length: str = _flag(
+        "rouge",
+        "how the end penalty is chosen: rouge (the best validation "
+        "ROUGE-1) or teacher (the mean headline length nearest the "
+        "--distill-from teacher's on the same validation documents)",
+        **choices(GREEDY_LENGTHS),
+    )
 
 
 @dataclasses.dataclass
 class EvaluationSettings:
-    """The export's scoring.
+    """The export's scoring (each field's help: its flag's)."""
 
-    Attributes:
-        eval_split: The split to score.
-        max_eval_examples: Score only the first N pairs (None: all).
-        skip_eval: Export without evaluating.
-    """
-
-    eval_split: str
-    max_eval_examples: int | None
-    skip_eval: bool
+    eval_split: str = _flag("test", "split to score")
+    max_eval_examples: int | None = _flag(None, "score only the first N pairs")
+    skip_eval: bool = _flag(False, "export without evaluating", action="store_true")
 
 
 @dataclasses.dataclass
@@ -145,35 +168,30 @@ class TrainSettings:
 
     Attributes:
         data: Where the data comes from.
-        run: The run's name, folders and devices.
+        run: The run's name, folders, training pairs and devices.
         distillation: A teacher, and the run a model starts from.
         tuning: The decoding settings chosen on validation.
         evaluation: The export's scoring.
-        model: The model's config.
+        model: The model's config; its unset (None) lengths and text form
+            are chosen from the data when the run starts
+            (`models.training.chosen_lengths.settle_config`).
         training: The training options.
-        search: The decoding settings baked into the export (before tuning).
+        search: The decoding settings baked into the export (before
+            tuning); an unset `max_length` is the run's headline length.
         risk: Minimum-risk fine-tuning after training.
-        choose_normalization: `--normalization` was not given: the pipeline
-            chooses `model.normalization` from the data.
-        choose_lengths: The lengths not given on the command line, of
-            `max_source_length`, `max_target_length` (the pipeline chooses
-            them from the training data, `models.training.chosen_lengths`)
-            and `max_length` (the search's: the run's `max_target_length`).
         verbose: TensorFlow's start-up and C++ log lines shown.
     """
 
-    data: DataSettings
-    run: RunSettings
-    distillation: DistillationSettings
-    tuning: TuningSettings
-    evaluation: EvaluationSettings
-    model: SummarizerConfig
-    training: TrainOptions
-    search: SearchOptions
-    risk: RiskOptions
-    choose_normalization: bool
-    choose_lengths: tuple[str, ...]
-    verbose: bool
+    data: DataSource = _record(DataSource)
+    run: RunSettings = _record(RunSettings)
+    distillation: DistillationSettings = _record(DistillationSettings)
+    tuning: TuningSettings = _record(TuningSettings)
+    evaluation: EvaluationSettings = _record(EvaluationSettings)
+    model: SummarizerConfig = _record(SummarizerConfig)
+    training: TrainOptions = _record(TrainOptions)
+    search: SearchOptions = _record(lambda: SearchOptions(**TRAIN_DEFAULTS["search"]))
+    risk: RiskOptions = _record(RiskOptions)
+    verbose: bool = verbose_field()
 
     def __post_init__(self):
         if self.tuning.greedy_length not in GREEDY_LENGTHS:
@@ -189,14 +207,41 @@ class TrainSettings:
             )
 
 
-# How greedy search's end penalty is chosen (`TuningSettings.greedy_length`).
-GREEDY_LENGTHS = ("rouge", "teacher")
+# The help sections of `train.py --help`, each with the records whose fields
+# are its flags: `(title, ((TrainSettings field, record class), ...))`.
+FLAG_GROUPS = (
+    ("data", (("data", DataSource),)),
+    ("model", (("model", SummarizerConfig),)),
+    ("training", (("training", TrainOptions), ("run", RunSettings))),
+    (
+        "minimum-risk fine-tuning (after training: the expected ROUGE cost "
+        "of each member's beam n-best headlines)",
+        (("risk", RiskOptions),),
+    ),
+    ("distillation", (("distillation", DistillationSettings),)),
+    (
+        "decoding (baked into the export)",
+        (("search", SearchOptions), ("tuning", TuningSettings)),
+    ),
+    ("evaluation", (("evaluation", EvaluationSettings),)),
+)
 
-# The groups whose fields are flags of the same names.
-FLAG_GROUPS = {
-    "data": DataSettings,
-    "run": RunSettings,
-    "distillation": DistillationSettings,
-    "tuning": TuningSettings,
-    "evaluation": EvaluationSettings,
-}
+
+def add_train_flags(parser):
+    """Adds every flag of `train.py` to `parser`: the records' fields, by
+    section (`FLAG_GROUPS`), then `--verbose`."""
+    for title, records in FLAG_GROUPS:
+        group = parser.add_argument_group(title)
+        for name, cls in records:
+            add_config_flags(group, cls, defaults=TRAIN_DEFAULTS.get(name))
+    add_config_flags(parser, TrainSettings)
+
+
+def train_settings(args):
+    """The `TrainSettings` of the parsed flags `args` (`add_train_flags`)."""
+    records = {
+        name: cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})
+        for _, group in FLAG_GROUPS
+        for name, cls in group
+    }
+    return TrainSettings(**records, verbose=args.verbose)

@@ -15,6 +15,9 @@ import argparse
 import html
 import os
 
+from models.settings.data import DataSource
+from models.settings.version_folders import resolve_version_dir
+
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 
@@ -59,9 +62,10 @@ def main(argv=None):
     from models import data
     from models.decoding.saved_model_client import decode_outputs
 
-    pairs = data.load_split(
-        args.split, data_dir=args.data_dir, dataset=args.dataset, tfds_dir=args.tfds_dir
-    ).take(args.n)
+    source = DataSource.for_model(
+        resolve_version_dir(args.model_dir), args.dataset, args.data_dir, args.tfds_dir
+    )
+    pairs = data.load_split(args.split, source).take(args.n)
     sources, references = [], []
     for document, summary in pairs.as_numpy_iterator():
         sources.append(document.decode("utf-8"))

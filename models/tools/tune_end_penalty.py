@@ -21,31 +21,52 @@ import dataclasses
 import json
 import sys
 
-from models.data import load_split
-from models.decoding.tuning import format_greedy_rows, tune_greedy_end_penalty
-from models.model.run_folder import load_run, load_trained_model
+from models.settings.data import DataSource
 from models.settings.search import SearchOptions
+from models.settings.train import TuningSettings
 
 
-def main(argv=None):
+def argument_parser():
+    """The command line; the defaults are `train.py`'s (`TuningSettings`)."""
+    tuning = TuningSettings()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--run-dir", required=True)
-    parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--examples", type=int, default=500, help="as train.py's")
+    parser.add_argument(
+        "--data-dir",
+        default=None,
+        help="the validation split's folder (default: the run's own, as "
+        "recorded in its data_source.json)",
+    )
+    parser.add_argument(
+        "--examples",
+        type=int,
+        default=tuning.tune_examples,
+        help="as train.py's --tune-examples",
+    )
     parser.add_argument(
         "--penalties",
         type=float,
         nargs="+",
-        default=[0.0, 0.5, 1.0, 1.5, 2.0, 3.0],
+        default=tuning.tune_end_penalties,
         help="as train.py's --tune-end-penalties",
     )
     parser.add_argument("--members", type=int, default=None, help="as export's")
     parser.add_argument("--output", required=True, help="the chosen settings (JSON)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None):
+    args = argument_parser().parse_args(argv)
+    from models.data import load_split
+    from models.decoding.tuning import format_greedy_rows, tune_greedy_end_penalty
+    from models.model.run_folder import load_run, load_trained_model
 
     _, features = load_run(args.run_dir)
     model = load_trained_model(args.run_dir, members=args.members)
-    validation = load_split("validation", data_dir=args.data_dir)
+    source = DataSource.recorded(args.run_dir)
+    if args.data_dir is not None:
+        source = dataclasses.replace(source, data_dir=args.data_dir)
+    validation = load_split("validation", source)
     pairs = list(validation.take(args.examples).as_numpy_iterator())
     chosen, rows = tune_greedy_end_penalty(
         model,

@@ -36,8 +36,8 @@ from tqdm.auto import tqdm
 from models.settings.errors import UserError
 from models.settings.folder_layout import SAVED_MODEL_FILE, TEACHER_CACHE_DIR
 from models.settings.json_files import write_json, write_whole
+from models.settings.train import DISTILL_TARGETS as TARGETS
 
-TARGETS = ("teacher", "mixed", "inter", "inter-mixed")
 N_BEST_SIGNATURE = "n_best"
 # How a cache line holds a document's n-best list (decoded headlines have no
 # tab: the text's tokenizer splits on it).

@@ -18,10 +18,10 @@ command timed one.
 """
 
 import dataclasses
-import os
-import platform
 import sys
 import time
+
+from models.settings.machine import machine as machine_record
 
 # Tuning, export and evaluation after training, in validation intervals of
 # training time: they decode a fixed number of validation and test
@@ -229,28 +229,6 @@ def units_left(schedule, minimum, done, since_best, ended, later):
 
 
 def machine():
-    """The machine a run ran on: CPU model, cores and SIMD flags."""
-    fields = _cpuinfo()
-    flags = set(fields.get("flags", "").split())
-    return {
-        "cpu": fields.get("model name") or platform.processor() or platform.machine(),
-        "cores": os.cpu_count(),
-        "cpu_flags": [
-            f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if f in flags
-        ],
-    }
-
-
-def _cpuinfo():
-    """The first processor's `/proc/cpuinfo` fields (none off Linux)."""
-    fields = {}
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if not line.strip():
-                    break
-                key, _, value = line.partition(":")
-                fields[key.strip()] = value.strip()
-    except OSError:
-        pass
-    return fields
+    """The machine a run ran on (`models.settings.machine`), with the
+    versions of TensorFlow and Keras."""
+    return machine_record(libraries=("tensorflow", "keras"))

@@ -1,0 +1,144 @@
+"""`train.py`'s command line, generated from its settings records.
+
+Every flag is a field of a record (`models.settings.train.FLAG_GROUPS`),
+its help the field's; `train_flags.json` beside this file holds each flag's
+default, kind, choices and help section as the command line has offered
+them, so that a flag moved into a record keeps its name, default and
+meaning.
+"""
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+import train
+from models.settings.flags import field_help, flag_fields
+from models.settings.train import (
+    FLAG_GROUPS,
+    TRAIN_DEFAULTS,
+    TrainSettings,
+    TuningSettings,
+)
+from models.tools import tune_end_penalty
+
+OFFERED = json.loads((Path(__file__).parent / "train_flags.json").read_text())
+KINDS = {
+    argparse._StoreAction: "store",
+    argparse.BooleanOptionalAction: "boolean",
+    argparse._StoreTrueAction: "store_true",
+}
+
+
+def _flags(parser):
+    sections = {
+        action.dest: group.title.split(" (")[0]
+        for group in parser._action_groups
+        for action in group._group_actions
+    }
+    flags = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
+        entry = {
+            "default": action.default,
+            "action": KINDS[type(action)],
+            "group": sections[action.dest],
+        }
+        if action.choices:
+            entry["choices"] = list(action.choices)
+        if action.nargs not in (None, 0):
+            entry["nargs"] = action.nargs
+        if action.metavar:
+            entry["metavar"] = action.metavar
+        if entry["action"] == "store":
+            entry["type"] = action.type.__name__
+        flags[action.option_strings[0]] = (entry, action)
+    return flags
+
+
+def test_every_flag_keeps_its_name_default_and_kind():
+    flags = _flags(train.argument_parser())
+    assert sorted(flags) == sorted(OFFERED)
+    for flag, (entry, _) in flags.items():
+        assert entry == OFFERED[flag], flag
+
+
+def test_every_flag_is_a_field_of_a_record_with_its_help():
+    fields = {}
+    for _, records in FLAG_GROUPS:
+        for _, cls in records:
+            helps = field_help(cls)
+            for field in flag_fields(cls):
+                fields[field.name] = field.metadata.get("help", helps.get(field.name))
+    fields["verbose"] = TrainSettings.__dataclass_fields__["verbose"].metadata["help"]
+    flags = _flags(train.argument_parser())
+    assert sorted(fields) == sorted(action.dest for _, action in flags.values())
+    for _, action in flags.values():
+        # The field's help, its choices named (`one of lstm, gru`).
+        expected = fields[action.dest].split("one of")[0].rstrip(".")
+        assert action.help.startswith(expected), action.dest
+    assert "add_argument" not in Path(train.__file__).read_text()
+
+
+def test_the_plain_command_leaves_the_data_choices_unset():
+    settings = train.parse_settings([])
+    assert settings.model.max_source_length is None
+    assert settings.model.max_target_length is None
+    assert settings.model.normalization is None
+    assert settings.search.max_length is None
+    assert settings.data.dataset == "gigaword"
+    assert settings.run.run_path() == Path("runs/headlines")
+    given = train.parse_settings(
+        ["--max-source-length", "48", "--normalization", "general", "--max-length", "9"]
+    )
+    assert given.model.max_source_length == 48
+    assert given.model.normalization == "general"
+    assert given.search.max_length == 9
+
+
+def test_the_records_parsed_are_typed_and_the_student_recipe_applies():
+    settings = train.parse_settings(
+        ["--tune-ngram-sizes", "2", "3", "--skip-eval", "--summary-key", "title"]
+    )
+    assert settings.tuning.tune_ngram_sizes == [2, 3]
+    assert settings.evaluation.skip_eval is True
+    assert settings.data.summary_key == "title"
+    student = train.parse_settings(["--distill-from", "saved_models/t/1"])
+    assert student.run.name == "headlines-student"
+    assert student.distillation.init_from == "saved_models/t/1"
+    assert (student.training.learning_rate, student.search.beam_size) == (5e-4, 1)
+
+
+def test_the_records_built_in_code_hold_the_flags_defaults():
+    settings = TrainSettings()
+    for _, records in FLAG_GROUPS:
+        for name, cls in records:
+            record = cls(**TRAIN_DEFAULTS.get(name, {}))
+            assert getattr(settings, name) == record
+            for field in flag_fields(cls):
+                if field.name in ("n_best", "risk_warmup_updates"):
+                    continue  # unset, then filled in by the record's checks
+                flag = "--" + field.name.replace("_", "-")
+                assert getattr(record, field.name) == OFFERED[flag]["default"], flag
+    assert settings.search.max_length is None
+    assert settings.model.unsettled() == (
+        "max_source_length",
+        "max_target_length",
+        "normalization",
+    )
+
+
+def test_tune_end_penalty_takes_its_defaults_from_the_settings(tmp_path):
+    parser = tune_end_penalty.argument_parser()
+    args = parser.parse_args(["--run-dir", "r", "--output", str(tmp_path / "o")])
+    assert args.examples == TuningSettings().tune_examples
+    assert args.penalties == TuningSettings().tune_end_penalties
+
+
+@pytest.mark.parametrize("flag", ["--strategy", "--distill-targets", "--greedy-length"])
+def test_a_bad_choice_is_refused(flag, capsys):
+    with pytest.raises(SystemExit):
+        train.parse_settings([flag, "nonsense"])
+    assert "invalid choice" in capsys.readouterr().err
