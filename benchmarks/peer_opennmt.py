@@ -71,8 +71,13 @@ RECIPE = {
 # Neither recipe file sets these: 1,600 steps of 16 is 25,600 examples,
 # about keras-attn's own validation interval (`validate_every`), and the
 # patience is keras-attn's too. The best checkpoint is by validation
-# perplexity, OpenNMT-py's own criterion.
-VALIDATION = {"valid_steps": 1600, "valid_batch_size": 64, "early_stopping": 5}
+# perplexity alone: with OpenNMT-py's default criteria (perplexity and
+# accuracy) a validation whose perplexity improves while its accuracy falls
+# counts as stalled, and five of them stop a run that is still improving.
+VALIDATION = {
+    **{"valid_steps": 1600, "valid_batch_size": 64},
+    **{"early_stopping": 5, "early_stopping_criteria": ["ppl"]},
+}
 # On this machine's 2 cores, CPU only. OpenNMT-py's defaults (a bucket of
 # 262,144 examples filled before the first step, 2 data-loader processes)
 # keep `onmt_train` reading the corpus over and over ("Weighted corpora

@@ -39,6 +39,8 @@ def test_recipe_config_is_the_summarization_recipe_at_each_size(tmp_path):
     # Every validation keeps its checkpoint, and early stopping's window too.
     assert member["save_checkpoint_steps"] == member["valid_steps"]
     assert member["keep_checkpoint"] == member["early_stopping"] + 1
+    # Perplexity alone: accuracy falling as perplexity improves is no stop.
+    assert member["early_stopping_criteria"] == ["ppl"]
     assert member["data"]["gigaword"]["path_src"] == str(
         data / "org_data" / "train.src.txt"
     )
