@@ -392,7 +392,9 @@ def translate_test(run_dir, peer, data_dir, export_dir=None):
     model = best_checkpoints(run_dir, 1)
     log, outputs = Path(run_dir) / "translate.log", {}
     for name, options in decodings(export_dir).items():
-        output = Path(run_dir) / f"test.{options_tag(options)}.txt"
+        # Named by checkpoint too: a longer training's best is decoded anew.
+        tag = f"{Path(model[0]).stem}.{options_tag(options)}"
+        output = Path(run_dir) / f"test.{tag}.txt"
         if not output.exists():
             partial = output.with_suffix(".partial")
             translate(peer, model, source, partial, options, 64, log)

@@ -3,6 +3,7 @@
 import json
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -172,3 +173,28 @@ def test_run_measured_ends_a_process_that_should_stop(tmp_path):
     assert status == -15  # SIGTERM
     assert wall < 30
     assert peak > 0 and peaks == sorted(peaks)
+
+
+def test_a_later_best_checkpoint_is_decoded_anew(tmp_path, monkeypatch):
+    run_dir, data = tmp_path / "run", tmp_path / "data"
+    run_dir.mkdir()
+    best = [run_dir / "model_step_3200.pt"]
+    decoded = []
+
+    def translate(peer, models, source, output, options, batch_size, log):
+        decoded.append(Path(models[0]).name)
+        Path(output).write_text("a headline\n")
+
+    monkeypatch.setattr(peer_opennmt, "best_checkpoints", lambda run_dir, n: best)
+    monkeypatch.setattr(peer_opennmt, "translate", translate)
+    first = peer_opennmt.translate_test(run_dir, None, data)
+    again = peer_opennmt.translate_test(run_dir, None, data)
+    assert decoded == ["model_step_3200.pt"] * 2  # once per decoding, then kept
+    assert first == again
+    best[:] = [run_dir / "model_step_4800.pt"]
+    later = peer_opennmt.translate_test(run_dir, None, data)
+    assert decoded[2:] == ["model_step_4800.pt"] * 2
+    assert {o["path"] for o in later.values()}.isdisjoint(
+        o["path"] for o in first.values()
+    )
+    assert {o["checkpoint"] for o in later.values()} == {"model_step_4800.pt"}
