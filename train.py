@@ -13,6 +13,7 @@ import os
 import sys
 
 from models.settings.errors import LostWorker, UserError
+from models.settings.flags import SettingsParser
 from models.settings.startup import import_tensorflow
 from models.settings.train import add_train_flags, train_settings
 
@@ -43,9 +44,9 @@ STUDENT_DEFAULTS = {
 
 def argument_parser():
     """`train.py`'s parser: every flag a field of a settings record
-    (`models.settings.train.add_train_flags`)."""
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=_HelpFormatter
+    (`models.settings.train.add_train_flags`); a bad flag is one line."""
+    parser = SettingsParser(
+        prog="train.py", description=__doc__, formatter_class=_HelpFormatter
     )
     add_train_flags(parser)
     return parser

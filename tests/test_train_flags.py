@@ -142,3 +142,19 @@ def test_a_bad_choice_is_refused(flag, capsys):
     with pytest.raises(SystemExit):
         train.parse_settings([flag, "nonsense"])
     assert "invalid choice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (["--vocab-size", "abc"], "argument --vocab-size: invalid int value: 'abc'"),
+        (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+    ],
+)
+def test_a_flag_argparse_refuses_is_one_line(bad, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        train.parse_settings(bad)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err == f"train.py: error: {message} (see --help)\n"
+
