@@ -158,3 +158,33 @@ def test_a_flag_argparse_refuses_is_one_line(bad, message, capsys):
     err = capsys.readouterr().err
     assert err == f"train.py: error: {message} (see --help)\n"
 
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (["--vocab-size", "3"], "`vocab_size` must be >= 4 (the reserved tokens). "),
+        (["--hidden-size", "0"], "`hidden_size` must be >= 1. Received: hidden_size=0"),
+        (["--dropout", "2"], "`dropout` must be in [0, 1). Received: dropout=2.0"),
+        (["--learning-rate", "-1"], "`learning_rate` must be > 0. "),
+        (["--ema-momentum", "1"], "`ema_momentum` must be in [0, 1). "),
+        (["--min-count", "0"], "`min_count` must be >= 1. Received: min_count=0"),
+        (["--beam-size", "0"], "`beam_size` must be >= 1. Received: beam_size=0"),
+        (["--min-length", "-1"], "`min_length` must be >= 0. "),
+        (["--max-length", "0"], "`max_length` must be >= 1, or unset for the run's "),
+        (["--shortlist", "-2"], "`shortlist` must be >= 0. Received: shortlist=-2"),
+    ],
+)
+def test_a_value_its_record_refuses_is_one_line_before_training(bad, message, capsys):
+    # Refused by the settings records, before TensorFlow or the data load.
+    assert train.main(bad) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"train.py: error: {message}"), err
+    assert err.count("\n") == 1, err
+
+
+def test_the_smallest_vocabulary_is_the_reserved_tokens():
+    from models import text
+    from models.settings.model import RESERVED_TOKENS, SummarizerConfig
+
+    assert RESERVED_TOKENS == len(text.RESERVED)
+    assert SummarizerConfig(vocab_size=RESERVED_TOKENS).vocab_size == 4

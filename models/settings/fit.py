@@ -88,6 +88,16 @@ class TrainOptions:
     ensemble: int = 3
 
     def __post_init__(self):
+        for name in ("learning_rate", "clipnorm"):
+            if not getattr(self, name) > 0:
+                raise UserError(
+                    f"`{name}` must be > 0. Received: {name}={getattr(self, name)}"
+                )
+        if not 0 <= self.ema_momentum < 1:
+            raise UserError(
+                "`ema_momentum` must be in [0, 1). Received: "
+                f"ema_momentum={self.ema_momentum}"
+            )
         if not 0 < self.lr_decay <= 1:
             raise UserError(
                 f"`lr_decay` must be in (0, 1]. Received: lr_decay={self.lr_decay}"
@@ -102,12 +112,13 @@ class TrainOptions:
             "train_examples",
             "batch_size",
             "validation_loss_examples",
+            "min_count",
         ):
             if getattr(self, name) < 1:
                 raise UserError(
                     f"`{name}` must be >= 1. Received: {name}={getattr(self, name)}"
                 )
-        for name in ("patience", "min_train_examples"):
+        for name in ("patience", "min_train_examples", "validation_rouge_examples"):
             if getattr(self, name) < 0:
                 raise UserError(
                     f"`{name}` must be >= 0. Received: {name}={getattr(self, name)}"

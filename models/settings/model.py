@@ -26,6 +26,10 @@ ATTENTION_CHOICES = (
 CELL_CHOICES = ("lstm", "gru")
 
 
+# The vocabulary's reserved tokens (`models.text.RESERVED`: padding,
+# unknown, start, end), which every vocabulary holds first.
+RESERVED_TOKENS = 4
+
 # Text forms of the vocabulary (`models.text.normalize`).
 NORMALIZATION_CHOICES = ("gigaword", "general")
 # The fields that None leaves to the training data: a run settles them when
@@ -124,6 +128,20 @@ class SummarizerConfig:
             raise UserError(
                 f"`cell` must be one of {', '.join(CELL_CHOICES)}. "
                 f"Received: cell={self.cell!r}"
+            )
+        if self.vocab_size < RESERVED_TOKENS:
+            raise UserError(
+                f"`vocab_size` must be >= {RESERVED_TOKENS} (the reserved tokens). "
+                f"Received: vocab_size={self.vocab_size}"
+            )
+        for name in ("embedding_dim", "hidden_size", "attention_units"):
+            if getattr(self, name) < 1:
+                raise UserError(
+                    f"`{name}` must be >= 1. Received: {name}={getattr(self, name)}"
+                )
+        if not 0 <= self.dropout < 1:
+            raise UserError(
+                f"`dropout` must be in [0, 1). Received: dropout={self.dropout}"
             )
         if not 0 <= self.sampled_softmax:
             raise UserError(
