@@ -188,3 +188,14 @@ def test_the_smallest_vocabulary_is_the_reserved_tokens():
 
     assert RESERVED_TOKENS == len(text.RESERVED)
     assert SummarizerConfig(vocab_size=RESERVED_TOKENS).vocab_size == 4
+
+
+def test_check_at_least_names_the_first_field_below_its_bound():
+    import types
+
+    from models.settings.errors import UserError, check_at_least
+
+    record = types.SimpleNamespace(a=1, b=0, c=-1)
+    with pytest.raises(UserError, match=r"^`b` must be >= 1. Received: b=0$"):
+        check_at_least(record, [("a", 1), ("b", 1), ("c", 0)])
+    check_at_least(record, [("a", 1), ("b", 0)])  # at its bound: accepted

@@ -10,7 +10,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from models.settings.errors import UserError
+from models.settings.errors import UserError, check_at_least
 from models.settings.flags import choices
 from models.settings.json_files import write_json
 
@@ -134,11 +134,9 @@ class SummarizerConfig:
                 f"`vocab_size` must be >= {RESERVED_TOKENS} (the reserved tokens). "
                 f"Received: vocab_size={self.vocab_size}"
             )
-        for name in ("embedding_dim", "hidden_size", "attention_units"):
-            if getattr(self, name) < 1:
-                raise UserError(
-                    f"`{name}` must be >= 1. Received: {name}={getattr(self, name)}"
-                )
+        check_at_least(
+            self, [("embedding_dim", 1), ("hidden_size", 1), ("attention_units", 1)]
+        )
         if not 0 <= self.dropout < 1:
             raise UserError(
                 f"`dropout` must be in [0, 1). Received: dropout={self.dropout}"
