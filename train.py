@@ -13,7 +13,7 @@ import os
 import sys
 
 from models.settings.errors import LostWorker, UserError
-from models.settings.flags import SettingsParser
+from models.settings.flags import DefaultsHelpFormatter, SettingsParser
 from models.settings.startup import import_tensorflow
 from models.settings.train import add_train_flags, train_settings
 
@@ -21,10 +21,9 @@ from models.settings.train import add_train_flags, train_settings
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 
-class _HelpFormatter(
-    argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter
-):
-    """The module docstring as written; every flag's default after its help."""
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter, DefaultsHelpFormatter):
+    """The module docstring as written; every flag's default after its help,
+    unless it is None or False (unset), as the other commands write it."""
 
 
 # The student recipe: what `--distill-from` changes of the defaults (a flag

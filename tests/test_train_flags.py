@@ -199,3 +199,10 @@ def test_check_at_least_names_the_first_field_below_its_bound():
     with pytest.raises(UserError, match=r"^`b` must be >= 1. Received: b=0$"):
         check_at_least(record, [("a", 1), ("b", 1), ("c", 0)])
     check_at_least(record, [("a", 1), ("b", 0)])  # at its bound: accepted
+
+
+def test_the_help_writes_defaults_as_the_other_commands_do():
+    text = train.argument_parser().format_help()
+    assert "(default: None)" not in text and "(default: False)" not in text
+    assert "(default: 10000)" in text  # --vocab-size
+    assert text.startswith("usage: train.py ")
