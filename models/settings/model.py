@@ -193,8 +193,8 @@ class SummarizerConfig:
     @classmethod
     def from_dict(cls, values):
         """The config of a saved `config.json`; a field it lacks takes its
-        default, and `normalization` the form of the runs written before it
-        existed (`gigaword`)."""
+        default, but `normalization`, which is `gigaword` there (a config
+        without the field was trained on Gigaword's form)."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(values) - known
         if unknown:
