@@ -88,11 +88,10 @@ class TrainOptions:
     ensemble: int = 3
 
     def __post_init__(self):
-        for name in ("learning_rate", "clipnorm"):
-            if not getattr(self, name) > 0:
-                raise UserError(
-                    f"`{name}` must be > 0. Received: {name}={getattr(self, name)}"
-                )
+        if not self.clipnorm > 0:
+            raise UserError(
+                f"`clipnorm` must be > 0. Received: clipnorm={self.clipnorm}"
+            )
         if not 0 <= self.ema_momentum < 1:
             raise UserError(
                 "`ema_momentum` must be in [0, 1). Received: "
@@ -105,6 +104,8 @@ class TrainOptions:
         check_at_least(
             self,
             [
+                # 0 trains nothing: a student that keeps its teacher's weights.
+                ("learning_rate", 0),
                 ("validate_every", 1),
                 ("train_examples", 1),
                 ("batch_size", 1),
