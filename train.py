@@ -13,6 +13,7 @@ import os
 import sys
 
 from models.settings.errors import LostWorker, UserError
+from models.settings.flags import DefaultsHelpFormatter, SettingsParser
 from models.settings.startup import import_tensorflow
 from models.settings.train import add_train_flags, train_settings
 
@@ -20,10 +21,9 @@ from models.settings.train import add_train_flags, train_settings
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 
-class _HelpFormatter(
-    argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter
-):
-    """The module docstring as written; every flag's default after its help."""
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter, DefaultsHelpFormatter):
+    """The module docstring as written; every flag's default after its help,
+    unless it is None or False (unset), as the other commands write it."""
 
 
 # The student recipe: what `--distill-from` changes of the defaults (a flag
@@ -43,9 +43,9 @@ STUDENT_DEFAULTS = {
 
 def argument_parser():
     """`train.py`'s parser: every flag a field of a settings record
-    (`models.settings.train.add_train_flags`)."""
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=_HelpFormatter
+    (`models.settings.train.add_train_flags`); a bad flag is one line."""
+    parser = SettingsParser(
+        prog="train.py", description=__doc__, formatter_class=_HelpFormatter
     )
     add_train_flags(parser)
     return parser

@@ -88,7 +88,7 @@ def _rss_kib(pid: int | None) -> dict[str, int] | None:
     return values
 
 
-def _percentile(sorted_values: list[float], q: float) -> float | None:
+def percentile(sorted_values: list[float], q: float) -> float | None:
     """Nearest-rank percentile of an ascending list; None when it is empty."""
     if not sorted_values:
         return None
@@ -124,9 +124,9 @@ def _latency_ms(latencies: list[float]) -> dict[str, float | None]:
     return {
         name: None if v is None else round(v * 1000, 2)
         for name, v in (
-            ("p50", _percentile(latencies, 50)),
-            ("p95", _percentile(latencies, 95)),
-            ("p99", _percentile(latencies, 99)),
+            ("p50", percentile(latencies, 50)),
+            ("p95", percentile(latencies, 95)),
+            ("p99", percentile(latencies, 99)),
             ("max", latencies[-1] if latencies else None),
             ("mean", sum(latencies) / ok if ok else None),
         )

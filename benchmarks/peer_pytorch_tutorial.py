@@ -177,7 +177,7 @@ def _torch_gates_to_keras(weight):
     return np.concatenate([z, r, n], axis=0).T
 
 
-def _gru_weights(gru):
+def gru_weights(gru):
     p = {k: v.detach().numpy() for k, v in gru.named_parameters()}
     bias = np.stack(
         [
@@ -199,10 +199,10 @@ def port_tutorial_weights(encoder, decoder, model):
         return t.detach().numpy()
 
     model.get_layer("source_embedding").set_weights([numpy(encoder.embedding.weight)])
-    model.get_layer("encoder").cell.set_weights(_gru_weights(encoder.gru))
+    model.get_layer("encoder").cell.set_weights(gru_weights(encoder.gru))
     model.get_layer("target_embedding").set_weights([numpy(decoder.embedding.weight)])
     cell = model.get_layer("decoder").cell
-    cell.cell.set_weights(_gru_weights(decoder.gru))
+    cell.cell.set_weights(gru_weights(decoder.gru))
     attention = decoder.attention
     cell.attention.set_weights(
         [

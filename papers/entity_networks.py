@@ -54,20 +54,8 @@ import numpy as np
 from keras_attn import EntityMemoryCell, EntityOutput, PositionEncoder
 from papers.records import OUTPUT
 
-_ROOT = Path(__file__).resolve().parents[1]
-# `../shared/data/babi` from the checkout; from a git worktree under
-# `wt/<name>/`, the same folder is two levels up.
-DEFAULT_DATA_DIR = next(
-    (
-        p
-        for p in (
-            _ROOT.parent / "shared/data/babi",
-            _ROOT.parents[1] / "shared/data/babi",
-        )
-        if p.is_dir()
-    ),
-    _ROOT.parent / "shared/data/babi",
-)
+# `../shared/data/babi`, beside the checkout.
+DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared/data/babi"
 PAD = "<pad>"
 # The cap's clock: this process's CPU time (all threads), or wall time.
 CLOCKS = {"cpu": time.process_time, "wall": time.monotonic}

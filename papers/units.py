@@ -297,7 +297,7 @@ def _fresh_state():
     }
 
 
-def _run_epochs(
+def run_epochs(
     unit, checkpoint, model, slice_epochs, clock, epoch_fn, stop_fn, test_at_best
 ):
     """The shared loop: resume, train epochs, checkpoint, and the result line.
@@ -383,7 +383,7 @@ def _babi_epochs(unit, checkpoint, slice_epochs, clock):
 
         return float(np.mean(losses)), val_error, test
 
-    line = _run_epochs(
+    line = run_epochs(
         unit,
         checkpoint,
         model,
@@ -541,7 +541,7 @@ def _pointer_epochs(unit, checkpoint, slice_epochs, clock, cache_dir):
         return float(np.mean(losses)), val_loss, test
 
     try:
-        line = _run_epochs(
+        line = run_epochs(
             unit,
             checkpoint,
             model,

@@ -14,7 +14,7 @@ its `onnx_model.json` (`text`): no TensorFlow, no model code.
   looked up in the vocabulary; a word outside it is `vocab_size` plus its
   first position in the source (a copy), but Gigaword's unknown markers,
   which are the unknown id.
-* `headlines`: the model's ids back to text: a copy id is its source word,
+* `headline`: the model's ids back to text: a copy id is its source word,
   reserved ids print nothing (but the unknown id), a word the source holds
   is written as the source writes it (at the position the step's attention
   weighs most), the unknown word is dropped, and the PTB tokens are joined

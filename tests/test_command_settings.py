@@ -2,7 +2,8 @@
 
 `python -m models.evaluation`, `models.export.saved_model` and `serving` each build a
 settings dataclass right after parsing (`models.settings.flags.parse_settings`);
-every flag has help naming its choices, and a bad flag is one line.
+every flag has help naming its choices, and a bad flag is one line, as it
+is for the tools of `models.tools`.
 """
 
 import argparse
@@ -16,6 +17,7 @@ from models.settings import flags
 from models.settings.fit import TrainOptions
 from models.settings.model import SummarizerConfig
 from models.settings.search import SearchOptions
+from models.tools import headline_table, tune_end_penalty
 from serving import cli
 from serving.settings import ServerConfig, ServeSettings
 
@@ -139,3 +141,27 @@ def test_train_flags_name_choices_not_constants(cls):
         assert "_CHOICES" not in (action.help or "")
     if cls is SummarizerConfig:
         assert helps["--cell"].help == "Recurrent cell, one of lstm, gru."
+
+
+@pytest.mark.parametrize(
+    "prog, parse, argv, message",
+    [
+        (
+            "python -m models.tools.headline_table",
+            lambda argv: headline_table.parse_args(argv),
+            ["--model-dir", "m", "--data-dir", "d", "--n", "x"],
+            "argument --n: invalid int value: 'x'",
+        ),
+        (
+            "python -m models.tools.tune_end_penalty",
+            lambda argv: tune_end_penalty.argument_parser().parse_args(argv),
+            ["--run-dir", "r"],
+            "the following arguments are required: --output",
+        ),
+    ],
+)
+def test_a_tools_bad_flag_is_one_line(prog, parse, argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        parse(argv)
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == f"{prog}: error: {message} (see --help)\n"

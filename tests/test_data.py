@@ -128,7 +128,7 @@ def test_a_second_preparation_waits_for_the_first(tmp_path):
             data.load_split("train", DataSource(data_dir=org, tfds_dir=tfds_dir))
         )
 
-    with offline._exclusive(tfds_dir / offline._LOCK):  # the first run
+    with offline.preparation_lock(tfds_dir):  # the first run
         thread = threading.Thread(target=second)
         thread.start()
         thread.join(timeout=3)

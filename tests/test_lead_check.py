@@ -1,8 +1,8 @@
 """The lead guard holds a model against the strongest lead baseline: the
 first-N-tokens baseline with the best mean of ROUGE-1/2/L on validation, for
-N around the training headlines' median (`models.lead_check`); the export
+N around the training headlines' median (`models.decoding.lead_check`); the export
 records that N and the test split is scored against it
-(`models.baselines.chosen_lead_tokens`). Scores by hand."""
+(`models.scoring.baselines.chosen_lead_tokens`). Scores by hand."""
 
 import pytest
 

@@ -141,7 +141,7 @@ def test_run_epochs_resumes_from_the_last_epoch(tmp_path):
     checkpoint = paper_units.Checkpoint(tmp_path / "c")
 
     def visit(slice_epochs):
-        return paper_units._run_epochs(
+        return paper_units.run_epochs(
             unit, checkpoint, model, slice_epochs, FakeClock(), epoch_fn,
             lambda state: False, test_at_best=True,
         )  # fmt: skip

@@ -390,13 +390,26 @@ def _killed_run(tmp_path, args, validations_done):
     return saved, rouge[:saved]
 
 
+def _backed_up_state(run_dir):
+    """The weights and optimizer step count the backup in `run_dir` holds,
+    read into a fresh model."""
+    from models.settings.fit import TrainOptions
+    from models.training import fit as training
+
+    config, _ = training.load_run(run_dir)
+    backed_up = training.build_model(config, TrainOptions())
+    # Unbuilt, the optimizer would skip its saved variables.
+    backed_up.optimizer.build(backed_up.trainable_variables)
+    backed_up.load_weights(str(run_dir / "backup" / "latest.weights.h5"))
+    return [np.array(w) for w in backed_up.weights], int(backed_up.optimizer.iterations)
+
+
 @pytest.mark.slow  # end to end: trains
 def test_resume_after_kill(tmp_path, monkeypatch, capsys):
     """After kill -9, a resumed run starts from exactly the backed-up state:
     weights, optimizer (step counter included), best model, early stopping."""
     import keras
 
-    from models.settings.fit import TrainOptions
     from models.training import fit as training
 
     # 10 steps an interval (a pass) and a backup at each validation, none
@@ -409,14 +422,7 @@ def test_resume_after_kill(tmp_path, monkeypatch, capsys):
     saved, rouge = _killed_run(tmp_path, args, validations_done=2)
     assert rouge == ROUGE[:saved]
 
-    # What the backup holds, read into a fresh model.
-    config, _ = training.load_run(tmp_path / "run")
-    backed_up = training.build_model(config, TrainOptions())
-    # Unbuilt, the optimizer would skip its saved variables.
-    backed_up.optimizer.build(backed_up.trainable_variables)
-    backed_up.load_weights(str(tmp_path / "run" / "backup" / "latest.weights.h5"))
-    expected_weights = [np.array(w) for w in backed_up.weights]
-    expected_iterations = int(backed_up.optimizer.iterations)
+    expected_weights, expected_iterations = _backed_up_state(tmp_path / "run")
     assert expected_iterations > 0
     best = 1
 

@@ -42,7 +42,7 @@ def test_the_tutorials_gru_gates_are_reordered():
     with torch.no_grad():
         # Rows r, z, n of torch's stacked weight: 1, 2, 3.
         gru.weight_ih_l0.copy_(torch.tensor([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]))
-    kernel, _, bias = peer._gru_weights(gru)
+    kernel, _, bias = peer.gru_weights(gru)
     # Keras' columns z, r, h.
     assert kernel.tolist() == [[2.0, 1.0, 3.0], [2.0, 1.0, 3.0]]
     assert bias.shape == (2, 3)

@@ -188,5 +188,7 @@ def test_a_state_written_before_is_read_as_it_is(tmp_path):
     }
     assert read_state(tmp_path / "none") is None
     (tmp_path / "state.json").write_text(json.dumps({"steps": 2}))
-    with pytest.raises(UserError, match="does not count updates"):
+    with pytest.raises(
+        UserError, match=r"must hold `updates` .* Received: keys=\['steps'\]$"
+    ):
         read_state(tmp_path)

@@ -142,3 +142,68 @@ def test_a_bad_choice_is_refused(flag, capsys):
     with pytest.raises(SystemExit):
         train.parse_settings([flag, "nonsense"])
     assert "invalid choice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (["--vocab-size", "abc"], "argument --vocab-size: invalid int value: 'abc'"),
+        (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+    ],
+)
+def test_a_flag_argparse_refuses_is_one_line(bad, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        train.parse_settings(bad)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err == f"train.py: error: {message} (see --help)\n"
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (["--vocab-size", "3"], "`vocab_size` must be >= 4 (the reserved tokens). "),
+        (["--hidden-size", "0"], "`hidden_size` must be >= 1. Received: hidden_size=0"),
+        (["--dropout", "2"], "`dropout` must be in [0, 1). Received: dropout=2.0"),
+        (["--learning-rate", "-1"], "`learning_rate` must be >= 0. "),
+        (["--clipnorm", "0"], "`clipnorm` must be > 0. Received: clipnorm=0.0"),
+        (["--ema-momentum", "1"], "`ema_momentum` must be in [0, 1). "),
+        (["--min-count", "0"], "`min_count` must be >= 1. Received: min_count=0"),
+        (["--beam-size", "0"], "`beam_size` must be >= 1. Received: beam_size=0"),
+        (["--min-length", "-1"], "`min_length` must be >= 0. "),
+        (["--max-length", "0"], "`max_length` must be >= 1, or unset for the run's "),
+        (["--shortlist", "-2"], "`shortlist` must be >= 0. Received: shortlist=-2"),
+    ],
+)
+def test_a_value_its_record_refuses_is_one_line_before_training(bad, message, capsys):
+    # Refused by the settings records, before TensorFlow or the data load.
+    assert train.main(bad) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"train.py: error: {message}"), err
+    assert err.count("\n") == 1, err
+
+
+def test_the_smallest_vocabulary_is_the_reserved_tokens():
+    from models import text
+    from models.settings.model import RESERVED_TOKENS, SummarizerConfig
+
+    assert RESERVED_TOKENS == len(text.RESERVED)
+    assert SummarizerConfig(vocab_size=RESERVED_TOKENS).vocab_size == 4
+
+
+def test_check_at_least_names_the_first_field_below_its_bound():
+    import types
+
+    from models.settings.errors import UserError, check_at_least
+
+    record = types.SimpleNamespace(a=1, b=0, c=-1)
+    with pytest.raises(UserError, match=r"^`b` must be >= 1. Received: b=0$"):
+        check_at_least(record, [("a", 1), ("b", 1), ("c", 0)])
+    check_at_least(record, [("a", 1), ("b", 0)])  # at its bound: accepted
+
+
+def test_the_help_writes_defaults_as_the_other_commands_do():
+    text = train.argument_parser().format_help()
+    assert "(default: None)" not in text and "(default: False)" not in text
+    assert "(default: 10000)" in text  # --vocab-size
+    assert text.startswith("usage: train.py ")

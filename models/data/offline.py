@@ -117,17 +117,21 @@ def prepare_offline(
     # `root` and one would fail on the other's half-written files: the
     # second waits for the first, then finds the dataset prepared.
     root.mkdir(parents=True, exist_ok=True)
-    with _exclusive(root / _LOCK):
+    with preparation_lock(root):
         return _prepare(source, key, root)
 
 
 @contextlib.contextmanager
-def _exclusive(path):
-    """Holds an exclusive lock on `path` (a file it creates) while inside."""
+def preparation_lock(root):
+    """Holds the lock that preparing into the TFDS data dir `root` takes.
+
+    A file in `root` is locked exclusively while inside; a second
+    preparation into `root` waits until the holder leaves.
+    """
     if fcntl is None:
         yield
         return
-    with open(path, "a") as handle:
+    with open(Path(root) / _LOCK, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield

@@ -202,9 +202,7 @@ def _check_split_and_size(split, max_examples):
         )
 
 
-def _metrics_record(
-    version_dir, dataset, split, documents, signatures, systems, heatmaps, scoring
-):
+def _metrics_record(version_dir, dataset, split, documents, scored, heatmaps, scoring):
     """The dictionary `evaluate` writes to `metrics.json` and returns.
 
     Args:
@@ -212,11 +210,12 @@ def _metrics_record(
         dataset: the dataset's name.
         split: the split scored.
         documents: the documents scored.
-        signatures: `score_systems`'s system name -> signature name.
-        systems: `score_systems`'s system name -> scores.
+        scored: `score_systems`'s `(signatures, systems)`: system name ->
+            signature name, and system name -> scores.
         heatmaps: paths of the heatmaps written.
         scoring: the `n_bootstrap`, `seed` and `readable` scored with.
     """
+    signatures, systems = scored
     return {
         "model_dir": os.path.abspath(version_dir),
         "dataset": dataset,
@@ -258,11 +257,11 @@ def evaluate(
     Reads `split` with `models.data.load_split`, with the names of the
     features the export records (`models.settings.data.DataSource`), decodes
     it with each decoding signature present (`serving_default` as "beam",
-    `greedy` as "greedy"),
-    scores them and the lead baseline (`lead_<N>`, the first N words, N the
-    run's: `models.scoring.baselines.chosen_lead_tokens`) against the
-    references with `rouge_with_intervals`, writes `metrics.json`, prints a
-    table and renders `n_heatmaps` attention heatmaps.
+    `greedy` as "greedy"), scores them and the lead baseline (`lead_<N>`, the
+    first N words, N the run's: `models.scoring.baselines.chosen_lead_tokens`)
+    against the references with `rouge_with_intervals`, writes
+    `metrics.json`, prints a table and renders `n_heatmaps` attention
+    heatmaps.
 
     Args:
         model_dir: `saved_models/<name>/<version>`, or `saved_models/<name>` for
@@ -299,7 +298,7 @@ def evaluate(
     documents, references = _read_split(split, source, max_examples)
     model = load_saved_model(version_dir)
     scoring = {"n_bootstrap": n_bootstrap, "seed": seed, "readable": readable}
-    signatures, systems = score_systems(
+    scored = score_systems(
         model,
         documents,
         references,
@@ -310,14 +309,7 @@ def evaluate(
     )
     heatmaps = _write_heatmaps(model, documents, references, version_dir, n_heatmaps)
     metrics = _metrics_record(
-        version_dir,
-        source.dataset,
-        split,
-        documents,
-        signatures,
-        systems,
-        heatmaps,
-        scoring,
+        version_dir, source.dataset, split, documents, scored, heatmaps, scoring
     )
     _save_and_report(metrics, output, version_dir)
     return metrics

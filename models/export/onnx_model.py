@@ -35,9 +35,6 @@ from models.settings.folder_layout import (
 
 # The opset the library's searches are tested at (docs/deploy.md).
 ONNX_OPSET = 17
-# `models.text.tokenizing.surface`'s default: text is cut to this many
-# characters before tokenizing.
-MAX_CHARS = 4096
 INPUTS = {
     "source_ids": {"dtype": "int32", "shape": ["batch", "source_length"]},
     "source_lengths": {"dtype": "int32", "shape": ["batch"]},
@@ -70,6 +67,7 @@ def contract(features, options):
     """The JSON a client reads beside `headlines.onnx`: a dict."""
     from models.export.text_contract import text_contract
     from models.text.features import DATA_UNK_TOKENS, END_ID, PAD_ID, START_ID, UNK_ID
+    from models.text.tokenizing import MAX_CHARS
 
     return {
         "model": ONNX_FILE,

@@ -27,9 +27,9 @@ from models.settings.folder_layout import (
 from models.settings.json_files import read_json, write_json
 
 # A member's line of `training.json` says whether it is served under this
-# key; records written before said it under `finished`.
+# key; a line without it says so under `finished`.
 SERVED_KEY = "served"
-OLD_SERVED_KEY = "finished"
+FINISHED_KEY = "finished"
 
 
 def member_dirs(run_dir, count):
@@ -104,8 +104,7 @@ def is_served(member_dir):
 
 def served_in_record(line):
     """Whether a member's line of `training.json` (`members`) says it was
-    served: its `served`, or `finished` in a record written before the key
-    was named so.
+    served: its `served`, or its `finished` where it has no `served`.
 
     Example:
 
@@ -114,4 +113,4 @@ def served_in_record(line):
     >>> served_in_record({"member": 2, "finished": False})
     False
     """
-    return bool(line[SERVED_KEY] if SERVED_KEY in line else line[OLD_SERVED_KEY])
+    return bool(line[SERVED_KEY] if SERVED_KEY in line else line[FINISHED_KEY])

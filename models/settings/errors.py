@@ -24,6 +24,28 @@ class UserError(ValueError):
     """A bad flag, argument, file or request; the message is one line."""
 
 
+def check_at_least(record, bounds):
+    """Raises a `UserError` for the first field of `record` below its bound.
+
+    Args:
+        record: a settings dataclass.
+        bounds: `(field name, least value)` pairs, checked in order.
+
+    Example:
+
+    >>> import types
+    >>> try:
+    ...     check_at_least(types.SimpleNamespace(beam_size=0), [("beam_size", 1)])
+    ... except UserError as error:
+    ...     print(error)
+    `beam_size` must be >= 1. Received: beam_size=0
+    """
+    for name, least in bounds:
+        value = getattr(record, name)
+        if value < least:
+            raise UserError(f"`{name}` must be >= {least}. Received: {name}={value}")
+
+
 class HttpError(Exception):
     """An error the server answers with HTTP `status` and `{"error": message}`."""
 

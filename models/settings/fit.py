@@ -5,7 +5,7 @@ Plain dataclass with no TensorFlow import, like the other settings.
 
 import dataclasses
 
-from models.settings.errors import UserError
+from models.settings.errors import UserError, check_at_least
 from models.settings.flags import choices
 
 MIXED_PRECISION_CHOICES = ("mixed_float16", "mixed_bfloat16")
@@ -88,30 +88,36 @@ class TrainOptions:
     ensemble: int = 3
 
     def __post_init__(self):
+        if not self.clipnorm > 0:
+            raise UserError(
+                f"`clipnorm` must be > 0. Received: clipnorm={self.clipnorm}"
+            )
+        if not 0 <= self.ema_momentum < 1:
+            raise UserError(
+                "`ema_momentum` must be in [0, 1). Received: "
+                f"ema_momentum={self.ema_momentum}"
+            )
         if not 0 < self.lr_decay <= 1:
             raise UserError(
                 f"`lr_decay` must be in (0, 1]. Received: lr_decay={self.lr_decay}"
             )
-        if self.lr_decay_patience < 0:
-            raise UserError(
-                "`lr_decay_patience` must be >= 0. Received: "
-                f"lr_decay_patience={self.lr_decay_patience}"
-            )
-        for name in (
-            "validate_every",
-            "train_examples",
-            "batch_size",
-            "validation_loss_examples",
-        ):
-            if getattr(self, name) < 1:
-                raise UserError(
-                    f"`{name}` must be >= 1. Received: {name}={getattr(self, name)}"
-                )
-        for name in ("patience", "min_train_examples"):
-            if getattr(self, name) < 0:
-                raise UserError(
-                    f"`{name}` must be >= 0. Received: {name}={getattr(self, name)}"
-                )
+        check_at_least(
+            self,
+            [
+                # 0 trains nothing: a student that keeps its teacher's weights.
+                ("learning_rate", 0),
+                ("validate_every", 1),
+                ("train_examples", 1),
+                ("batch_size", 1),
+                ("validation_loss_examples", 1),
+                ("min_count", 1),
+                ("patience", 0),
+                ("min_train_examples", 0),
+                ("validation_rouge_examples", 0),
+                ("lr_decay_patience", 0),
+                ("ensemble", 1),
+            ],
+        )
         for name in (
             "max_train_minutes",
             "stop_after_validations",
@@ -122,7 +128,3 @@ class TrainOptions:
                 raise UserError(
                     f"`{name}` must be > 0, or unset for none. Received: {name}={value}"
                 )
-        if self.ensemble < 1:
-            raise UserError(
-                f"`ensemble` must be >= 1. Received: ensemble={self.ensemble}"
-            )

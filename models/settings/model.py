@@ -10,7 +10,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from models.settings.errors import UserError
+from models.settings.errors import UserError, check_at_least
 from models.settings.flags import choices
 from models.settings.json_files import write_json
 
@@ -25,6 +25,10 @@ ATTENTION_CHOICES = (
 )
 CELL_CHOICES = ("lstm", "gru")
 
+
+# The vocabulary's reserved tokens (`models.text.RESERVED`: padding,
+# unknown, start, end), which every vocabulary holds first.
+RESERVED_TOKENS = 4
 
 # Text forms of the vocabulary (`models.text.normalize`).
 NORMALIZATION_CHOICES = ("gigaword", "general")
@@ -125,6 +129,18 @@ class SummarizerConfig:
                 f"`cell` must be one of {', '.join(CELL_CHOICES)}. "
                 f"Received: cell={self.cell!r}"
             )
+        if self.vocab_size < RESERVED_TOKENS:
+            raise UserError(
+                f"`vocab_size` must be >= {RESERVED_TOKENS} (the reserved tokens). "
+                f"Received: vocab_size={self.vocab_size}"
+            )
+        check_at_least(
+            self, [("embedding_dim", 1), ("hidden_size", 1), ("attention_units", 1)]
+        )
+        if not 0 <= self.dropout < 1:
+            raise UserError(
+                f"`dropout` must be in [0, 1). Received: dropout={self.dropout}"
+            )
         if not 0 <= self.sampled_softmax:
             raise UserError(
                 "`sampled_softmax` must be >= 0 (0: full softmax). Received: "
@@ -177,8 +193,8 @@ class SummarizerConfig:
     @classmethod
     def from_dict(cls, values):
         """The config of a saved `config.json`; a field it lacks takes its
-        default, and `normalization` the form of the runs written before it
-        existed (`gigaword`)."""
+        default, but `normalization`, which is `gigaword` there (a config
+        without the field was trained on Gigaword's form)."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(values) - known
         if unknown:

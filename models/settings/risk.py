@@ -5,7 +5,7 @@ Plain dataclass with no TensorFlow import, like the other settings.
 
 import dataclasses
 
-from models.settings.errors import UserError
+from models.settings.errors import UserError, check_at_least
 from models.settings.flags import choices
 
 RISK_METHOD_CHOICES = ("beam", "sample")
@@ -68,17 +68,15 @@ class RiskOptions:
     risk_examples: int | None = None
 
     def __post_init__(self):
-        for name, least in (
-            ("risk_updates", 0),
-            ("risk_validate_every", 1),
-            ("risk_patience", 1),
-            ("risk_min_updates", 0),
-        ):
-            if getattr(self, name) < least:
-                raise UserError(
-                    f"`{name}` must be >= {least}. Received: "
-                    f"{name}={getattr(self, name)}"
-                )
+        check_at_least(
+            self,
+            [
+                ("risk_updates", 0),
+                ("risk_validate_every", 1),
+                ("risk_patience", 1),
+                ("risk_min_updates", 0),
+            ],
+        )
         least = 2 if self.risk_include_reference else 1
         if self.risk_candidates < least:
             raise UserError(

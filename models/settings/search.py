@@ -7,7 +7,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from models.settings.errors import UserError
+from models.settings.errors import UserError, check_at_least
 from models.settings.folder_layout import SEARCH_TUNING_FILE
 
 
@@ -74,8 +74,21 @@ class SearchOptions:
     greedy_end_penalty: float = 0.0
 
     def __post_init__(self):
-        if self.shards < 1:
-            raise UserError(f"`shards` must be >= 1. Received: shards={self.shards}")
+        check_at_least(
+            self,
+            [
+                ("beam_size", 1),
+                ("min_length", 0),
+                ("no_repeat_ngram_size", 0),
+                ("shortlist", 0),
+                ("shards", 1),
+            ],
+        )
+        if self.max_length is not None and self.max_length < 1:
+            raise UserError(
+                "`max_length` must be >= 1, or unset for the run's "
+                f"`max_target_length`. Received: max_length={self.max_length}"
+            )
         if self.n_best is None:
             self.n_best = 0 if self.xla else min(5, self.beam_size)
         if self.beam_size < 2:

@@ -13,10 +13,10 @@ The `"general"` form keeps the digits (`models.settings.model.NORMALIZATION_CHOI
 import tensorflow as tf
 
 from models.settings.model import check_normalization
-from models.text.tokenizing import surface_words
+from models.text.tokenizing import MAX_CHARS, surface_words
 
 
-def normalize(texts, max_chars=4096, normalization="gigaword"):
+def normalize(texts, max_chars=MAX_CHARS, normalization="gigaword"):
     """Normalizes raw text into the Gigaword token form, in-graph.
 
     PTB-tokenizes (`'s`, `n't`, commas, quotes as ``` `` ``` / `''`, brackets
@@ -52,7 +52,7 @@ def normalize(texts, max_chars=4096, normalization="gigaword"):
 def tokenize(
     texts,
     max_tokens=None,
-    max_chars=4096,
+    max_chars=MAX_CHARS,
     normalization="gigaword",
 ):
     """Normalizes texts and splits them into word tokens, in-graph.

@@ -18,6 +18,10 @@ import tensorflow as tf
 from models.text.cjk import CJK_CHARACTERS
 from models.text.vocabulary import UNK
 
+# Texts are cut to this many Unicode characters before tokenizing, unless a
+# caller says otherwise: a bound on the regexes' work per document.
+MAX_CHARS = 4096
+
 # Words that the data keeps with their period (`corp.`, `sept.`, `calif.`), also
 # at the very end of a text, where PTB adds the sentence period: `co. .`.
 _ABBREVIATIONS = (
@@ -147,7 +151,7 @@ def _apply(x, rules):
     return tf.strings.strip(tf.strings.regex_replace(x, r"\s+", " "))
 
 
-def surface(texts, max_chars=4096):
+def surface(texts, max_chars=MAX_CHARS):
     """The tokenized text in its own case and digits, in-graph.
 
     `Japan 's NEC Corp. said ... 2,500 jobs .`: `normalize` before `fold`.
@@ -155,7 +159,7 @@ def surface(texts, max_chars=4096):
     return _apply(_prepare(texts, max_chars), _RULES)
 
 
-def surface_words(texts, max_tokens=None, max_chars=4096):
+def surface_words(texts, max_tokens=None, max_chars=MAX_CHARS):
     """`surface(texts)` split into words, `tokenize`'s shapes.
 
     What a readable headline writes for a word it takes from the source

@@ -11,24 +11,27 @@ tokens (`normalized_headlines`, what ROUGE scores) and the reference.
 
 from __future__ import annotations
 
-import argparse
 import html
 import os
 
 from models.settings.data import DataSource
+from models.settings.flags import SettingsParser
 from models.settings.version_folders import resolve_version_dir
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = SettingsParser(
+        prog="python -m models.tools.headline_table",
+        description=__doc__.split("\n")[0],
+    )
     p.add_argument("--model-dir", required=True, help="saved_models/<name>[/<version>]")
     p.add_argument("--data-dir", required=True, help="as for train.py")
     p.add_argument("--dataset", default="gigaword")
     p.add_argument("--tfds-dir", help="where TFDS keeps prepared datasets")
     p.add_argument("--split", default="test")
-    p.add_argument("--n", type=int, default=10, help="documents (default: 10)")
+    p.add_argument("--n", type=int, default=10, help="documents")
     p.add_argument(
         "--source-chars", type=int, default=120, help="sources cut to this length"
     )

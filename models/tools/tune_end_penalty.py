@@ -16,12 +16,12 @@ python -m models.evaluation --model-dir saved_models/student_inter/2 \\
 ```
 """
 
-import argparse
 import dataclasses
 import json
 import sys
 
 from models.settings.data import DataSource
+from models.settings.flags import SettingsParser
 from models.settings.search import SearchOptions
 from models.settings.train import TuningSettings
 
@@ -29,7 +29,10 @@ from models.settings.train import TuningSettings
 def argument_parser():
     """The command line; the defaults are `train.py`'s (`TuningSettings`)."""
     tuning = TuningSettings()
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = SettingsParser(
+        prog="python -m models.tools.tune_end_penalty",
+        description=__doc__.split("\n")[0],
+    )
     parser.add_argument("--run-dir", required=True)
     parser.add_argument(
         "--data-dir",

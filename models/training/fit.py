@@ -179,6 +179,42 @@ def fit(
     """
     run_dir = Path(run_dir)
     best_path = run_dir / BEST_WEIGHTS_FILE
+    all_callbacks, checkpoint, stopping = _fit_callbacks(
+        model, run_dir, options, callbacks, schedule, cap, on_validation
+    )
+    done, stopped = backed_up_state(run_dir)
+    interrupt = InterruptBetweenSteps()
+    with interrupt.deferring():
+        history = model.fit(
+            train_batches,
+            validation_data=validation_batches,
+            # A finished member's fit restores its state and trains nothing.
+            epochs=done
+            if schedule.finished(done, stopped)
+            else schedule.max_validations,
+            steps_per_epoch=schedule.interval_batches,
+            callbacks=[
+                IntervalCheck(done),
+                IntervalSeeds(options.seed),
+                *all_callbacks,
+                interrupt,
+            ],
+            shuffle=False,  # the dataset shuffles itself
+            verbose=1,
+        )
+    if best_path.exists():
+        model.load_weights(str(best_path))
+    return _fit_end(run_dir, schedule, checkpoint, stopping, history.history)
+
+
+def _fit_callbacks(model, run_dir, options, callbacks, schedule, cap, on_validation):
+    """`fit`'s callbacks, in order, with its checkpoint and its stopping.
+
+    Returns `(all_callbacks, checkpoint, stopping)`: the `ModelCheckpoint`
+    of the best weights and the `ScheduledStopping`, whose state `fit`
+    reads when it ends.
+    """
+    best_path = run_dir / BEST_WEIGHTS_FILE
     by_rouge = any(isinstance(c, ValidationRouge) for c in callbacks)
     monitor, mode = ("val_rouge1", "max") if by_rouge else ("val_loss", "min")
     checkpoint = keras.callbacks.ModelCheckpoint(
@@ -228,29 +264,7 @@ def fit(
     if cap is not None:
         # Before the backup: the validation at which it stops is backed up.
         all_callbacks.insert(all_callbacks.index(checkpoint), cap)
-    done, stopped = backed_up_state(run_dir)
-    interrupt = InterruptBetweenSteps()
-    with interrupt.deferring():
-        history = model.fit(
-            train_batches,
-            validation_data=validation_batches,
-            # A finished member's fit restores its state and trains nothing.
-            epochs=done
-            if schedule.finished(done, stopped)
-            else schedule.max_validations,
-            steps_per_epoch=schedule.interval_batches,
-            callbacks=[
-                IntervalCheck(done),
-                IntervalSeeds(options.seed),
-                *all_callbacks,
-                interrupt,
-            ],
-            shuffle=False,  # the dataset shuffles itself
-            verbose=1,
-        )
-    if best_path.exists():
-        model.load_weights(str(best_path))
-    return _fit_end(run_dir, schedule, checkpoint, stopping, history.history)
+    return all_callbacks, checkpoint, stopping
 
 
 def _fit_end(run_dir, schedule, checkpoint, stopping, history):

@@ -295,17 +295,18 @@ def read_state(folder):
     the first 0), `rouge1` (by validation), `best_validation` (an index of
     those), and the `seconds` and `examples` of its updates.
 
-    A state written since the stage counted updates is read as it is, by
-    every later version: its keys are these, its file one JSON object.
+    The file is one JSON object with these keys; one without `updates`
+    is refused, not guessed at.
 
     Raises:
-        UserError: the state does not count updates.
+        UserError: the state holds no `updates`.
     """
     path = Path(folder) / RISK_STATE_FILE
     state = read_json(path)
     if state is not None and "updates" not in state:
         raise UserError(
-            f"{path} does not count updates: remove {folder} to start the stage again"
+            f"The minimum-risk state `{path}` must hold `updates` (remove "
+            f"{folder} to start the stage again). Received: keys={sorted(state)}"
         )
     return state
 

@@ -1,0 +1,130 @@
+"""The size and privacy rules of the summarizer's code, the papers, the
+examples and the tests, read from their source with `ast`.
+
+No function over 80 lines, no module over 600, and no private name
+(`_x`) of one of the project's modules used from another: imported
+(`from models.x import _y`) or read off the module (`x._y`).
+"""
+
+import ast
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.source_tree
+
+ROOT = Path(__file__).resolve().parents[1]
+CHECKED = ("models/", "serving/", "papers/", "examples/", "tests/", "train.py")
+# The project's own top-level packages and modules: private names of
+# anything else (the standard library's, Keras') are not the project's.
+PROJECT = ("models", "serving", "papers", "examples", "benchmarks", "keras_attn")
+# A named tuple's public API, underscored so as not to clash with fields.
+NAMED_TUPLE_API = {"_fields", "_asdict", "_replace", "_make", "_field_defaults"}
+MAX_FUNCTION_LINES = 80
+MAX_MODULE_LINES = 600
+
+
+def checked_files():
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    return [ROOT / name for name in listed if name.startswith(CHECKED)]
+
+
+def long_functions(source, most=MAX_FUNCTION_LINES):
+    """`(name, line, length)` of each function of `source` longer than `most`."""
+    return [
+        (node.name, node.lineno, node.end_lineno - node.lineno)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno - node.lineno > most
+    ]
+
+
+def _is_private(name):
+    return (
+        name.startswith("_")
+        and not name.startswith("__")
+        and name not in NAMED_TUPLE_API
+    )
+
+
+def _is_project(module):
+    return module.split(".")[0] in PROJECT
+
+
+def private_uses(source):
+    """`(line, what)` of each private name of a project module that `source`
+    imports or reads off an imported project module."""
+    tree = ast.parse(source)
+    modules, found = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {a.asname or a.name for a in node.names if _is_project(a.name)}
+        elif isinstance(node, ast.ImportFrom) and _is_project(node.module or ""):
+            for alias in node.names:
+                if _is_private(alias.name):
+                    found.append((node.lineno, f"{node.module}.{alias.name}"))
+                modules.add(alias.asname or alias.name)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _is_private(node.attr):
+            if ast.unparse(node.value) in modules:
+                found.append((node.lineno, ast.unparse(node)))
+    return sorted(found)
+
+
+def test_the_function_check_measures_from_def_to_last_line():
+    body = "".join(f"    x = {i}\n" for i in range(80))
+    assert long_functions(f"def fits():\n{body}") == []
+    assert long_functions(f"def too_long():\n{body}    x = 80\n") == [
+        ("too_long", 1, 81)
+    ]
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("from models.data import _lock", [(1, "models.data._lock")]),
+        ("from models.data import offline\noffline._lock()", [(2, "offline._lock")]),
+        ("import papers.units as u\nu._run()", [(2, "u._run")]),
+        ("import argparse\nargparse._HelpAction", []),
+        ("from models.data import offline\nself._x, offline.lock()", []),
+        ("from models import text\ntext.__name__", []),
+        ("from keras_attn.search import DecodingResult\nDecodingResult._fields", []),
+    ],
+)
+def test_the_privacy_check_finds_project_private_names(source, expected):
+    assert private_uses(source) == expected
+
+
+def test_there_are_files_to_check():
+    names = {p.relative_to(ROOT).as_posix() for p in checked_files()}
+    assert {"train.py", "models/pipeline.py", "tests/test_code_rules.py"} <= names
+
+
+def test_no_function_is_over_80_lines():
+    found = {
+        p.relative_to(ROOT).as_posix(): long_functions(p.read_text("utf-8"))
+        for p in checked_files()
+    }
+    assert {name: f for name, f in found.items() if f} == {}
+
+
+def test_no_module_is_over_600_lines():
+    lengths = {
+        p.relative_to(ROOT).as_posix(): p.read_text("utf-8").count("\n")
+        for p in checked_files()
+    }
+    assert {n: k for n, k in lengths.items() if k > MAX_MODULE_LINES} == {}
+
+
+def test_no_module_uses_another_modules_private_names():
+    found = {
+        p.relative_to(ROOT).as_posix(): private_uses(p.read_text("utf-8"))
+        for p in checked_files()
+    }
+    assert {name: f for name, f in found.items() if f} == {}
