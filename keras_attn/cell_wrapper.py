@@ -197,6 +197,13 @@ class AttentionCellWrapper(keras.layers.Layer):
         self.return_alignments = return_alignments
         self._cell_state_sizes = _flat_size(cell.state_size)
         self._cell_nested_state = isinstance(cell.state_size, (list, tuple))
+        # A cell whose states nest (a `StackedRNNCells` with an `LSTMCell`:
+        # a list within the list) takes them back in its `state_size`'s shape.
+        self._cell_state_structure = None
+        if self._cell_nested_state and len(self._cell_state_sizes) != len(
+            cell.state_size
+        ):
+            self._cell_state_structure = cell.state_size
         self.units = getattr(cell, "output_size", None)
         if not isinstance(self.units, int):
             self.units = self._cell_state_sizes[0]
@@ -447,7 +454,10 @@ class AttentionCellWrapper(keras.layers.Layer):
         )
 
     def _call_cell(self, inputs, states, training):
-        states = list(states) if self._cell_nested_state else states[0]
+        if self._cell_state_structure is not None:
+            states = tree.pack_sequence_as(self._cell_state_structure, list(states))
+        else:
+            states = list(states) if self._cell_nested_state else states[0]
         kwargs = {}
         if getattr(self.cell, "_call_has_training_arg", False):
             kwargs["training"] = training
