@@ -31,7 +31,7 @@ from keras import ops, tree
 
 from keras_attn.arguments import check_constructor, describe
 from keras_attn.base import AttentionMemory, BaseAttention
-from keras_attn.masking import check_mask, keras_mask
+from keras_attn.masking import as_dtype, check_mask, keras_mask
 from keras_attn.serialization import deserialize_layer
 
 STYLES = ("bahdanau", "luong", "self")
@@ -467,11 +467,6 @@ class AttentionCellWrapper(keras.layers.Layer):
         output, new_states = call(inputs, states, **kwargs)
         return output, _flat_states(new_states)
 
-    @staticmethod
-    def _cast(x, dtype):
-        """`x` in `dtype`; no op when it already is (one per step saved)."""
-        return x if x.dtype == dtype else ops.cast(x, dtype)
-
     def _unflatten(self, flat, length, dim):
         return ops.reshape(flat, (ops.shape(flat)[0], length, dim))
 
@@ -523,11 +518,11 @@ class AttentionCellWrapper(keras.layers.Layer):
         output, weights, new_cell, new_extra = self._step(
             inputs, prev_output, cell_states, states[1 + num_cell :], training
         )
-        output = self._cast(output, states[0].dtype)
+        output = as_dtype(output, states[0].dtype)
         if self.return_alignments:
             output = ops.concatenate([output, ops.cast(weights, output.dtype)], axis=-1)
         new_cell = [
-            self._cast(s, c.dtype) for s, c in zip(new_cell, cell_states, strict=True)
+            as_dtype(s, c.dtype) for s, c in zip(new_cell, cell_states, strict=True)
         ]
         return output, [output, *new_cell, *new_extra]
 
