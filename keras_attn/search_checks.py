@@ -129,9 +129,10 @@ def check_normalized(log_probs, dtype):
         log_probs: float32 `(N, V)`, the first step's.
         dtype: The dtype the step returned them in (sets the tolerance).
     """
-    # A row with no possible token is told by its maximum: Keras' torch
-    # logsumexp before 3.7 gives nan for it, not `-inf`.
-    impossible = ops.max(log_probs, axis=-1) == float("-inf")
+    # A row with no possible token is told by its maximum (Keras' torch
+    # logsumexp before 3.7 gives nan for it, not `-inf`); `initial`, for an
+    # empty batch.
+    impossible = ops.max(log_probs, axis=-1, initial=float("-inf")) == float("-inf")
     total = ops.where(impossible, 0.0, ops.logsumexp(log_probs, axis=-1))
     worst = _concrete(ops.max(ops.abs(total), initial=0.0))
     tolerance = _TOLERANCE.get(standardize_dtype(dtype), _DEFAULT_TOLERANCE)
