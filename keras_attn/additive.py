@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_attn.base import BaseAttention
+from keras_attn.masking import as_dtype
 
 
 def additive_scores(query, keys, v, bias=None, extra=None):
@@ -119,19 +120,19 @@ class BahdanauAttention(BaseAttention):
             )
 
     def _project_keys(self, key):
-        return ops.matmul(key, ops.cast(self.key_kernel, key.dtype))
+        return ops.matmul(key, as_dtype(self.key_kernel, key.dtype))
 
     def _project_query(self, query):
-        return ops.matmul(query, ops.cast(self.query_kernel, query.dtype))
+        return ops.matmul(query, as_dtype(self.query_kernel, query.dtype))
 
     def _score_vector(self, dtype):
         v = self.score_vector
         if self.normalize:
             v = self.score_gain * v * ops.rsqrt(ops.sum(ops.square(v)))
-        return ops.cast(v, dtype)
+        return as_dtype(v, dtype)
 
     def _calculate_scores(self, query, keys):
-        bias = None if self.bias is None else ops.cast(self.bias, query.dtype)
+        bias = None if self.bias is None else as_dtype(self.bias, query.dtype)
         return additive_scores(query, keys, self._score_vector(query.dtype), bias)
 
     def get_config(self):
@@ -186,8 +187,8 @@ class ConcatAttention(BahdanauAttention):
 
     def _project_keys(self, key):
         w_k = self.kernel[self._query_dim :]
-        return ops.matmul(key, ops.cast(w_k, key.dtype))
+        return ops.matmul(key, as_dtype(w_k, key.dtype))
 
     def _project_query(self, query):
         w_q = self.kernel[: self._query_dim]
-        return ops.matmul(query, ops.cast(w_q, query.dtype))
+        return ops.matmul(query, as_dtype(w_q, query.dtype))

@@ -15,10 +15,11 @@ from keras import ops
 
 from keras_attn.base import AttentionMemory
 from keras_attn.cell_wrapper import AttentionCellWrapper
+from keras_attn.masking import as_dtype
 
 
 def _concat(inputs, extra):
-    return ops.concatenate([inputs, ops.cast(extra, inputs.dtype)], axis=-1)
+    return ops.concatenate([inputs, as_dtype(extra, inputs.dtype)], axis=-1)
 
 
 @keras.saving.register_keras_serializable(package="keras_attn")
@@ -63,7 +64,7 @@ class BahdanauAttentionCell(AttentionCellWrapper):
         context, weights = self.attention.step(
             cell_states[0], self._memory(extra), training=training
         )
-        joined = ops.concatenate([inputs, self._cast(context, inputs.dtype)], -1)
+        joined = ops.concatenate([inputs, as_dtype(context, inputs.dtype)], -1)
         output, new_cell = self._call_cell(joined, cell_states, training)
         return output, weights, new_cell, extra
 
@@ -112,8 +113,8 @@ class _AttentionalStateCell(AttentionCellWrapper):
         )
 
     def _attentional_state(self, context, state):
-        kernel = ops.cast(self.attention_kernel, state.dtype)
-        joined = ops.concatenate([ops.cast(context, state.dtype), state], -1)
+        kernel = as_dtype(self.attention_kernel, state.dtype)
+        joined = ops.concatenate([as_dtype(context, state.dtype), state], -1)
         return self.attention_activation(ops.matmul(joined, kernel))
 
     def get_config(self):
@@ -220,7 +221,7 @@ class LuongAttentionCell(_AttentionalStateCell):
     def _attentional_state(self, context, state):
         if self.use_attention_layer:
             return super()._attentional_state(context, state)
-        return ops.cast(context, state.dtype)
+        return as_dtype(context, state.dtype)
 
     def _step(self, inputs, prev_output, cell_states, extra, training):
         feed = prev_output if self.output_attention else extra[0]
@@ -231,7 +232,7 @@ class LuongAttentionCell(_AttentionalStateCell):
         attention = self._attentional_state(context, state)
         if self.output_attention:
             return attention, weights, new_cell, extra
-        feed = ops.cast(attention, extra[0].dtype)
+        feed = as_dtype(attention, extra[0].dtype)
         return state, weights, new_cell, [feed, *extra[1:]]
 
     def get_config(self):

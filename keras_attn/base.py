@@ -17,6 +17,7 @@ from keras import ops
 
 from keras_attn.arguments import CheckedConstructor
 from keras_attn.masking import (
+    as_dtype,
     causal_mask,
     check_mask,
     combine_masks,
@@ -182,7 +183,7 @@ class BaseAttention(CheckedConstructor, keras.layers.Layer):
             weights = keras.random.dropout(
                 weights, self.dropout, seed=self.seed_generator
             )
-        return ops.matmul(ops.cast(weights, values.dtype), values)
+        return ops.matmul(as_dtype(weights, values.dtype), values)
 
     # ----------------------------------------------------------- build
 

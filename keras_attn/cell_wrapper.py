@@ -31,7 +31,7 @@ from keras import ops, tree
 
 from keras_attn.arguments import check_constructor, describe
 from keras_attn.base import AttentionMemory, BaseAttention
-from keras_attn.masking import check_mask, keras_mask
+from keras_attn.masking import as_dtype, check_mask, keras_mask
 from keras_attn.serialization import deserialize_layer
 
 STYLES = ("bahdanau", "luong", "self")
@@ -197,6 +197,13 @@ class AttentionCellWrapper(keras.layers.Layer):
         self.return_alignments = return_alignments
         self._cell_state_sizes = _flat_size(cell.state_size)
         self._cell_nested_state = isinstance(cell.state_size, (list, tuple))
+        # A cell whose states nest (a `StackedRNNCells` with an `LSTMCell`:
+        # a list within the list) takes them back in its `state_size`'s shape.
+        self._cell_state_structure = None
+        if self._cell_nested_state and len(self._cell_state_sizes) != len(
+            cell.state_size
+        ):
+            self._cell_state_structure = cell.state_size
         self.units = getattr(cell, "output_size", None)
         if not isinstance(self.units, int):
             self.units = self._cell_state_sizes[0]
@@ -447,7 +454,10 @@ class AttentionCellWrapper(keras.layers.Layer):
         )
 
     def _call_cell(self, inputs, states, training):
-        states = list(states) if self._cell_nested_state else states[0]
+        if self._cell_state_structure is not None:
+            states = tree.pack_sequence_as(self._cell_state_structure, list(states))
+        else:
+            states = list(states) if self._cell_nested_state else states[0]
         kwargs = {}
         if getattr(self.cell, "_call_has_training_arg", False):
             kwargs["training"] = training
@@ -456,11 +466,6 @@ class AttentionCellWrapper(keras.layers.Layer):
         call = self.cell.call if self._direct_cell_call else self.cell
         output, new_states = call(inputs, states, **kwargs)
         return output, _flat_states(new_states)
-
-    @staticmethod
-    def _cast(x, dtype):
-        """`x` in `dtype`; no op when it already is (one per step saved)."""
-        return x if x.dtype == dtype else ops.cast(x, dtype)
 
     def _unflatten(self, flat, length, dim):
         return ops.reshape(flat, (ops.shape(flat)[0], length, dim))
@@ -513,11 +518,11 @@ class AttentionCellWrapper(keras.layers.Layer):
         output, weights, new_cell, new_extra = self._step(
             inputs, prev_output, cell_states, states[1 + num_cell :], training
         )
-        output = self._cast(output, states[0].dtype)
+        output = as_dtype(output, states[0].dtype)
         if self.return_alignments:
             output = ops.concatenate([output, ops.cast(weights, output.dtype)], axis=-1)
         new_cell = [
-            self._cast(s, c.dtype) for s, c in zip(new_cell, cell_states, strict=True)
+            as_dtype(s, c.dtype) for s, c in zip(new_cell, cell_states, strict=True)
         ]
         return output, [output, *new_cell, *new_extra]
 

@@ -47,6 +47,35 @@ def combine_masks(*masks):
     return result
 
 
+def as_dtype(x, dtype):
+    """`x` in `dtype`: `x` itself when it already is.
+
+    `keras.ops.cast` to the dtype a tensor has returns it unchanged, but only
+    after the op's dispatch; a step that casts a few weights and masks saves
+    that on every call.
+
+    Args:
+        x: A tensor or variable.
+        dtype: The dtype wanted, a name or the backend's dtype.
+
+    Returns:
+        `x`, or `keras.ops.cast(x, dtype)`.
+
+    Examples:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> from keras_attn.masking import as_dtype
+        >>> x = ops.ones((2,), "float32")
+        >>> as_dtype(x, "float32") is x
+        True
+        >>> ops.convert_to_numpy(as_dtype(x, "int32")).tolist()
+        [1, 1]
+    """
+    if x.dtype == dtype or standardize_dtype(x.dtype) == standardize_dtype(dtype):
+        return x
+    return ops.cast(x, dtype)
+
+
 def softmax_dtype(dtype):
     """The dtype attention weights are computed in: float32, or float64."""
     return "float64" if standardize_dtype(dtype) == "float64" else "float32"
@@ -75,10 +104,10 @@ def masked_softmax(scores, mask=None):
         >>> ops.convert_to_numpy(masked_softmax(scores, mask)).tolist()
         [[0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]
     """
-    scores = ops.cast(scores, softmax_dtype(scores.dtype))
+    scores = as_dtype(scores, softmax_dtype(scores.dtype))
     if mask is None:
         return ops.softmax(scores, axis=-1)
-    mask = ops.cast(mask, "bool")
+    mask = as_dtype(mask, "bool")
     weights = ops.softmax(ops.where(mask, scores, _MASK_VALUE), axis=-1)
     # Multiplying by the mask zeroes fully masked rows, which the softmax
     # alone would turn into a uniform distribution over padding.

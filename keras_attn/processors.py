@@ -182,8 +182,10 @@ class IdBan(TokenBan):
 
 def ban_listed(log_probs, processors, history, step):
     """`log_probs` `(N, V)` with the ids listed by `IdBan` `processors` at
-    `-inf`, in one scatter-add (adding 0 leaves a score as it is, and
-    duplicates add up: no order-dependent writes, whatever the backend)."""
+    `-inf`, in one scatter that writes `-inf` alone: an id not banned is
+    written to an extra column, dropped after, so duplicates write the same
+    value and the order of the writes does not matter, whatever the backend
+    (a plain scatter-update: Keras' scatter-add came in 3.14)."""
     rows, width = ops.shape(log_probs)[0], ops.shape(log_probs)[1]
     listed = [p.banned_ids(history, step, rows) for p in processors]
     listed = [found for found in listed if found is not None]
@@ -194,12 +196,11 @@ def ban_listed(log_probs, processors, history, step):
     # An id outside the scores' columns is not among them.
     mask = ops.logical_and(mask, ops.logical_and(ids >= 0, ids < width))
     row_ids = ops.zeros_like(ids) + ops.arange(rows, dtype="int32")[:, None]
-    column = ops.minimum(ops.maximum(ids, 0), width - 1)
+    column = ops.where(mask, ids, width)
     indices = ops.reshape(ops.stack([row_ids, column], axis=-1), (-1, 2))
-    penalty = ops.cast(ops.where(mask, _NEG_INF, 0.0), log_probs.dtype)
-    return ops.scatter_update(
-        log_probs, indices, ops.reshape(penalty, (-1,)), reduction="add"
-    )
+    padded = ops.pad(log_probs, [[0, 0], [0, 1]])
+    banned = ops.full_like(indices[:, 0], _NEG_INF, dtype=log_probs.dtype)
+    return ops.scatter_update(padded, indices, banned)[:, :width]
 
 
 def apply_processors(processors, log_probs, history, step):
@@ -426,7 +427,7 @@ class NoRepeatNgram(IdBan):
 
     The last `n - 1` tokens are compared with every earlier window of
     `n - 1` tokens; where they match, the token that followed that window is
-    banned (`IdBan`: a scatter-add of `-inf` into the scores, no `(N, V)`
+    banned (`IdBan`: a scatter of `-inf` into the scores, no `(N, V)`
     mask built from a one-hot). Cost `O(N * max_length * n)` per step.
 
     With `n=1` every token already generated is banned: each id appears at

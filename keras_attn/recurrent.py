@@ -33,10 +33,13 @@ def _reset_dropout_masks(cell):
 
     `keras.layers.RNN` clears its own cell's, the wrapper, not the cell it
     wraps: without this a `GRUCell(dropout=...)` would reuse its first
-    batch's mask, and fail on a batch of another size.
+    batch's mask, and fail on a batch of another size. The cells of a
+    `StackedRNNCells` (`cells`) are cleared too, as `keras.layers.RNN` does.
     """
     for reset in ("reset_dropout_mask", "reset_recurrent_dropout_mask"):
         getattr(cell, reset, lambda: None)()
+    for inner in getattr(cell, "cells", ()):
+        _reset_dropout_masks(inner)
 
 
 @keras.saving.register_keras_serializable(package="keras_attn")

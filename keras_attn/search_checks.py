@@ -129,8 +129,11 @@ def check_normalized(log_probs, dtype):
         log_probs: float32 `(N, V)`, the first step's.
         dtype: The dtype the step returned them in (sets the tolerance).
     """
-    total = ops.logsumexp(log_probs, axis=-1)
-    total = ops.where(ops.logical_and(ops.isinf(total), total < 0), 0.0, total)
+    # A row with no possible token is told by its maximum (Keras' torch
+    # logsumexp before 3.7 gives nan for it, not `-inf`); `initial`, for an
+    # empty batch.
+    impossible = ops.max(log_probs, axis=-1, initial=float("-inf")) == float("-inf")
+    total = ops.where(impossible, 0.0, ops.logsumexp(log_probs, axis=-1))
     worst = _concrete(ops.max(ops.abs(total), initial=0.0))
     tolerance = _TOLERANCE.get(standardize_dtype(dtype), _DEFAULT_TOLERANCE)
     if worst is not None and not float(worst) <= tolerance:

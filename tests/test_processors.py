@@ -10,6 +10,7 @@ from keras import ops
 
 import keras_attn as ka
 from keras_attn.processors import (
+    IdBan,
     IdShift,
     TokenBan,
     apply_processors,
@@ -61,6 +62,24 @@ def test_ids_outside_the_columns_are_ignored():
         ops.convert_to_tensor(SCORES), [ka.BannedIds([-1, 3, 6, 40])], HISTORY, 0
     )
     np.testing.assert_array_equal(ops.convert_to_numpy(out), by_hand([[3], [3]]))
+
+
+class Listed(IdBan):
+    """Lists the same ids in every step, some of them not banned."""
+
+    def __init__(self, ids, mask):
+        self.ids, self.mask = ids, mask
+
+    def banned_ids(self, history, step, rows):
+        return ops.convert_to_tensor(self.ids), ops.convert_to_tensor(self.mask)
+
+
+def test_an_id_listed_twice_is_banned_if_either_bans_it():
+    # Row 0 lists 3 as not banned then banned, row 1 the other way round;
+    # 1 is listed twice in row 0, banned neither time.
+    ids = np.array([[3, 3, 1, 1], [3, 3, 0, 0]], "int32")
+    mask = np.array([[False, True, False, False], [True, False, False, False]])
+    np.testing.assert_array_equal(run([Listed(ids, mask)], 0), by_hand([[3], [3]]))
 
 
 def test_other_processors_keep_their_place_and_listed_bans_are_asked():

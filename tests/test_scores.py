@@ -153,9 +153,11 @@ def test_dot_with_scale_matches_keras_attention(rng):
         value_mask=VALUE_MASK,
         return_attention_scores=True,
     )
+    # The value mask broadcast over the queries, `(B, 1, TV)`: Keras' layer
+    # before 3.12 adds a `(B, TV)` one to the `(B, TQ, TV)` scores unexpanded.
     expected_context, expected_weights = theirs(
         [query, value, key],
-        mask=[query_mask, VALUE_MASK],
+        mask=[query_mask, VALUE_MASK[:, None, :]],
         return_attention_scores=True,
     )
     np.testing.assert_allclose(to_np(context), to_np(expected_context), atol=1e-6)

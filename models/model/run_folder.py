@@ -26,6 +26,7 @@ from models.settings.folder_layout import (
     VOCABULARY_FILE,
     member_rank,
 )
+from models.settings.json_files import write_whole
 from models.settings.model import SummarizerConfig
 from models.text.features import TextFeatures
 
@@ -43,7 +44,9 @@ def make_features(vocabulary, config):
 
 
 def save_vocabulary(vocabulary, path):
-    Path(path).write_text("\n".join(vocabulary) + "\n", encoding="utf-8")
+    """Writes `vocabulary`, one token a line, atomically (`write_whole`): a
+    kill midway leaves the previous file, which a resumed run reads back."""
+    write_whole(path, "\n".join(vocabulary) + "\n")
 
 
 def load_vocabulary(path):

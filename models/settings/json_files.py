@@ -39,7 +39,8 @@ def write_json(path, value, indent=2):
 
 def write_whole(path, text):
     """Writes the string `text` to `path`, atomically, as `write_json` does
-    (a teacher's cached headlines are text, not JSON)."""
+    (a teacher's cached headlines and a run's vocabulary are text, not
+    JSON)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
