@@ -451,6 +451,7 @@ def test_attention_learns_to_reverse_and_beats_no_attention():
     assert accuracy[True] - accuracy[False] >= 0.1, accuracy
 
 
+@pytest.mark.not_jax
 def test_stacked_cells_dropout_masks_are_new_for_each_batch():
     keras.utils.set_random_seed(0)
     inner = [

@@ -183,6 +183,7 @@ def test_a_value_its_record_refuses_is_one_line_before_training(bad, message, ca
     assert err.count("\n") == 1, err
 
 
+@pytest.mark.tf_only  # `models.text` is TensorFlow's
 def test_the_smallest_vocabulary_is_the_reserved_tokens():
     from models import text
     from models.settings.model import RESERVED_TOKENS, SummarizerConfig
