@@ -1,38 +1,23 @@
 """OpenNMT-py's Gigaword recipe against keras-attn's summarizer, same data.
 
-Runs OpenNMT-py 3.5.1's documented summarization recipe
-(`config/config-rnn-summarization.yml`, `docs/source/examples/summary/
-Summarization.md`) on the shared Gigaword sample at two sizes, its own
-(embedding 128, hidden 512) and keras-attn's member's (`SummarizerConfig`'s),
-so that the recipe is told apart from the size. Stages, each resumable:
-
-- `venv`: a venv outside the project (`--venv`): OpenNMT-py `--no-deps`
-  beside the CPU torch (it pins an older one) and `PEER_PACKAGES`; nothing of
-  OpenNMT-py is in the project's dependencies.
-- `config`: the recipe's YAML (`recipe_config`) and the shared vocabulary.
-- `train`: `onmt_train` to its best validation (its validation steps, early
-  stopping); a killed run resumes from its latest checkpoint.
-- `translate`: the test set by the best checkpoint with the page's Gigaword
-  decoding (beam 10, no penalties) and with keras-attn's export's
-  (`export_decoding`).
-- `score`: ROUGE with intervals by `models.scoring.metrics.rouge_with_intervals`, as
-  keras-attn's exports are scored (their figures: `benchmarks.bench_distill`).
-- `timing`: headlines/s at batch 64 and latency at batch 1, both with the
-  export's search; `--only-timing` reruns it alone from the checkpoints.
-
-Training examples/s, time to the best validation and peak RSS come from the
-training's log and processes. Results go to `--output` (JSON). From the
-repository root:
-
-    python -m benchmarks.peer_opennmt --size member
-    python -m benchmarks.peer_opennmt --size opennmt
-    python -m benchmarks.peer_opennmt --size member --only-timing
+Runs OpenNMT-py 3.5.1's documented summarization recipe (`RECIPE`) on the
+shared Gigaword sample at two sizes, its own (embedding 128, hidden 512) and
+keras-attn's member's, so that the recipe is told apart from the size. Each
+stage resumes: `venv` (OpenNMT-py in a venv outside the project), `config`
+(the recipe's YAML and the shared vocabulary), `train` (`onmt_train` to its
+early stop, resuming from its latest checkpoint; its log, read by
+`parse_training_log`, decides the end), `translate` (the test set by the
+best checkpoint with the page's decoding and the export's), `score` (ROUGE
+as keras-attn's exports are scored) and `timing` (headlines/s at batch 64,
+latency at batch 1). Results go to `--output` (JSON); the commands are in
+BENCHMARKS.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import json
 import os
 import re
@@ -40,8 +25,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-
-from benchmarks.opennmt_log import parse_training_log, training_finished
 
 OPENNMT_VERSION = "3.5.1"
 TORCH_VERSION = "2.13.0"
@@ -78,15 +61,89 @@ VALIDATION = {
     **{"valid_steps": 1600, "valid_batch_size": 64},
     **{"early_stopping": 5, "early_stopping_criteria": ["ppl"]},
 }
-# On this machine's 2 cores, CPU only. OpenNMT-py's defaults (a bucket of
-# 262,144 examples filled before the first step, 2 data-loader processes)
-# keep `onmt_train` reading the corpus over and over ("Weighted corpora
-# loaded so far") for many minutes: a bucket of the recipe's batches is the
-# same sorting at 1/128 of the wait.
+# CPU only. OpenNMT-py's defaults (a bucket of 262,144 examples filled before
+# the first step, 2 loader processes) reread a small corpus for many minutes.
 MACHINE = {"world_size": 1, "gpu_ranks": [], "bucket_size": 2048, "num_workers": 0}
 SIZES = ("member", "opennmt")
 # Summarization.md's Gigaword results: beam 10, "no penalties".
 RECIPE_DECODING = {"beam_size": 10, "length_penalty": "none"}
+
+
+_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d+ INFO\] (.*)$")
+_STEP = re.compile(r"Step\s+(\d+)/\s*\d+;.*sents:\s+(\d+);")
+
+
+@dataclasses.dataclass
+class TrainingLog:
+    """What `onmt_train`'s log says: validations, speed, how it ended.
+
+    Attributes:
+        validations: `(step, perplexity, accuracy, seconds)` of each
+            validation, `seconds` the training time up to it (the time of
+            work lost to a kill after a run's last checkpoint not counted).
+        examples: training examples in the timed report windows.
+        seconds: their wall time (windows holding a validation left out).
+        stopped: whether early stopping ended the training.
+    """
+
+    validations: list = dataclasses.field(default_factory=list)
+    examples: int = 0
+    seconds: float = 0.0
+    stopped: bool = False
+
+    def best(self):
+        """The validation of the lowest perplexity, or None."""
+        return min(self.validations, key=lambda v: v[1], default=None)
+
+
+def parse_training_log(text):
+    """A `TrainingLog` of one or more (resumed) `onmt_train` runs' output."""
+    log = TrainingLog()
+    kept = 0.0  # training time of earlier runs, up to their last checkpoint
+    start = last = step = ppl = None
+    last_ckpt = 0.0
+    for line in text.splitlines():
+        match = _STAMP.match(line)
+        if not match:
+            continue
+        stamp = datetime.datetime.fromisoformat(match.group(1)).timestamp()
+        message = match.group(2)
+        if message.startswith("Start training loop"):
+            kept += last_ckpt
+            start, last, last_ckpt = stamp, None, 0.0
+        elif (found := _STEP.search(message)) and start is not None:
+            step = int(found.group(1))
+            if last is not None:
+                log.examples += int(found.group(2))
+                log.seconds += stamp - last
+            last = stamp
+        elif message.startswith("Validation perplexity:"):
+            ppl = float(message.split(":")[1])
+            last = None  # the next window holds the validation
+        elif message.startswith("Validation accuracy:") and ppl is not None:
+            accuracy = float(message.split(":")[1])
+            log.validations.append((step, ppl, accuracy, kept + stamp - start))
+            ppl = None
+        elif message.startswith("Saving checkpoint") and start is not None:
+            last_ckpt = stamp - start
+        elif "Early Stop!" in message:
+            log.stopped = True
+    # A later run repeats the steps after its checkpoint: keep the last.
+    by_step = {v[0]: v for v in log.validations}
+    log.validations = [by_step[s] for s in sorted(by_step)]
+    return log
+
+
+def training_finished(log, config):
+    """Whether early stopping (or the step limit) has ended the training."""
+    if log.stopped:
+        return True
+    if not log.validations:
+        return False
+    last = log.validations[-1][0]
+    best = log.best()[0]
+    patience = config["early_stopping"] * config["valid_steps"]
+    return last - best >= patience or last >= config["train_steps"]
 
 
 def size_dims(size):
@@ -219,12 +276,8 @@ def run_measured(command, log_path, env, should_stop=None, on_peak=None):
 
 @dataclasses.dataclass(frozen=True)
 class Peer:
-    """OpenNMT-py's venv, and the threads its commands run with.
-
-    torch's OpenMP threads wait for each other by spinning: where other
-    processes share the cores, a step of 2 threads waits on the one that is
-    not scheduled. One thread avoids that; `--threads 2` on a quiet machine.
-    """
+    """OpenNMT-py's venv, and the threads its commands run with (torch's
+    OpenMP threads spin-wait for a descheduled one on shared cores)."""
 
     venv: Path
     threads: int = 1

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import opennmt_log, peer_opennmt
+from benchmarks import peer_opennmt
 
 
 def test_recipe_config_is_the_summarization_recipe_at_each_size(tmp_path):
@@ -110,7 +110,7 @@ LOG = """\
 
 
 def test_parse_training_log_counts_time_kept_across_a_resume():
-    log = opennmt_log.parse_training_log(LOG)
+    log = peer_opennmt.parse_training_log(LOG)
     # The first run's time up to its checkpoint (26 s) counts; its 14 s of
     # lost steps after it do not. The second run reaches its validation 32 s in.
     assert log.validations == [(200, 90.5, 20.25, 25.0), (400, 80.0, 25.5, 58.0)]
@@ -123,14 +123,14 @@ def test_parse_training_log_counts_time_kept_across_a_resume():
 
 def test_training_finished_by_patience_or_early_stop():
     config = {"early_stopping": 2, "valid_steps": 200, "train_steps": 100000}
-    log = opennmt_log.parse_training_log(LOG)
-    assert not opennmt_log.training_finished(log, config)
+    log = peer_opennmt.parse_training_log(LOG)
+    assert not peer_opennmt.training_finished(log, config)
     log.validations += [(600, 81.0, 25.0, 90.0), (800, 82.0, 25.0, 120.0)]
-    assert opennmt_log.training_finished(log, config)
-    stopped = opennmt_log.parse_training_log(
+    assert peer_opennmt.training_finished(log, config)
+    stopped = peer_opennmt.parse_training_log(
         LOG + "[2026-12-01 10:02:00,000 INFO] Training finished. Early Stop!\n"
     )
-    assert opennmt_log.training_finished(stopped, config)
+    assert peer_opennmt.training_finished(stopped, config)
 
 
 def test_export_decoding_is_the_exports_search(tmp_path):
