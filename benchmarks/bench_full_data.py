@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 from benchmarks.common import machine_info, markdown_table
+from models.settings.json_files import read_json, write_json
 
 # The cap that ends the command at its first validation (after about 25,000
 # examples: a share of a pass on large data, whole passes on small data).
@@ -226,14 +227,13 @@ def _record(args, monitor, code, wall, tfds_dir, run_dir, command):
 
 
 def _merge(results_path, label, record):
-    results = json.loads(results_path.read_text()) if results_path.exists() else {}
+    results = read_json(results_path, default={})
     old = results.get(label, {})
     for key, value in record.items():
         if value is None and old.get(key) is not None:
             record[key] = old[key]  # a stage this run skipped
     results[label] = record
-    results_path.parent.mkdir(parents=True, exist_ok=True)
-    results_path.write_text(json.dumps(results, indent=2) + "\n")
+    write_json(results_path, results)
     return results
 
 

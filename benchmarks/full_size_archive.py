@@ -39,6 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
+from models.settings.json_files import write_json
+
 # Gigaword's split sizes (TFDS `gigaword` 1.2.0): org_data file prefix -> pairs.
 GIGAWORD_PAIRS = {"train": 3_803_957, "dev": 189_651, "test": 1_951}
 MANIFEST = "archive.json"
@@ -296,7 +298,7 @@ def write_archive(
                 p.replace(f)
     manifest["seconds"] = round(time.perf_counter() - start, 1)
     manifest["bytes"] = sum(p.stat().st_size for p in org.glob("*.txt"))
-    path.write_text(json.dumps(manifest, indent=2) + "\n")
+    write_json(path, manifest)
     return manifest
 
 
@@ -349,7 +351,7 @@ def main(argv=None):
     )
     if args.count_vocabulary:
         manifest["vocabulary"] = count_vocabulary(args.out / ORG_DATA)
-        (args.out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        write_json(args.out / MANIFEST, manifest)
     json.dump(manifest, sys.stdout, indent=2)
     print()
 

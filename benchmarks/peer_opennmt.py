@@ -26,6 +26,8 @@ import sys
 import time
 from pathlib import Path
 
+from models.settings.json_files import read_json, write_json
+
 OPENNMT_VERSION = "3.5.1"
 TORCH_VERSION = "2.13.0"
 # What OpenNMT-py's modules import (its own pins are for an older torch), at
@@ -348,10 +350,10 @@ def make_venv(venv):
 def record_peak(run_dir, mib=0.0):
     """The highest training peak RSS so far, kept in the run's `state.json`."""
     path = Path(run_dir) / "state.json"
-    state = json.loads(path.read_text()) if path.exists() else {}
+    state = read_json(path, default={})
     if mib > state.get("train_peak_rss_mib", 0.0):
         state["train_peak_rss_mib"] = mib
-        path.write_text(json.dumps(state, indent=2))
+        write_json(path, state)
     return state.get("train_peak_rss_mib")
 
 
@@ -590,9 +592,7 @@ def main(argv=None):
     for size in sizes:
         result["opennmt"][size] = run_size(size, args, stages)
     path = Path(args.output)
-    previous = json.loads(path.read_text()) if path.exists() else {}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(merge(previous, result), indent=2) + "\n")
+    write_json(path, merge(read_json(path, default={}), result))
     print(json.dumps(result, indent=2))
 
 

@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from models.settings.json_files import read_json, write_json
+
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 UNTIMED_BATCHES = 5
@@ -181,10 +183,8 @@ def main(argv=None):
     }
     print(json.dumps(result, indent=2))
     if args.json_out:
-        path = Path(args.json_out)
-        results = json.loads(path.read_text()) if path.exists() else []
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps([*results, result], indent=2) + "\n")
+        results = read_json(args.json_out, default=[])
+        write_json(args.json_out, [*results, result])
     return 0
 
 

@@ -38,7 +38,7 @@ from models.settings.folder_layout import (
     TRAINING_CACHE,
     TRAINING_RECORD_FILE,
 )
-from models.settings.json_files import read_json, write_json
+from models.settings.json_files import read_json, whole_file, write_json
 from models.settings.train import TrainSettings
 from models.training import chosen_lengths as lengths
 from models.training import distill
@@ -418,7 +418,8 @@ def _train_member(rank, folder, run, options, strategy, initial_weights, cap, pr
         monitor=fit_end.monitor,
     )
     if run.chief:
-        model.save(folder / MODEL_FILE)
+        with whole_file(folder / MODEL_FILE) as partial:
+            model.save(partial)
         write_end(folder, end)
     progress.member_done(rank, end.validations)
     return MemberOutcome(rank, folder, end.validations, model, end)
@@ -458,7 +459,9 @@ def _fine_tune_members(outcomes, run, options, risk, cap, progress):
             on_validation=functools.partial(progress.risk_validation, i),
         )
         if record["finished"]:
-            outcome.model.save(outcome.folder / RISK_DIR / MODEL_FILE)
+            # Its presence says the stage finished (`members.is_served`).
+            with whole_file(outcome.folder / RISK_DIR / MODEL_FILE) as partial:
+                outcome.model.save(partial)
             progress.risk_done(i, record["updates"])
         tuned[outcome.rank] = dataclasses.replace(outcome, minimum_risk=record)
     return [tuned.get(o.rank, o) for o in outcomes]

@@ -15,6 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from models.settings.json_files import write_whole
 from models.settings.machine import machine as machine_record
 
 PACKAGE = Path(__file__).resolve().parent
@@ -91,11 +92,15 @@ def latest_by_unit(results):
 
 
 def append_result(path, line):
-    """Appends `line` to the results file `path` (created if needed)."""
+    """Appends `line` to the results file `path` (created if needed).
+
+    The file is written again whole (`write_whole`), not appended to: a kill
+    midway leaves the previous lines, never a torn last one that the next
+    `read_results` could not parse.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as f:
-        f.write(json.dumps(line, sort_keys=True) + "\n")
+    previous = path.read_text() if path.exists() else ""
+    write_whole(path, previous + json.dumps(line, sort_keys=True) + "\n")
 
 
 def commit_results(paths, message):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from models.settings.json_files import write_whole
 from papers.records import latest_by_unit, read_results
 
 # EntNet's test error (%) on bAbI 10k, tasks 1-20 (Henaff et al. 2017, Table 2).
@@ -246,6 +247,6 @@ def render_all(root, babi_path, pointer_path):
         for name, table in tables.items():
             new = replace_between(new, name, table)
         if new != text:
-            path.write_text(new)
+            write_whole(path, new)
             changed.append(path)
     return changed

@@ -31,6 +31,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from models.settings.json_files import whole_file
 from papers import entity_networks as entnet
 from papers import planar_problems
 from papers import pointer_networks as ptrnet
@@ -95,9 +96,8 @@ class Checkpoint:
         for i, v in enumerate(model.optimizer.variables):
             arrays[f"o{i}"] = ops.convert_to_numpy(v)
         arrays["state"] = np.array(json.dumps(state))
-        tmp = self.directory / "checkpoint.tmp.npz"
-        np.savez(tmp, **arrays)
-        tmp.replace(self.path)
+        with whole_file(self.path) as partial:
+            np.savez(partial, **arrays)
 
     def load(self, model):
         """The saved state (weights and optimizer restored), or None."""
@@ -424,8 +424,8 @@ def tsp_reference(points, cache_dir, name):
     lengths = np.concatenate(
         [planar_problems.held_karp(points[i : i + 1])[1] for i in range(len(points))]
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.save(path, lengths)
+    with whole_file(path) as partial:
+        np.save(partial, lengths)
     return lengths
 
 

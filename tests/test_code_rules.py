@@ -4,7 +4,9 @@ with `ast`.
 No function over 80 lines of code (its docstring, the API's reference with
 its `Example:`, not counted), no module over 600 lines, and no private name
 (`_x`) of one of the project's modules used from another: imported
-(`from models.x import _y`) or read off the module (`x._y`).
+(`from models.x import _y`) or read off the module (`x._y`). The
+summarizer's and the server's files are written whole or not at all, through
+`models.settings.json_files`: no other module there writes a file in place.
 """
 
 import ast
@@ -25,6 +27,15 @@ PROJECT = ("models", "serving", "papers", "examples", "benchmarks", "keras_attn"
 NAMED_TUPLE_API = {"_fields", "_asdict", "_replace", "_make", "_field_defaults"}
 MAX_FUNCTION_LINES = 80
 MAX_MODULE_LINES = 600
+WRITES_CHECKED = ("models/", "serving/", "train.py")
+# The writes left in place: of files no later run reads back, or inside a
+# temporary folder that takes its name whole.
+WRITES_ALLOWED = {
+    "models/settings/json_files.py": {"open"},  # the writer itself
+    "models/evaluation/heatmap.py": {"open"},  # a picture
+    "models/export/saved_model.py": {"write_text"},  # in the temporary folder
+    "models/data/offline.py": {"open"},  # the lock, nothing written in it
+}
 
 
 def checked_files():
@@ -88,6 +99,34 @@ def private_uses(source):
     return sorted(found)
 
 
+def direct_writes(source):
+    """`(line, call)` of each call of `source` that writes a file in place:
+    `open` in a writing mode, `write_text`, `write_bytes`, `json.dump`,
+    `np.save` or `np.savez` (Keras' and `tf.data`'s own `save` are not
+    looked at)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        call = ast.unparse(node.func)
+        if call == "open":
+            modes = [
+                *node.args[1:2],
+                *(k.value for k in node.keywords if k.arg == "mode"),
+            ]
+            writing = any(
+                isinstance(m, ast.Constant) and set(str(m.value)) & set("wax+")
+                for m in modes
+            )
+        else:
+            writing = call in ("json.dump", "np.save", "np.savez") or (
+                call.endswith((".write_text", ".write_bytes"))
+            )
+        if writing:
+            found.append((node.lineno, call.rsplit(".", 1)[-1]))
+    return sorted(found)
+
+
 def test_the_function_check_measures_from_def_to_last_line():
     body = "".join(f"    x = {i}\n" for i in range(80))
     assert long_functions(f"def fits():\n{body}") == []
@@ -116,6 +155,31 @@ def test_the_function_check_measures_from_def_to_last_line():
 )
 def test_the_privacy_check_finds_project_private_names(source, expected):
     assert private_uses(source) == expected
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("open(p, 'w').write(x)\nopen(p).read()\nopen(p, mode='a')", [1, 3]),
+        ("p.write_text(x)\njson.dump(v, f)\njson.dumps(v)\nnp.save(p, a)", [1, 2, 4]),
+        ("model.save(p)\np.read_text()\nnp.load(p)", []),
+    ],
+)
+def test_the_write_check_finds_files_written_in_place(source, expected):
+    assert [line for line, _ in direct_writes(source)] == expected
+
+
+def test_the_summarizer_writes_its_files_whole():
+    found = {
+        name: [
+            (line, call)
+            for line, call in direct_writes(p.read_text("utf-8"))
+            if call not in WRITES_ALLOWED.get(name, ())
+        ]
+        for p in checked_files()
+        if (name := p.relative_to(ROOT).as_posix()).startswith(WRITES_CHECKED)
+    }
+    assert {name: f for name, f in found.items() if f} == {}
 
 
 def test_there_are_files_to_check():

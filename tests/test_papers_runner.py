@@ -373,3 +373,21 @@ def test_epoch_data_made_ahead_is_what_each_epoch_makes():
     finally:
         for data in made:
             data.close()
+
+
+def test_an_interrupted_result_line_leaves_the_earlier_lines(tmp_path, monkeypatch):
+    path = tmp_path / "results" / "babi.jsonl"
+    first = _babi_line(1, 0, "done", 0.1, 0.1, 3)
+    records.append_result(path, first)
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        records.append_result(path, _babi_line(1, 1, "partial", 0.2, 0.2, 2))
+    assert records.read_results(path) == [first]
+    assert os.listdir(path.parent) == ["babi.jsonl"]
+    monkeypatch.undo()
+    records.append_result(path, _babi_line(1, 1, "partial", 0.2, 0.2, 2))
+    assert [r["seed"] for r in records.read_results(path)] == [0, 1]

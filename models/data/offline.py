@@ -10,7 +10,6 @@ full online dataset).
 """
 
 import contextlib
-import json
 import os
 import shutil
 import sys
@@ -25,6 +24,7 @@ except ImportError:  # Windows: no lock (one preparation at a time there)
 
 from models.data.sources import ORG_DATA, find_source, validate
 from models.settings.errors import UserError
+from models.settings.json_files import read_json, write_json
 
 _MARKER = "gigaword_offline_source.json"
 _LOCK = ".gigaword_offline.lock"
@@ -146,13 +146,13 @@ def _prepare(source, key, root):
     marker = root / _MARKER
     builder = tfds.builder("gigaword", data_dir=str(root))
     if builder.is_prepared():
-        recorded = json.loads(marker.read_text()) if marker.exists() else {}
+        recorded = read_json(marker, default={})
         if recorded.get("key") == key:
             return builder
         # Moved, copied or touched: the same data if the same bytes.
         digest = source.content_digest()
         if recorded.get("content") == digest:
-            marker.write_text(json.dumps({**recorded, "key": key}))
+            write_json(marker, {**recorded, "key": key}, indent=None)
             return builder
         previous = recorded.get("source", "another source")
         why = (
@@ -184,15 +184,15 @@ def _prepare(source, key, root):
     builder._make_download_manager = make_download_manager
     # Claim `root` for this source first: an interrupted preparation leaves no
     # prepared data, and the next call (same or other source) starts over.
-    marker.write_text(
-        json.dumps(
-            {
-                "key": key,
-                "content": source.content_digest(),
-                "source": source.describe(),
-                "pairs": counts,
-            }
-        )
+    write_json(
+        marker,
+        {
+            "key": key,
+            "content": source.content_digest(),
+            "source": source.describe(),
+            "pairs": counts,
+        },
+        indent=None,
     )
     # Minutes for the full dataset: say what is happening, and for how long.
     print(

@@ -24,7 +24,6 @@ the version folder `saved_models/<name>/<version>/`.
 import dataclasses
 import datetime
 import importlib
-import json
 import os
 import sys
 
@@ -45,6 +44,7 @@ from models.settings.data import SPLITS, DataSource
 from models.settings.errors import UserError, first_line
 from models.settings.flags import SettingsParser, add_config_flags, parse_settings
 from models.settings.folder_layout import HEATMAPS_DIR, METRICS_FILE
+from models.settings.json_files import write_json
 from models.settings.startup import import_tensorflow, verbose_field
 from models.settings.version_folders import resolve_version_dir
 
@@ -367,16 +367,10 @@ def score_systems(
     return signatures, systems
 
 
-def _write_json(metrics, path):
-    with open(path, "w") as f:
-        json.dump(metrics, f, indent=2)
-        f.write("\n")
-
-
 def _save_and_report(metrics, output, version_dir):
     """Writes `metrics` to `output` (default `<version>/metrics.json`), prints it."""
     output = os.fspath(output) if output else os.path.join(version_dir, METRICS_FILE)
-    _write_json(metrics, output)
+    write_json(output, metrics)
     print_report(metrics, output, os.path.join(version_dir, HEATMAPS_DIR))
 
 

@@ -10,12 +10,12 @@ found.
 """
 
 import dataclasses
-import json
 import sys
 
 from models.decoding import lead_check, member_check, tuning
 from models.scoring.baselines import recorded_lead_tokens
 from models.settings.folder_layout import SEARCH_TUNING_FILE
+from models.settings.json_files import write_json
 from models.settings.train import TrainSettings, TuningSettings
 from models.training import distill
 
@@ -128,7 +128,7 @@ def tune_decoding(
     check = lead_check.validation_check(
         sample[2], sample[3], served, recorded_lead_tokens(run_dir)
     )
-    (run_dir / SEARCH_TUNING_FILE).write_text(
-        json.dumps({"chosen": dataclasses.asdict(chosen), **record}, indent=2) + "\n"
+    write_json(
+        run_dir / SEARCH_TUNING_FILE, {"chosen": dataclasses.asdict(chosen), **record}
     )
     return chosen, check

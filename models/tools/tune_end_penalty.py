@@ -22,6 +22,7 @@ import sys
 
 from models.settings.data import DataSource
 from models.settings.flags import SettingsParser
+from models.settings.json_files import write_json
 from models.settings.search import SearchOptions
 from models.settings.train import TuningSettings
 
@@ -80,9 +81,7 @@ def main(argv=None):
         args.penalties,
     )
     print(format_greedy_rows(rows, chosen), file=sys.stderr)
-    with open(args.output, "w", encoding="utf-8") as f:
-        json.dump(dataclasses.asdict(chosen), f, indent=2)
-        f.write("\n")
+    write_json(args.output, dataclasses.asdict(chosen))
     print(json.dumps({"chosen": dataclasses.asdict(chosen), "grid": rows}))
 
 
