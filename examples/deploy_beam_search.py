@@ -15,13 +15,14 @@ signature (TensorFlow's `TensorList` ops, in Keras' recurrent loop, lower to
 builtins only for a known batch); ONNX takes any batch.
 """
 
-import argparse
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+
+from examples.command_line import OneLineParser
 
 ONNX_OPSET = 17
 BEAM_SIZE = 3
@@ -143,12 +144,23 @@ def run_elsewhere(folder):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(
+        prog="python -m examples.deploy_beam_search",
+        description=__doc__.split("\n\n")[0],
+    )
     parser.add_argument("folder", help="where the files are written")
     parser.add_argument(
         "--run", action="store_true", help="only run the files already there"
     )
     args = parser.parse_args(argv)
+    needed = [*FILES.values(), "sources.npy"]
+    if args.run and (
+        missing := [n for n in needed if not (Path(args.folder) / n).is_file()]
+    ):
+        parser.error(
+            f"`folder` must hold {', '.join(needed)} with --run. "
+            f"Received: folder={args.folder} (no {missing[0]})"
+        )
     if args.run:
         print(json.dumps(run_exported(args.folder)))
         return

@@ -70,7 +70,6 @@ KERAS_BACKEND=jax python -m examples.forecast     # any Keras backend
 ```
 """
 
-import argparse
 import json
 import time
 from pathlib import Path
@@ -79,6 +78,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from examples.command_line import OneLineParser, check_at_least
 from examples.forecast_report import (
     markdown_table,
     plot_attention,
@@ -543,11 +543,12 @@ def _write_outputs(output, metrics, data, predictions, attention, window, horizo
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
+        prog="python -m examples.forecast",
         description=(
             "Forecast US macro series (statsmodels macrodata) with an LSTM, a "
             "self-attentive LSTM and a Bahdanau encoder-decoder."
-        )
+        ),
     )
     parser.add_argument("--epochs", type=int, default=200)
     parser.add_argument("--window", type=int, default=12)
@@ -557,6 +558,9 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="3 epochs, tiny models")
     parser.add_argument("--patience", type=int, default=20)
     args = parser.parse_args(argv)
+    check_at_least(
+        parser, args, {"epochs": 1, "window": 1, "horizon": 1, "patience": 0}
+    )
     try:
         result = run(
             epochs=args.epochs,

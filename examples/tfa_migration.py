@@ -118,7 +118,13 @@ def translate(src, beam_size=4, max_length=8, length_penalty=0.6):
 # README end
 
 
-def main():
+def main(argv=None):
+    # Here, not above: the code above is the page's, which needs no parser.
+    from examples.command_line import OneLineParser
+
+    OneLineParser(
+        prog="python -m examples.tfa_migration", description=__doc__.split("\n")[0]
+    ).parse_args(argv)
     losses = train()
     print(f"loss: {losses[0]:.3f} -> {losses[-1]:.3f} in {len(losses)} steps")
     src = reverse_task(3, np.random.default_rng(1))[0]

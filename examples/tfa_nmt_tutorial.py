@@ -40,7 +40,6 @@ Each block and the TFA code it replaces:
 * `run`: the tutorial's order, end to end; `main` prints what it returns.
 """
 
-import argparse
 import tempfile
 import time
 from pathlib import Path
@@ -51,6 +50,7 @@ import numpy as np
 from keras import ops
 
 import keras_attn as ka
+from examples.command_line import OneLineParser, check_at_least
 
 PAD, START, END = 0, 1, 2
 WORDS = 12  # words of each language; ids 3 .. 3 + WORDS - 1
@@ -245,11 +245,16 @@ def run(pairs=4000, epochs=6, units=64, held_out=500, seed=0):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(
+        prog="python -m examples.tfa_nmt_tutorial",
+        description=__doc__.split("\n\n")[0],
+    )
     parser.add_argument("--pairs", type=int, default=4000)
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--units", type=int, default=64)
     args = parser.parse_args(argv)
+    # Half the units are the embedding's size.
+    check_at_least(parser, args, {"pairs": 1, "epochs": 1, "units": 2})
     began = time.perf_counter()
     result = run(args.pairs, args.epochs, args.units)
     losses = result.losses

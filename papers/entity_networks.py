@@ -42,7 +42,6 @@ KERAS_BACKEND=jax python -m papers.entity_networks --task 19 --epochs 50
 ```
 """
 
-import argparse
 import json
 import re
 import time
@@ -52,6 +51,7 @@ import keras
 import numpy as np
 
 from keras_attn import EntityMemoryCell, EntityOutput, PositionEncoder
+from models.settings.flags import SettingsParser, check_flags
 from papers.records import OUTPUT
 
 # `../shared/data/babi`, beside the checkout.
@@ -547,7 +547,9 @@ def run(
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = SettingsParser(
+        prog="python -m papers.entity_networks", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--task", type=int, default=1, choices=range(1, 21))
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--output", type=Path, default=OUTPUT)
@@ -567,6 +569,13 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args(argv)
+    check_flags(
+        parser,
+        args,
+        at_least={"epochs": 1, "runs": 1, "dim": 1, "slots": 1, "batch_size": 1},
+        above={"max_minutes": 0, "lr": 0},
+        folders=["data_dir"],
+    )
     run(
         task=args.task,
         data_dir=args.data_dir,

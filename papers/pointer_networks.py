@@ -42,7 +42,6 @@ python -m papers.pointer_networks hull --quick       # a smoke run
 ```
 """
 
-import argparse
 import json
 import time
 from pathlib import Path
@@ -52,6 +51,7 @@ import numpy as np
 from keras import ops
 
 import keras_attn as ka
+from models.settings.flags import SettingsParser, check_flags
 from papers.planar_problems import (
     TSP_LABELS,
     is_simple_polygon,
@@ -346,7 +346,9 @@ def run(
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = SettingsParser(
+        prog="python -m papers.pointer_networks", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("task", choices=["hull", "tsp"])
     parser.add_argument("--train-n", default=None, help="e.g. 5-50 or 5,10")
     parser.add_argument("--test-n", default=None, help="e.g. 5,10,50")
@@ -376,9 +378,22 @@ def main(argv=None):
     parser.add_argument("--output", type=Path, default=OUTPUT / "pointer_networks")
     parser.add_argument("--quick", action="store_true", help="a tiny smoke run")
     args = parser.parse_args(argv)
+    sizes = ("train_size", "test_size", "units", "batch_size", "pad_to", "epochs")
+    check_flags(
+        parser,
+        args,
+        at_least={**dict.fromkeys(sizes, 1), "max_steps": 1, "beam": 1},
+        above={"max_minutes": 0, "learning_rate": 0},
+    )
     defaults = {"hull": ("5-50", "5,10,50"), "tsp": ("5-10", "5,10")}[args.task]
-    train_n = parse_sizes(args.train_n or defaults[0])
-    test_n = parse_sizes(args.test_n or defaults[1])
+    try:
+        train_n = parse_sizes(args.train_n or defaults[0])
+        test_n = parse_sizes(args.test_n or defaults[1])
+    except ValueError:
+        parser.error(
+            "`--train-n` and `--test-n` must be sizes (5-50 or 5,10). "
+            f"Received: --train-n={args.train_n} --test-n={args.test_n}"
+        )
     if args.quick:
         args.train_size, args.test_size, args.units, args.max_steps = 256, 20, 16, 5
     result = run(

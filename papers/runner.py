@@ -39,11 +39,11 @@ as `papers/output/babi_data`) and passes `--data-dir`
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
 
+from models.settings.flags import SettingsParser, check_flags
 from papers import tables
 from papers.records import (
     CHECKPOINTS,
@@ -154,7 +154,9 @@ def _pct(value):
 
 def argument_parser():
     """The command line of `main`."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = SettingsParser(
+        prog="python -m papers.runner", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("what", choices=["babi", "pointer", "render", "show"])
     parser.add_argument("--tasks", nargs="+", default=["1-20"], help="bAbI tasks")
     parser.add_argument(
@@ -212,11 +214,36 @@ def argument_parser():
     return parser
 
 
+def checked_args(parser, argv):
+    """`argv` parsed by `parser`, each flag in its range (a bad one is one
+    line and exit status 2), `tasks` and `seeds` read as lists of numbers."""
+    args = parser.parse_args(argv)
+    check_flags(
+        parser,
+        args,
+        at_least={
+            **dict.fromkeys(("max_epochs", "pad_to", "slice_epochs"), 1),
+            **dict.fromkeys(("lr_drop_epoch", "data_workers"), 0),
+        },
+        above={"max_minutes": 0},
+        folders=["data_dir"],
+    )
+    try:
+        tasks = [t for text in args.tasks for t in parse_range(text)]
+        seeds = [s for text in args.seeds for s in parse_range(text)]
+    except ValueError:
+        parser.error(
+            "`--tasks` and `--seeds` must be numbers or ranges (1-3). "
+            f"Received: --tasks={' '.join(args.tasks)} --seeds={' '.join(args.seeds)}"
+        )
+    args.tasks, args.seeds = tasks, seeds
+    return args
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argument_parser()
-    args = parser.parse_args(argv)
-
+    args = checked_args(parser, argv)
     if args.what == "show":  # the tables as they stand, nothing written
         pointer = read_results(RESULTS["pointer"])
         print(tables.babi_table(read_results(RESULTS["babi"])))
@@ -231,14 +258,12 @@ def main(argv=None):
     from papers import units
 
     results_path = args.results or RESULTS[args.what]
-    seeds = [s for text in args.seeds for s in parse_range(text)]
     context = {**provenance(argv), "checkpoints": args.checkpoints}
     if args.what == "babi":
-        tasks = [t for text in args.tasks for t in parse_range(text)]
         try:
             todo = units.babi_units(
-                tasks,
-                seeds,
+                args.tasks,
+                args.seeds,
                 args.max_epochs,
                 args.data_dir,
                 clip=args.clip,
@@ -248,13 +273,9 @@ def main(argv=None):
         except ValueError as error:
             parser.error(str(error))
     else:
-        if args.data_workers < 0:
-            parser.error(
-                f"--data-workers must be 0 or more. Received: {args.data_workers}"
-            )
         todo = units.pointer_units(
             args.configs,
-            seeds,
+            args.seeds,
             args.max_epochs,
             args.pad_to,
             args.lr_drop_epoch,

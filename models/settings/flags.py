@@ -9,7 +9,8 @@ settings, and each command line (`models.export.saved_model`,
 own. The flags are generated here from the fields, their metadata and
 their docstrings, so a new field is a new flag, and parsed back into the
 dataclass (`parse_settings`): past the parser, no module reads an
-`argparse.Namespace`.
+`argparse.Namespace`. The command lines whose flags are no settings
+dataclass (`papers/`) check their ranges with `check_flags`.
 
 Plain Python only: the server imports it without any model code.
 """
@@ -17,6 +18,7 @@ Plain Python only: the server imports it without any model code.
 import argparse
 import dataclasses
 import inspect
+import os
 import re
 import sys
 import typing
@@ -76,6 +78,49 @@ def non_negative(text):
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0. Received: {text}")
     return value
+
+
+def check_flags(parser, args, at_least=None, above=None, folders=()):
+    """Refuses the first flag of `args` out of its range, in one line
+    (`parser.error`), for the command lines whose flags are no settings
+    dataclass (`papers/`): checked right after parsing, before any data is
+    read.
+
+    Args:
+        parser: The parser that read `args` (a `SettingsParser`).
+        args: Its `argparse.Namespace`.
+        at_least: `{name: least}`: the value, or each of a list's, must be
+            >= `least`.
+        above: `{name: bound}`: the value must be > `bound`.
+        folders: The names whose value must be an existing folder.
+
+    A None value (a flag not given, without a default) passes. `name` is
+    the flag's attribute (`max_epochs` for `--max-epochs`).
+
+    Example:
+
+    >>> parser = SettingsParser(prog="run")
+    >>> _ = parser.add_argument("--epochs", type=int)
+    >>> parser.exit = lambda status, message: print(status, message.strip())
+    >>> check_flags(parser, parser.parse_args(["--epochs", "0"]), {"epochs": 1})
+    2 run: error: `--epochs` must be >= 1. Received: --epochs=0 (see --help)
+    """
+    rules = [(n, ">=", least) for n, least in (at_least or {}).items()]
+    rules += [(n, ">", bound) for n, bound in (above or {}).items()]
+    for name, sign, bound in rules:
+        value = getattr(args, name)
+        values = value if isinstance(value, list | tuple) else [value]
+        for v in values:
+            if v is not None and (v < bound if sign == ">=" else v <= bound):
+                flag = "--" + name.replace("_", "-")
+                parser.error(f"`{flag}` must be {sign} {bound}. Received: {flag}={v}")
+    for name in folders:
+        value = getattr(args, name)
+        if value is not None and not os.path.isdir(value):
+            flag = "--" + name.replace("_", "-")
+            parser.error(
+                f"`{flag}` must be an existing folder. Received: {flag}={value}"
+            )
 
 
 def field_help(cls):
