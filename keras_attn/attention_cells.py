@@ -320,6 +320,7 @@ class SelfAttentionCell(_AttentionalStateCell):
         dtype = self.compute_dtype
         values = ops.zeros((batch_size, self.max_length, self.units), dtype=dtype)
         keys = self.attention.prepare_memory(values).keys
+        self._draw_dropout_masks(batch_size)
         return [
             ops.zeros((batch_size, self.output_size), dtype=dtype),
             *self._check_cell_states(initial_state, batch_size, dtype),
