@@ -196,10 +196,12 @@ class AttentionRNN(CheckedConstructor, keras.layers.Layer):
             memory_mask = keras_mask(memory)
         batch_size = ops.shape(sequences)[0]
         if memory is None:
-            states = self.cell.get_initial_state_self(batch_size, initial_state)
+            states = self.cell.get_initial_state_self(
+                batch_size, initial_state, training=training
+            )
         else:
             states = self.cell.get_initial_state_with_memory(
-                memory, memory_mask, initial_state
+                memory, memory_mask, initial_state, training=training
             )
         try:
             outputs, final = self._run(sequences, states, sequence_mask, training)

@@ -60,10 +60,11 @@ class PlainRNNDecoder(keras.Model):
         self.rnn = keras.layers.RNN(self.cell, return_sequences=True)
         self.dense = keras.layers.Dense(2)
 
-    def call(self, inputs):
+    def call(self, inputs, training=None):
         sequences, memory = inputs
-        states = self.cell.get_initial_state_with_memory(memory)
-        return self.dense(self.rnn(sequences, initial_state=states))
+        states = self.cell.get_initial_state_with_memory(memory, training=training)
+        outputs = self.rnn(sequences, initial_state=states, training=training)
+        return self.dense(outputs)
 
 
 def _keras_rnn():
@@ -143,6 +144,29 @@ def test_dropout_applies_in_training_only(path):
     # A batch of another size: a mask kept from the last would not fit.
     smaller = model(_arrays(style, batch=2), training=True)
     assert tuple(smaller.shape) == (2, T, 2)
+
+
+def test_inference_draws_no_mask_so_a_compiled_decoder_steps(compiled):
+    # Step-by-step decoding (a search's step) under `jax.jit` or a
+    # `tf.function`: a mask drawn there would move the seed's state inside
+    # the trace (on JAX, a tracer kept in the variable).
+    cell = AttentionCellWrapper(_gru_with_dropout(), DotAttention(), style="luong")
+    cell.build((None, D))
+    sequences, memory = _arrays("luong")
+    cell.get_initial_state_with_memory(memory)  # built, outside the trace
+    seed = ops.convert_to_numpy(cell.cell.seed_generator.state)
+
+    def first_step(memory, step_input):
+        states = cell.get_initial_state_with_memory(memory)
+        return cell(step_input, states)[0]
+
+    step = compiled(first_step)
+    outputs = [ops.convert_to_numpy(step(memory, sequences[:, 0])) for _ in "ab"]
+    np.testing.assert_array_equal(outputs[0], outputs[1])
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(cell.cell.seed_generator.state), seed
+    )
+    assert getattr(cell.cell, "_dropout_mask", None) is None
 
 
 @pytest.mark.slow  # a few seconds of compiling
