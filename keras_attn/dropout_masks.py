@@ -6,11 +6,10 @@ that every step of a sequence drops the same units. `keras.layers.RNN` draws
 them before its loop, for its own cell and the cells of a `StackedRNNCells`,
 and clears them after; the cell inside a wrapper is neither, so it would draw
 them inside the loop: inside JAX's `scan` they are tracers of the loop body
-kept on the layer (an `UnexpectedTracerError`), inside TensorFlow's
-`while_loop` new masks at every step. So the wrapper draws them with its
-initial states, before any loop, at the widths it feeds the cell
-(`draw_dropout_masks`), and `AttentionRNN` clears them after its loop
-(`reset_dropout_masks`): each batch gets masks of its own.
+kept on the layer (an `UnexpectedTracerError`). So in training the wrapper
+draws them with its initial states, before any loop, at the widths it feeds
+the cell (`draw_dropout_masks`), and `AttentionRNN` clears them after its
+loop (`reset_dropout_masks`): each batch gets masks of its own.
 """
 
 import keras
