@@ -303,14 +303,21 @@ class SelfAttentionCell(_AttentionalStateCell):
         return [self.max_length * self.units, key_size, 1]
 
     def get_initial_state(self, batch_size=None):
-        return self.get_initial_state_self(batch_size)
+        states = self.get_initial_state_self(batch_size)
+        # `keras.layers.RNN` calls it inside its own `call`, before its loop,
+        # where it draws its own cell's masks too, training or not.
+        self._draw_dropout_masks(batch_size)
+        return states
 
-    def get_initial_state_self(self, batch_size, initial_state=None):
+    def get_initial_state_self(self, batch_size, initial_state=None, training=None):
         """Initial states.
 
         Args:
             batch_size: Batch size.
             initial_state: Optional initial state(s) of the wrapped cell.
+            training: Whether the states start a training pass: then the
+                wrapped cell's dropout masks, if it has dropout, are drawn
+                here, before the loop (which JAX's `scan` needs).
 
         Returns:
             The list of initial states, to pass as `initial_state` to
@@ -320,6 +327,8 @@ class SelfAttentionCell(_AttentionalStateCell):
         dtype = self.compute_dtype
         values = ops.zeros((batch_size, self.max_length, self.units), dtype=dtype)
         keys = self.attention.prepare_memory(values).keys
+        if training:
+            self._draw_dropout_masks(batch_size)
         return [
             ops.zeros((batch_size, self.output_size), dtype=dtype),
             *self._check_cell_states(initial_state, batch_size, dtype),
@@ -329,7 +338,7 @@ class SelfAttentionCell(_AttentionalStateCell):
         ]
 
     def get_initial_state_with_memory(
-        self, memory, memory_mask=None, initial_state=None
+        self, memory, memory_mask=None, initial_state=None, training=None
     ):
         raise ValueError(
             'style="self" has no memory (it attends over its own earlier '

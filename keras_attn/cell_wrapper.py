@@ -31,6 +31,7 @@ from keras import ops, tree
 
 from keras_attn.arguments import check_constructor, describe
 from keras_attn.base import AttentionMemory, BaseAttention
+from keras_attn.dropout_masks import draw_dropout_masks
 from keras_attn.masking import as_dtype, check_mask, keras_mask
 from keras_attn.serialization import deserialize_layer
 
@@ -340,6 +341,20 @@ class AttentionCellWrapper(keras.layers.Layer):
             states = [ops.zeros((batch_size, s)) for s in self._cell_state_sizes]
         return [ops.cast(s, dtype) for s in states]
 
+    def _draw_dropout_masks(self, batch_size):
+        """Draws the wrapped cell's dropout masks for a batch.
+
+        Called with the initial states of a training pass, from which every
+        loop starts, so the masks are drawn before it
+        (`keras_attn.dropout_masks`), at the width of the cell's input:
+        inside JAX's `scan` a mask the cell drew itself would be a tracer of
+        the loop kept on the layer. Inference draws none: a step-by-step
+        decoder under `jax.jit` would otherwise advance the seed's state
+        outside Keras' stateless calls.
+        """
+        if self._input_dim is not None:
+            draw_dropout_masks(self.cell, batch_size, self._cell_input_dim)
+
     def _check_cell_states(self, initial_state, batch_size, dtype):
         if initial_state is None:
             return self._initial_cell_states(batch_size, dtype)
@@ -363,7 +378,7 @@ class AttentionCellWrapper(keras.layers.Layer):
         )
 
     def get_initial_state_with_memory(
-        self, memory, memory_mask=None, initial_state=None
+        self, memory, memory_mask=None, initial_state=None, training=None
     ):
         """Projects the memory once and returns the initial states.
 
@@ -377,6 +392,11 @@ class AttentionCellWrapper(keras.layers.Layer):
                 with `memory` (an `Embedding(mask_zero=True)` upstream).
             initial_state: Optional initial state(s) of the wrapped cell, e.g.
                 the encoder's final `[h, c]`; zeros if None.
+            training: Whether the states start a training pass: then the
+                wrapped cell's dropout masks, if it has dropout, are drawn
+                here, before the loop (which JAX's `scan` needs). Pass the
+                `training` of the call that runs `keras.layers.RNN`;
+                `AttentionRNN` passes its own. Inference draws none.
 
         Returns:
             The list of initial states, to pass as `initial_state` to
@@ -404,6 +424,8 @@ class AttentionCellWrapper(keras.layers.Layer):
         batch_size = ops.shape(memory)[0]
         self._memory_length = memory.shape[1]
         prepared = self.attention.prepare_memory(memory, value_mask=memory_mask)
+        if training:
+            self._draw_dropout_masks(batch_size)
         output = ops.zeros((batch_size, self._base_output_size), dtype=dtype)
         if self.return_alignments:
             alignments = ops.zeros_like(prepared.mask, dtype=dtype)

@@ -19,6 +19,7 @@ from keras_attn.attention_cells import (
     SelfAttentionCell,
 )
 from keras_attn.cell_wrapper import STYLES, AttentionCellWrapper
+from keras_attn.dropout_masks import reset_dropout_masks
 from keras_attn.masking import keras_mask
 from keras_attn.serialization import deserialize_layer
 from keras_attn.time_loop import attention_loop, loop_calls_cell_directly
@@ -26,20 +27,6 @@ from keras_attn.time_loop import attention_loop, loop_calls_cell_directly
 
 def _is_shape(x):
     return all(d is None or isinstance(d, int) for d in x)
-
-
-def _reset_dropout_masks(cell):
-    """Clears the dropout masks a wrapped Keras cell caches for one batch.
-
-    `keras.layers.RNN` clears its own cell's, the wrapper, not the cell it
-    wraps: without this a `GRUCell(dropout=...)` would reuse its first
-    batch's mask, and fail on a batch of another size. The cells of a
-    `StackedRNNCells` (`cells`) are cleared too, as `keras.layers.RNN` does.
-    """
-    for reset in ("reset_dropout_mask", "reset_recurrent_dropout_mask"):
-        getattr(cell, reset, lambda: None)()
-    for inner in getattr(cell, "cells", ()):
-        _reset_dropout_masks(inner)
 
 
 @keras.saving.register_keras_serializable(package="keras_attn")
@@ -209,15 +196,17 @@ class AttentionRNN(CheckedConstructor, keras.layers.Layer):
             memory_mask = keras_mask(memory)
         batch_size = ops.shape(sequences)[0]
         if memory is None:
-            states = self.cell.get_initial_state_self(batch_size, initial_state)
+            states = self.cell.get_initial_state_self(
+                batch_size, initial_state, training=training
+            )
         else:
             states = self.cell.get_initial_state_with_memory(
-                memory, memory_mask, initial_state
+                memory, memory_mask, initial_state, training=training
             )
         try:
             outputs, final = self._run(sequences, states, sequence_mask, training)
         finally:
-            _reset_dropout_masks(self.cell.cell)
+            reset_dropout_masks(self.cell.cell)
         results = [outputs]
         if self.cell.return_alignments:
             results = list(self.cell.split_output(outputs))

@@ -8,9 +8,10 @@ output's structure. `attention_loop` calls the built cell's `call` itself,
 masks only the states a step changed, and reads the memory out of the
 states once (the wrapper's `_holding_memory`). Its outputs, final
 states and gradients are those of `keras.layers.RNN(cell, return_state=True)`
-on the same arguments. (With dropout in training, Keras' extra step draws
-from the dropout's seed once more, so the two draw other masks, from the
-same distribution.)
+on the same arguments. (The wrapped cell's dropout masks are drawn before
+either loop, so both read the same; with the attention's dropout in
+training, Keras' extra step draws from its seed once more, so the two draw
+other weight masks, from the same distribution.)
 
 TensorFlow and JAX keep Keras' loop: there it is a `while_loop` or a
 `scan`, which a Python loop would unroll into the graph.

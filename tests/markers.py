@@ -13,8 +13,6 @@ MARKERS = (
     "jax_only: needs the JAX backend (`jax.jit`); deselected on other backends",
     "torch_only: needs the torch backend (autograd, `torch.onnx`); deselected on "
     "other backends",
-    "not_jax: fails under JAX's `scan` (a wrapped cell's dropout masks are drawn "
-    "inside the loop); deselected on JAX",
     "specs(*ids): run a test taking `spec` on these score layers only",
     "source_tree: reads the checkout's source files; CI's run against the "
     "installed wheel (no keras_attn/ beside the tests) deselects it",
@@ -25,7 +23,6 @@ BACKEND_MARKS = {
     "tf_only": ("tensorflow",),
     "jax_only": ("jax",),
     "torch_only": ("torch",),
-    "not_jax": ("tensorflow", "torch"),
 }
 
 # Fixtures that train a model in a subprocess: a test using one (directly or

@@ -449,29 +449,3 @@ def test_attention_learns_to_reverse_and_beats_no_attention():
     # that sees only the encoder's final state.
     assert accuracy[True] >= 0.9, accuracy
     assert accuracy[True] - accuracy[False] >= 0.1, accuracy
-
-
-@pytest.mark.not_jax
-def test_stacked_cells_dropout_masks_are_new_for_each_batch():
-    keras.utils.set_random_seed(0)
-    inner = [
-        keras.layers.GRUCell(6, dropout=0.5, recurrent_dropout=0.5),
-        keras.layers.LSTMCell(6, dropout=0.5, recurrent_dropout=0.5),
-    ]
-    cell = AttentionCellWrapper(
-        keras.layers.StackedRNNCells(inner), BahdanauAttention(5), style="bahdanau"
-    )
-    sequences, memory = keras.Input((4, 3)), keras.Input((5, 7))
-    outputs = AttentionRNN(cell)([sequences, memory])
-    model = keras.Model([sequences, memory], keras.layers.Dense(2)(outputs))
-    model.compile("sgd", "mse")
-    rng = np.random.default_rng(0)
-    # Two batches of other sizes: a mask kept from the first would not fit.
-    for batch in (3, 2):
-        x = rng.normal(size=(batch, 4, 3)).astype("float32")
-        m = rng.normal(size=(batch, 5, 7)).astype("float32")
-        loss = model.train_on_batch([x, m], np.zeros((batch, 4, 2), "float32"))
-        assert np.isfinite(loss)
-    for layer in inner:
-        assert layer._dropout_mask is None
-        assert layer._recurrent_dropout_mask is None

@@ -178,3 +178,23 @@ def test_a_wrapped_cells_dropout_mask_is_new_for_each_batch():
     # A batch of another size: a mask kept from the first would not fit.
     outputs = layer([x[:2], memory[:2]], training=True)
     assert tuple(outputs.shape) == (2, T, UNITS)
+
+
+def test_both_loops_read_the_same_dropout_masks_of_a_wrapped_cell(monkeypatch):
+    # The masks are drawn with the initial states, before either loop, so
+    # Keras' extra first step draws none: in training the two loops agree.
+    def outputs(generic, training=True):
+        keras.utils.set_random_seed(0)
+        inner = keras.layers.GRUCell(UNITS, dropout=0.4, recurrent_dropout=0.4, seed=3)
+        cell = AttentionCellWrapper(inner, BahdanauAttention(5), style="bahdanau")
+        if generic:
+            monkeypatch.setattr(
+                keras_attn.recurrent, "loop_calls_cell_directly", lambda cell: False
+            )
+        results = AttentionRNN(cell)(list(_arrays()), training=training)
+        monkeypatch.undo()
+        return keras.ops.convert_to_numpy(results)
+
+    own = outputs(False)
+    np.testing.assert_allclose(own, outputs(True), rtol=1e-6, atol=1e-6)
+    assert not np.allclose(own, outputs(False, training=False))
