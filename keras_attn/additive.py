@@ -30,8 +30,12 @@ def additive_scores(query, keys, v, bias=None, extra=None):
         # XLA fuses tanh and the sum over units into one pass over the 4-D
         # tensor; a contraction would write tanh(hidden) out first.
         return ops.sum(ops.tanh(hidden) * v, axis=-1)
-    # TensorFlow and torch run kernel by kernel: einsum's contraction is one
-    # kernel where the elementwise product and the sum are two passes.
+    if keras.backend.backend() == "torch":
+        # A matrix-vector product: torch's einsum, the same one kernel, first
+        # parses its equation and plans the contraction at every call.
+        return ops.matmul(ops.tanh(hidden), v)
+    # TensorFlow runs kernel by kernel: einsum's contraction is one kernel
+    # where the elementwise product and the sum are two passes.
     return ops.einsum("bqku,u->bqk", ops.tanh(hidden), v)
 
 
