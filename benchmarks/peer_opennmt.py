@@ -7,7 +7,7 @@ stage resumes: `venv` (OpenNMT-py in a venv outside the project), `config`
 (the recipe's YAML and the shared vocabulary), `train` (`onmt_train` to its
 early stop, resuming from its latest checkpoint; its log, read by
 `parse_training_log`, decides the end), `translate` (the test set by the
-best checkpoint with the page's decoding and the export's), `score` (ROUGE
+best checkpoint with the page's decoding and the export's, `--decodings`), `score` (ROUGE
 as keras-attn's exports are scored) and `timing` (headlines/s at batch 64,
 latency at batch 1). Results go to `--output` (JSON); the commands are in
 BENCHMARKS.md.
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
 import json
 import os
 import re
@@ -26,6 +25,7 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.opennmt_training_log import parse_training_log, training_finished
 from models.settings.json_files import read_json, write_json
 
 OPENNMT_VERSION = "3.5.1"
@@ -69,83 +69,8 @@ MACHINE = {"world_size": 1, "gpu_ranks": [], "bucket_size": 2048, "num_workers":
 SIZES = ("member", "opennmt")
 # Summarization.md's Gigaword results: beam 10, "no penalties".
 RECIPE_DECODING = {"beam_size": 10, "length_penalty": "none"}
-
-
-_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d+ INFO\] (.*)$")
-_STEP = re.compile(r"Step\s+(\d+)/\s*\d+;.*sents:\s+(\d+);")
-
-
-@dataclasses.dataclass
-class TrainingLog:
-    """What `onmt_train`'s log says: validations, speed, how it ended.
-
-    Attributes:
-        validations: `(step, perplexity, accuracy, seconds)` of each
-            validation, `seconds` the training time up to it (the time of
-            work lost to a kill after a run's last checkpoint not counted).
-        examples: training examples in the timed report windows.
-        seconds: their wall time (windows holding a validation left out).
-        stopped: whether early stopping ended the training.
-    """
-
-    validations: list = dataclasses.field(default_factory=list)
-    examples: int = 0
-    seconds: float = 0.0
-    stopped: bool = False
-
-    def best(self):
-        """The validation of the lowest perplexity, or None."""
-        return min(self.validations, key=lambda v: v[1], default=None)
-
-
-def parse_training_log(text):
-    """A `TrainingLog` of one or more (resumed) `onmt_train` runs' output."""
-    log = TrainingLog()
-    kept = 0.0  # training time of earlier runs, up to their last checkpoint
-    start = last = step = ppl = None
-    last_ckpt = 0.0
-    for line in text.splitlines():
-        match = _STAMP.match(line)
-        if not match:
-            continue
-        stamp = datetime.datetime.fromisoformat(match.group(1)).timestamp()
-        message = match.group(2)
-        if message.startswith("Start training loop"):
-            kept += last_ckpt
-            start, last, last_ckpt = stamp, None, 0.0
-        elif (found := _STEP.search(message)) and start is not None:
-            step = int(found.group(1))
-            if last is not None:
-                log.examples += int(found.group(2))
-                log.seconds += stamp - last
-            last = stamp
-        elif message.startswith("Validation perplexity:"):
-            ppl = float(message.split(":")[1])
-            last = None  # the next window holds the validation
-        elif message.startswith("Validation accuracy:") and ppl is not None:
-            accuracy = float(message.split(":")[1])
-            log.validations.append((step, ppl, accuracy, kept + stamp - start))
-            ppl = None
-        elif message.startswith("Saving checkpoint") and start is not None:
-            last_ckpt = stamp - start
-        elif "Early Stop!" in message:
-            log.stopped = True
-    # A later run repeats the steps after its checkpoint: keep the last.
-    by_step = {v[0]: v for v in log.validations}
-    log.validations = [by_step[s] for s in sorted(by_step)]
-    return log
-
-
-def training_finished(log, config):
-    """Whether early stopping (or the step limit) has ended the training."""
-    if log.stopped:
-        return True
-    if not log.validations:
-        return False
-    last = log.validations[-1][0]
-    best = log.best()[0]
-    patience = config["early_stopping"] * config["valid_steps"]
-    return last - best >= patience or last >= config["train_steps"]
+# The test set's decodings: the recipe's and keras-attn's export's search.
+DECODINGS = ("recipe", "export")
 
 
 def size_dims(size):
@@ -436,8 +361,9 @@ def options_tag(options):
     return "-".join(f"{key}{value}" for key, value in options.items())
 
 
-def translate_test(run_dir, peer, data_dir, export_dir=None):
-    """Translates the test set by the best checkpoint, with each decoding.
+def translate_test(run_dir, peer, data_dir, export_dir=None, names=DECODINGS):
+    """Translates the test set by the best checkpoint, with the decodings
+    `names` (of `DECODINGS`).
 
     The best checkpoint alone, as OpenNMT-py's page reports it: its checkpoint
     ensembles (`-model a.pt b.pt`) of a copy-attention model fail in 3.5.1
@@ -447,6 +373,8 @@ def translate_test(run_dir, peer, data_dir, export_dir=None):
     model = best_checkpoints(run_dir, 1)
     log, outputs = Path(run_dir) / "translate.log", {}
     for name, options in decodings(export_dir).items():
+        if name not in names:
+            continue
         # Named by checkpoint too: a longer training's best is decoded anew.
         tag = f"{Path(model[0]).stem}.{options_tag(options)}"
         output = Path(run_dir) / f"test.{tag}.txt"
@@ -550,7 +478,7 @@ def run_size(size, args, stages):
         part["training"] = training_summary(run_dir)
     export = args.keras_export
     if "translate" in stages or "score" in stages:
-        outputs = translate_test(run_dir, peer, args.data_dir, export)
+        outputs = translate_test(run_dir, peer, args.data_dir, export, args.decodings)
         if "score" in stages:
             part["test"] = score_outputs(args.data_dir, outputs)
     if "timing" in stages:
@@ -570,13 +498,19 @@ def parse_args(argv=None):
     add("--work-dir", type=Path, default=DEFAULT_WORK_DIR, help="runs, outside git")
     add("--data-dir", type=Path, default=Path("../shared/data/gigaword_sample"))
     add("--keras-export", type=Path, help="the export whose search to decode with")
+    add("--decodings", default=",".join(DECODINGS), help="comma-separated DECODINGS")
     add("--latency-documents", type=int, default=100)
     add("--output", type=Path, default=DEFAULT_OUTPUT)
     args = parser.parse_args(argv)
     stages = ("timing",) if args.only_timing else tuple(args.stages.split(","))
-    unknown = ",".join(sorted(set(stages) - set(STAGES)))
-    if unknown:
-        parser.error(f"`--stages` must be of {','.join(STAGES)}. Received: {unknown}")
+    for flag, given, known in (
+        ("--stages", stages, STAGES),
+        ("--decodings", args.decodings.split(","), DECODINGS),
+    ):
+        unknown = ",".join(sorted(set(given) - set(known)))
+        if unknown:
+            parser.error(f"`{flag}` must be of {','.join(known)}. Received: {unknown}")
+    args.decodings = tuple(args.decodings.split(","))
     return args, stages
 
 

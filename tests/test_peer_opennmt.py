@@ -91,48 +91,6 @@ def test_score_headlines_on_two_hand_made_pairs():
     assert rouge["rouge1"]["low"] <= rouge["rouge1"]["f1"] <= rouge["rouge1"]["high"]
 
 
-LOG = """\
-[2026-12-01 10:00:00,000 INFO] Start training loop and validate every 200 steps...
-[2026-12-01 10:00:10,000 INFO] Step 100/ 1000; acc: 1.0; sents:    1600; bsz: 1/1/16;
-[2026-12-01 10:00:20,000 INFO] Step 200/ 1000; acc: 2.0; sents:    1600; bsz: 1/1/16;
-[2026-12-01 10:00:25,000 INFO] Validation perplexity: 90.5
-[2026-12-01 10:00:25,000 INFO] Validation accuracy: 20.25
-[2026-12-01 10:00:26,000 INFO] Saving checkpoint /r/model_step_200.pt
-[2026-12-01 10:00:40,000 INFO] Step 300/ 1000; acc: 3.0; sents:    1600; bsz: 1/1/16;
-[2026-12-01 10:01:00,000 INFO] Start training loop and validate every 200 steps...
-[2026-12-01 10:01:00,000 INFO] Loading checkpoint from /r/model_step_200.pt
-[2026-12-01 10:01:10,000 INFO] Step 300/ 1000; acc: 3.0; sents:    1600; bsz: 1/1/16;
-[2026-12-01 10:01:30,000 INFO] Step 400/ 1000; acc: 4.0; sents:    1600; bsz: 1/1/16;
-[2026-12-01 10:01:32,000 INFO] Validation perplexity: 80.0
-[2026-12-01 10:01:32,000 INFO] Validation accuracy: 25.5
-[2026-12-01 10:01:33,000 INFO] Saving checkpoint /r/model_step_400.pt
-"""
-
-
-def test_parse_training_log_counts_time_kept_across_a_resume():
-    log = peer_opennmt.parse_training_log(LOG)
-    # The first run's time up to its checkpoint (26 s) counts; its 14 s of
-    # lost steps after it do not. The second run reaches its validation 32 s in.
-    assert log.validations == [(200, 90.5, 20.25, 25.0), (400, 80.0, 25.5, 58.0)]
-    assert log.best() == (400, 80.0, 25.5, 58.0)
-    # Timed windows: 10 s (step 200), 20 s (step 400); those after a
-    # validation or a run's start are left out.
-    assert (log.examples, log.seconds) == (3200, 30.0)
-    assert not log.stopped
-
-
-def test_training_finished_by_patience_or_early_stop():
-    config = {"early_stopping": 2, "valid_steps": 200, "train_steps": 100000}
-    log = peer_opennmt.parse_training_log(LOG)
-    assert not peer_opennmt.training_finished(log, config)
-    log.validations += [(600, 81.0, 25.0, 90.0), (800, 82.0, 25.0, 120.0)]
-    assert peer_opennmt.training_finished(log, config)
-    stopped = peer_opennmt.parse_training_log(
-        LOG + "[2026-12-01 10:02:00,000 INFO] Training finished. Early Stop!\n"
-    )
-    assert peer_opennmt.training_finished(stopped, config)
-
-
 def test_export_decoding_is_the_exports_search(tmp_path):
     search = {"beam_size": 4, "length_penalty": 3.0, "min_length": 2}
     search.update(max_length=18, no_repeat_ngram_size=1, xla=False)
@@ -198,3 +156,15 @@ def test_a_later_best_checkpoint_is_decoded_anew(tmp_path, monkeypatch):
         o["path"] for o in first.values()
     )
     assert {o["checkpoint"] for o in later.values()} == {"model_step_4800.pt"}
+    # One decoding alone: the recipe's, without an export's search.
+    alone = peer_opennmt.translate_test(run_dir, None, data, names=("recipe",))
+    assert list(alone) == ["recipe"] and decoded[4:] == []  # already decoded
+
+
+def test_decodings_must_be_known(capsys):
+    args, _ = peer_opennmt.parse_args(["--decodings", "recipe"])
+    assert args.decodings == ("recipe",)
+    with pytest.raises(SystemExit) as error:
+        peer_opennmt.parse_args(["--decodings", "recipe,greedy"])
+    assert error.value.code == 2
+    assert "Received: greedy" in capsys.readouterr().err
