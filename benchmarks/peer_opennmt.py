@@ -7,10 +7,10 @@ stage resumes: `venv` (OpenNMT-py in a venv outside the project), `config`
 (the recipe's YAML and the shared vocabulary), `train` (`onmt_train` to its
 early stop, resuming from its latest checkpoint; its log, read by
 `parse_training_log`, decides the end), `translate` (the test set by the
-best checkpoint with the page's decoding and the export's, `--decodings`), `score` (ROUGE
-as keras-attn's exports are scored) and `timing` (headlines/s at batch 64,
-latency at batch 1). Results go to `--output` (JSON); the commands are in
-BENCHMARKS.md.
+best checkpoint with the page's decoding and the export's: `--decodings`),
+`score` (ROUGE as keras-attn's exports are scored) and `timing`
+(headlines/s at batch 64, latency at batch 1). Results go to `--output`
+(JSON); the commands are in BENCHMARKS.md.
 """
 
 from __future__ import annotations
