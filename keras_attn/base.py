@@ -5,7 +5,8 @@ Subclasses only say how a query meets a key, through three small hooks:
 * `_build_scores(query_dim, key_dim)`: create the score's weights.
 * `_project_keys(key)`: the part of the score that depends on the keys alone.
   It runs once per source sequence (`prepare_memory`), never per decoder step.
-* `_project_query(query)`: the part that depends on the query alone.
+* `_project_query(query)`: the part that depends on the query alone, row
+  by row (`(..., query_dim)`): `step` projects its rank-2 query.
 * `_calculate_scores(query, keys)`: projected query `(batch, Tq, *)` against
   projected keys `(batch, Tv, *)`, giving scores `(batch, Tq, Tv)`.
 """
@@ -280,8 +281,13 @@ class BaseAttention(CheckedConstructor, keras.layers.Layer):
             `(batch, Tv)`.
         """
         _check_memory_batch(query, memory.values)
+        # The rank-2 query is projected before it gets its time axis: a
+        # rank-3 `matmul` is a `tensordot` on TensorFlow, whose gradient
+        # inside a `while_loop` XLA cannot compile (its permutation is no
+        # compile-time constant there) once the batch or memory length varies.
+        query = ops.convert_to_tensor(query)
         context, weights = self._attend(
-            ops.expand_dims(query, 1),
+            ops.expand_dims(self._project_query(query), 1),
             memory,
             scores_mask=ops.expand_dims(memory.mask, 1),
             training=training,
@@ -289,10 +295,8 @@ class BaseAttention(CheckedConstructor, keras.layers.Layer):
         )
         return ops.squeeze(context, 1), ops.squeeze(weights, 1)
 
-    def _attend(self, query, memory, scores_mask, training, **score_kwargs):
-        scores = self._calculate_scores(
-            self._project_query(query), memory.keys, **score_kwargs
-        )
+    def _attend(self, projected_query, memory, scores_mask, training, **score_kwargs):
+        scores = self._calculate_scores(projected_query, memory.keys, **score_kwargs)
         return self._apply_scores(
             scores, memory.values, scores_mask=scores_mask, training=training
         )
@@ -351,7 +355,7 @@ class BaseAttention(CheckedConstructor, keras.layers.Layer):
         memory = AttentionMemory(self._project_keys(key), value, None)
         scores_mask = self._scores_mask(query, value, value_mask, use_causal_mask)
         context, weights = self._attend(
-            query, memory, scores_mask, training, **score_kwargs
+            self._project_query(query), memory, scores_mask, training, **score_kwargs
         )
         if query_mask is not None:
             # `where`, not a product: a NaN in a masked row is cleared too.

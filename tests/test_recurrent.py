@@ -336,6 +336,42 @@ def test_jit_compile_fit_matches_the_eager_fit():
     assert moved, "the fit changed no weight: the comparison checks nothing"
 
 
+@pytest.mark.parametrize(
+    "attention",
+    [lambda: BahdanauAttention(4), lambda: GeneralAttention()],
+    ids=["bahdanau", "general"],
+)
+def test_compiled_fit_takes_new_batch_sizes_and_lengths(attention):
+    # A score with a query kernel, in the loop's gradient, under XLA (TF's
+    # `jit_compile=True`; JAX always jits): batches of 4 and then 2 rows of
+    # sources of 5 and then 7 tokens, each fit a new trace of unknown shapes.
+    src = keras.Input((None,), dtype="int32")
+    dec = keras.Input((None,), dtype="int32")
+    memory = keras.layers.Embedding(9, 4, mask_zero=True)(src)
+    cell = AttentionCellWrapper(keras.layers.GRUCell(4), attention(), style="luong")
+    hidden = AttentionRNN(cell)(
+        [keras.layers.Embedding(9, 4)(dec), memory],
+        initial_state=keras.layers.GlobalAveragePooling1D()(memory),
+    )
+    model = keras.Model([src, dec], keras.layers.Dense(9)(hidden))
+    model.compile(
+        "adam",
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        jit_compile=BACKEND == "tensorflow" or "auto",
+    )
+    rng = np.random.default_rng(0)
+    start = model.get_weights()
+    for rows, lengths, batch in ((6, (5, 4), 4), (2, (7, 3), 2)):
+        x = [rng.integers(1, 9, (rows, length)) for length in lengths]
+        history = model.fit(
+            x, rng.integers(0, 9, (rows, lengths[1])), batch_size=batch, verbose=0
+        )
+        assert np.isfinite(history.history["loss"][0])
+    assert not all(
+        np.allclose(a, b) for a, b in zip(start, model.get_weights(), strict=True)
+    )
+
+
 @pytest.fixture
 def mixed_precision():
     keras.mixed_precision.set_global_policy("mixed_float16")
