@@ -503,14 +503,14 @@ def parse_args(argv=None):
     add("--output", type=Path, default=DEFAULT_OUTPUT)
     args = parser.parse_args(argv)
     stages = ("timing",) if args.only_timing else tuple(args.stages.split(","))
+    args.decodings = tuple(args.decodings.split(","))
     for flag, given, known in (
         ("--stages", stages, STAGES),
-        ("--decodings", args.decodings.split(","), DECODINGS),
+        ("--decodings", args.decodings, DECODINGS),
     ):
         unknown = ",".join(sorted(set(given) - set(known)))
         if unknown:
             parser.error(f"`{flag}` must be of {','.join(known)}. Received: {unknown}")
-    args.decodings = tuple(args.decodings.split(","))
     return args, stages
 
 
