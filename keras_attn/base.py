@@ -295,6 +295,44 @@ class BaseAttention(CheckedConstructor, keras.layers.Layer):
         )
         return ops.squeeze(context, 1), ops.squeeze(weights, 1)
 
+    def scores(self, query, memory, **score_kwargs):
+        """The unnormalized scores of a query against a prepared memory.
+
+        The logits whose masked softmax `step` and `call` take, unmasked:
+        what a pointer network normalizes itself
+        (`pointer_network_log_probs`).
+
+        Args:
+            query: `(batch, query_dim)` or `(batch, Tq, query_dim)`.
+            memory: From `prepare_memory`.
+            **score_kwargs: Extra inputs of the score (coverage, say).
+
+        Returns:
+            `(batch, Tv)` for a rank-2 query, else `(batch, Tq, Tv)`, in the
+            layer's compute dtype.
+
+        Examples:
+            >>> import numpy as np
+            >>> from keras import ops
+            >>> from keras_attn import DotAttention
+            >>> layer = DotAttention()
+            >>> layer.build([(1, 2), (1, 3, 2)])
+            >>> keys = np.array([[[1, 0], [0, 1], [1, 1]]], "float32")
+            >>> memory = layer.prepare_memory(keys)
+            >>> query = np.array([[1, 2]], "float32")
+            >>> ops.convert_to_numpy(layer.scores(query, memory)).tolist()
+            [[1.0, 2.0, 3.0]]
+        """
+        _check_memory_batch(query, memory.values)
+        # Projected before the time axis, as in `step`.
+        query = ops.convert_to_tensor(query)
+        projected = self._project_query(query)
+        if len(query.shape) == 3:
+            return self._calculate_scores(projected, memory.keys, **score_kwargs)
+        projected = ops.expand_dims(projected, 1)
+        scores = self._calculate_scores(projected, memory.keys, **score_kwargs)
+        return ops.squeeze(scores, 1)
+
     def _attend(self, projected_query, memory, scores_mask, training, **score_kwargs):
         scores = self._calculate_scores(projected_query, memory.keys, **score_kwargs)
         return self._apply_scores(

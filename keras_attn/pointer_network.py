@@ -77,13 +77,11 @@ def pointer_network_log_probs(attention, query, memory, mask=None):
         >>> np.exp(ops.convert_to_numpy(log_probs), dtype="float64").round(4).tolist()
         [[0.5, 0.5, 0.0]]
     """
-    # Projected before it gets a time axis, as `BaseAttention.step` does.
     query = ops.convert_to_tensor(query)
-    projected = attention._project_query(query)
     single_step = len(query.shape) == 2
+    scores = attention.scores(query, memory)
     if single_step:
-        projected = ops.expand_dims(projected, 1)
-    scores = attention._calculate_scores(projected, memory.keys)
+        scores = ops.expand_dims(scores, 1)
     scores = ops.cast(scores, softmax_dtype(scores.dtype))
     allowed = ops.expand_dims(ops.cast(memory.mask, "bool"), 1)
     if mask is not None:

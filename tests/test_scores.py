@@ -137,6 +137,42 @@ def test_prepare_memory_and_step_equal_call(spec, ref, rng):
     )
 
 
+@pytest.mark.specs(
+    "dot",
+    "dot_scale",
+    "scaled_dot",
+    "general",
+    "general_scale",
+    "concat",
+    "bahdanau",
+    "bahdanau_normalize",
+    "network",
+)
+def test_scores_are_the_reference_logits_unmasked(spec, ref, rng):
+    dk, dv = key_dim(spec), 3
+    query, value, key = inputs(rng, (B, TQ, DQ), (B, TV, dv), (B, TV, dk))
+    layer = make_built(spec, rng, DQ, dk, value_dim=dv)
+    ref.randomize_weights(layer, rng)
+    memory = layer.prepare_memory(value, key=key, value_mask=VALUE_MASK)
+
+    expected = spec.reference(layer, query.astype("float64"), key.astype("float64"))
+    scores = layer.scores(query, memory)
+    assert tuple(scores.shape) == (B, TQ, TV)
+    # The padding keeps its score: masking is the caller's.
+    np.testing.assert_allclose(to_np(scores), expected, atol=1e-5)
+    step_scores = layer.scores(query[:, 0], memory)
+    assert tuple(step_scores.shape) == (B, TV)
+    np.testing.assert_allclose(to_np(step_scores), expected[:, 0], atol=1e-5)
+
+
+def test_scores_refuse_a_memory_of_another_batch(rng):
+    layer = ka.DotAttention()
+    layer.build([(2, 4), (2, 5, 4)])
+    memory = layer.prepare_memory(rng.normal(size=(2, 5, 4)).astype("float32"))
+    with pytest.raises(ValueError, match="batch"):
+        layer.scores(np.ones((3, 4), "float32"), memory)
+
+
 def test_dot_with_scale_matches_keras_attention(rng):
     query, value, key = inputs(rng, (B, TQ, DQ), (B, TV, 3), (B, TV, DQ))
     query_mask = np.array([[1, 1, 0], [1, 1, 1]], dtype=bool)
