@@ -177,6 +177,9 @@ def decoding_speed(systems, loaded, documents, batches, rounds, latency_document
             "headlines_per_s": 64 * batches / statistics.median(times[s["name"]]),
             "latency_ms_p50": 1000 * float(np.percentile(latencies[s["name"]], 50)),
             "latency_ms_p99": 1000 * float(np.percentile(latencies[s["name"]], 99)),
+            # What a peer that reports only an average (onmt_translate's
+            # `-report_time`) is compared with.
+            "latency_ms_mean": 1000 * statistics.mean(latencies[s["name"]]),
         }
         for s in systems
     }
