@@ -1,43 +1,47 @@
 """keras-attn: attention layers for Keras 3, on every backend.
 
-The top-level names are what a model is written with. The types the layers
-and the search return (`keras_attn.base.AttentionMemory`,
+The top-level names are what a model is written with. The package's folders
+follow its API groups: `keras_attn.layers` (the score functions),
+`keras_attn.recurrent` (attention cells and RNNs), `keras_attn.copy`
+(coverage and copy), `keras_attn.search` (the searches and their
+processors), `keras_attn.training` (sequence-level objectives),
+`keras_attn.networks` (Pointer and Entity Networks). The types the layers
+and the search return (`keras_attn.layers.AttentionMemory`,
 `keras_attn.search.DecodingResult`) and the bases for writing a processor of
-one's own (`keras_attn.processors.TokenBan`, `IdBan`, `IdShift`) are
-imported from their modules.
+one's own (`keras_attn.search.TokenBan`, `IdBan`, `IdShift`) are imported
+from their groups.
 """
 
-from keras_attn.additive import BahdanauAttention, ConcatAttention
-from keras_attn.base import BaseAttention
-from keras_attn.candidates import Candidates, draw_candidates
-from keras_attn.coverage import CoverageAttention, coverage_loss
-from keras_attn.dot import DotAttention, ScaledDotAttention
-from keras_attn.entity_network import EntityMemoryCell, EntityOutput, PositionEncoder
-from keras_attn.general import GeneralAttention
-from keras_attn.masking import causal_mask, masked_softmax
-from keras_attn.minimum_risk import minimum_risk_loss
-from keras_attn.network import NetworkAttention
-from keras_attn.pointer import (
+from keras_attn.copy import (
+    CoverageAttention,
     PointerGenerator,
     copy_distribution,
+    coverage_loss,
     mix_target_probabilities,
     pointer_generator_distribution,
     pointer_generator_log_distribution,
     pointer_generator_nll,
+    shortlist_log_distribution,
     target_probabilities,
 )
-from keras_attn.pointer_network import (
+from keras_attn.layers import (
+    BahdanauAttention,
+    BaseAttention,
+    ConcatAttention,
+    DotAttention,
+    GeneralAttention,
+    NetworkAttention,
+    ScaledDotAttention,
+    causal_mask,
+    masked_softmax,
+)
+from keras_attn.networks import (
+    EntityMemoryCell,
+    EntityOutput,
     PointerNetwork,
+    PositionEncoder,
     pointer_network_log_probs,
     pointer_network_nll,
-)
-from keras_attn.processors import (
-    BannedIds,
-    EndPenalty,
-    LogitsProcessor,
-    MaxLength,
-    MinLength,
-    NoRepeatNgram,
 )
 from keras_attn.recurrent import (
     AttentionCellWrapper,
@@ -45,17 +49,32 @@ from keras_attn.recurrent import (
     BahdanauAttentionCell,
     LuongAttentionCell,
     SelfAttentionCell,
+    bidirectional_by_length,
 )
-from keras_attn.rnn_by_length import bidirectional_by_length
-from keras_attn.rouge import rouge_cost, rouge_l, rouge_n
 from keras_attn.search import (
+    BannedIds,
+    EndPenalty,
+    LogitsProcessor,
+    LogitsWarper,
+    MaxLength,
+    MinLength,
+    NoRepeatNgram,
+    Temperature,
+    TopK,
+    TopP,
     beam_search,
     greedy_search,
     sampling_search,
     tile_batch,
 )
-from keras_attn.shortlist import shortlist_log_distribution
-from keras_attn.warpers import LogitsWarper, Temperature, TopK, TopP
+from keras_attn.training import (
+    Candidates,
+    draw_candidates,
+    minimum_risk_loss,
+    rouge_cost,
+    rouge_l,
+    rouge_n,
+)
 
 __version__ = "0.1.0"
 

@@ -1,4 +1,5 @@
-"""Checks of constructor and function arguments, with TensorFlow Addons' names.
+"""Constructor and function arguments: their checks, with TensorFlow Addons'
+names, and the nested layers of a config.
 
 A `tfa.seq2seq` user writes TFA's argument names (`attention_layer_size`,
 `beam_width`, `memory=` in a constructor, ...); each is refused in one line
@@ -6,8 +7,11 @@ that names the keras_attn argument to use instead. A tensor given to a
 layer's constructor is refused by its shape, never printed whole.
 """
 
+import copy
 import functools
 import inspect
+
+import keras
 
 _LENGTHS_TO_MASK = "`keras.ops.arange(Tv)[None] < lengths[:, None]`"
 
@@ -143,3 +147,18 @@ def refuses_tfa_names(kind):
         return wrapper
 
     return decorate
+
+
+def deserialize_layer(obj, custom_objects=None):
+    """`obj` as a layer: a serialized config (dict) is deserialized, anything
+    else (a layer, None) is returned as it is.
+
+    Deserializing consumes the dict it reads, so it reads a deep copy: the
+    caller's config stays intact (a config may be read twice, as
+    `from_config` after `__init__`, or by a clone).
+    """
+    if isinstance(obj, dict):
+        return keras.saving.deserialize_keras_object(
+            copy.deepcopy(obj), custom_objects=custom_objects
+        )
+    return obj

@@ -1,8 +1,8 @@
 """The batch-halving schedule of loops whose rows end at different steps.
 
 A loop over a batch whose rows end at different steps (greedy decoding,
-`keras_attn.search`; a bidirectional RNN over sources of different lengths,
-`keras_attn.rnn_by_length`) runs in stages of fixed shapes, so that it
+`keras_attn.search.strategies`; a bidirectional RNN over sources of different lengths,
+`keras_attn.recurrent.by_length`) runs in stages of fixed shapes, so that it
 compiles under XLA and `jax.jit`: a stage runs while more than half its rows
 are open, then the open rows, first, fill a batch half the size. Each stage
 traces the loop's body once more (a larger graph, a longer compile), so the

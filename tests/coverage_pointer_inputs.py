@@ -4,7 +4,7 @@
 import numpy as np
 from keras import ops
 
-from keras_attn.coverage import CoverageAttention
+from keras_attn.copy.coverage import CoverageAttention
 
 B, TQ, TV, DQ, DV, UNITS = 2, 4, 5, 3, 6, 7
 VOCAB, NUM_OOV = 9, 3

@@ -10,7 +10,7 @@ import numpy as np
 from keras import ops
 
 import keras_attn as ka
-from keras_attn.search import BeamHistory
+from keras_attn.search.strategies import BeamHistory
 
 END = 0
 # P(next | previous) over {END, 1, 2, 3}; start tokens 1 and 2.

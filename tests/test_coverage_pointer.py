@@ -25,8 +25,8 @@ from coverage_pointer_inputs import (
 )
 from keras import ops
 
-from keras_attn.coverage import CoverageAttention, coverage_loss
-from keras_attn.pointer import (
+from keras_attn.copy.coverage import CoverageAttention, coverage_loss
+from keras_attn.copy.distributions import (
     PointerGenerator,
     copy_distribution,
     log_partition,

@@ -25,8 +25,8 @@ from coverage_pointer_inputs import (
 from keras import ops
 from reference_math import coverage_attention
 
-from keras_attn.coverage import CoverageAttention, coverage_loss
-from keras_attn.pointer import (
+from keras_attn.copy.coverage import CoverageAttention, coverage_loss
+from keras_attn.copy.distributions import (
     PointerGenerator,
     pointer_generator_distribution,
     pointer_generator_nll,

@@ -1,4 +1,4 @@
-"""Tests of the Recurrent Entity Network layers (`keras_attn.entity_network`).
+"""Tests of the Recurrent Entity Network layers (`keras_attn.networks.entity_network`).
 
 One step of each layer against numbers worked out by hand (2-d slots, weights
 set by hand), the masks (padded words, padded sentences), gradients against
@@ -10,7 +10,11 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_attn.entity_network import EntityMemoryCell, EntityOutput, PositionEncoder
+from keras_attn.networks.entity_network import (
+    EntityMemoryCell,
+    EntityOutput,
+    PositionEncoder,
+)
 
 
 def _np(x):

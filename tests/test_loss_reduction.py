@@ -1,4 +1,4 @@
-"""keras_attn.loss_reduction: one masked reduction for the library's losses
+"""keras_attn.training.loss_reduction: one masked reduction for the library's losses
 (`pointer_generator_nll`, `coverage_loss`, `pointer_network_nll`). A masked entry is
 dropped by a select, whatever it holds (inf, NaN). Numbers by hand."""
 
@@ -7,7 +7,7 @@ import pytest
 from keras import ops
 
 import keras_attn as ka
-from keras_attn.loss_reduction import reduce_masked
+from keras_attn.training.loss_reduction import reduce_masked
 
 INF, NAN = np.inf, np.nan
 # Row 2 is all masked; the masked entries hold inf and NaN.

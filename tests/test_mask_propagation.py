@@ -14,7 +14,7 @@ import pytest
 from keras import ops
 
 import keras_attn as ka
-from keras_attn.masking import keras_mask
+from keras_attn.layers.masking import keras_mask
 
 VOCAB, DIM, PAD = 11, 8, 3
 # Lengths 3 and 5: the first row is padded already.

@@ -9,7 +9,7 @@ import pytest
 from keras import ops
 
 import keras_attn as ka
-from keras_attn.masking import (
+from keras_attn.layers.masking import (
     causal_mask,
     combine_masks,
     keras_mask,

@@ -112,7 +112,7 @@ def test_padding_to_5_or_10_gives_the_same_loss(pn, task):
     padded positions are masked, so the loss of a fixed batch is the same."""
     import keras
 
-    from keras_attn.pointer_network import pointer_network_nll
+    from keras_attn.networks.pointer_network import pointer_network_nll
 
     groups = planar_problems.make_split(task, [4], 3, seed=2)
     keras.utils.set_random_seed(0)

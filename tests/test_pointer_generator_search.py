@@ -14,7 +14,7 @@ import pytest
 from keras import ops
 
 import keras_attn as ka
-from keras_attn.processors import IdShift
+from keras_attn.search.processors import IdShift
 
 BACKEND = keras.backend.backend()
 V, S, OOV, END, MAX_LENGTH = 12, 6, 4, 1, 7

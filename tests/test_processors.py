@@ -1,4 +1,4 @@
-"""keras_attn.processors: each processor states its bans once. The `IdBan`s
+"""keras_attn.search.processors: each processor states its bans once. The `IdBan`s
 list their ids, and neighbouring ones are banned in one scatter
 (`apply_processors`), with the same result as one after the other; a
 `TokenBan` says which ids it bans, and its `__call__` follows. Scores by
@@ -9,7 +9,7 @@ import pytest
 from keras import ops
 
 import keras_attn as ka
-from keras_attn.processors import (
+from keras_attn.search.processors import (
     IdBan,
     IdShift,
     TokenBan,

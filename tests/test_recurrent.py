@@ -1,14 +1,14 @@
-"""Tests of the attention RNN cells (`keras_attn.recurrent`) on every backend."""
+"""Tests of the attention RNN cells (`keras_attn.recurrent.rnn`) on every backend."""
 
 import keras
 import numpy as np
 import pytest
 from keras import ops
 
-from keras_attn.additive import BahdanauAttention
-from keras_attn.dot import DotAttention
-from keras_attn.general import GeneralAttention
-from keras_attn.recurrent import AttentionCellWrapper, AttentionRNN
+from keras_attn.layers.additive import BahdanauAttention
+from keras_attn.layers.dot import DotAttention
+from keras_attn.layers.general import GeneralAttention
+from keras_attn.recurrent.rnn import AttentionCellWrapper, AttentionRNN
 
 BACKEND = keras.backend.backend()
 

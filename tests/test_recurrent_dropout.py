@@ -1,4 +1,4 @@
-"""A wrapped cell's dropout (`keras_attn.dropout_masks`), on every backend.
+"""A wrapped cell's dropout (`keras_attn.recurrent.dropout_masks`), on every backend.
 
 The dropout masks of a `GRUCell(dropout=..., recurrent_dropout=...)` inside
 an `AttentionCellWrapper` are drawn with the wrapper's initial states, before

@@ -11,7 +11,7 @@ import pytest
 from keras import ops
 
 import keras_attn as ka
-from keras_attn.base import AttentionMemory
+from keras_attn.layers.base import AttentionMemory
 
 BACKEND = keras.backend.backend()
 B, TQ, TV, DQ = 2, 3, 5, 4

@@ -1,4 +1,4 @@
-"""keras_attn.search and keras_attn.processors, on every backend.
+"""keras_attn.search.strategies and keras_attn.search.processors, on every backend.
 
 Beam search is checked against a brute-force enumeration of every sequence
 of the toy model (tests/toy_search.py); greedy search against its argmax
@@ -26,8 +26,8 @@ from toy_search import (
 )
 
 import keras_attn as ka
-from keras_attn.search import DecodingResult
-from keras_attn.search_loop import argmax_first
+from keras_attn.search.loop import argmax_first
+from keras_attn.search.strategies import DecodingResult
 
 STARTS = [0, 2, 3, 4]
 MAX_LEN = 4

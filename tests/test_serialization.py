@@ -122,7 +122,7 @@ def test_a_pointer_generator_saved_from_keras_attn_pointer_loads():
     layer = ka.PointerGenerator(use_bias=False, name="p_gen")
     layer.build([(None, 4), (None, 3), (None, 2)])
     saved = keras.saving.serialize_keras_object(layer)
-    saved["module"] = "keras_attn.pointer"
+    saved["module"] = "keras_attn.copy.distributions"
     revived = keras.saving.deserialize_keras_object(saved)
     assert type(revived) is ka.PointerGenerator
     assert revived.get_config() == layer.get_config()

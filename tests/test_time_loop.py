@@ -1,6 +1,6 @@
 """`AttentionRNN`'s own time loop on torch against Keras' `RNN` loop.
 
-On torch `AttentionRNN` runs the cell itself (`keras_attn.time_loop`); with
+On torch `AttentionRNN` runs the cell itself (`keras_attn.recurrent.time_loop`); with
 `loop_calls_cell_directly` patched to say no, the same layer runs Keras'
 generic loop. Both must give the same outputs, final states and gradients
 (with respect to the weights, the inputs and the memory) on a masked batch.
@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import pytest
 
-import keras_attn.recurrent
+import keras_attn.recurrent.rnn
 from keras_attn import (
     AttentionCellWrapper,
     AttentionRNN,
@@ -67,7 +67,7 @@ def _outputs_and_gradients(layer, style, generic, monkeypatch):
 
     if generic:
         monkeypatch.setattr(
-            keras_attn.recurrent, "loop_calls_cell_directly", lambda cell: False
+            keras_attn.recurrent.rnn, "loop_calls_cell_directly", lambda cell: False
         )
     x, memory = (torch.tensor(a, requires_grad=True) for a in _arrays())
     mask = torch.tensor(SEQUENCE_MASK)
@@ -129,7 +129,7 @@ def test_torch_takes_the_own_loop_and_calls_the_cell_once_a_step(monkeypatch):
     taken, cell_calls = [], []
     loop, cell_call = time_loop.attention_loop, layer.cell.call
     monkeypatch.setattr(
-        keras_attn.recurrent,
+        keras_attn.recurrent.rnn,
         "attention_loop",
         lambda *a, **k: taken.append(1) or loop(*a, **k),
     )
@@ -189,7 +189,7 @@ def test_both_loops_read_the_same_dropout_masks_of_a_wrapped_cell(monkeypatch):
         cell = AttentionCellWrapper(inner, BahdanauAttention(5), style="bahdanau")
         if generic:
             monkeypatch.setattr(
-                keras_attn.recurrent, "loop_calls_cell_directly", lambda cell: False
+                keras_attn.recurrent.rnn, "loop_calls_cell_directly", lambda cell: False
             )
         results = AttentionRNN(cell)(list(_arrays()), training=training)
         monkeypatch.undo()

@@ -1,4 +1,4 @@
-"""keras_attn.warpers: temperature, top-k and top-p as processors that shape
+"""keras_attn.search.warpers: temperature, top-k and top-p as processors that shape
 what sampling draws from, composed with the constraints in one list; the
 scores stay the constrained log-probabilities. Numbers by hand."""
 

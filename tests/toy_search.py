@@ -12,7 +12,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_attn.search import DecodingResult
+from keras_attn.search.strategies import DecodingResult
 
 BACKEND = keras.backend.backend()
 V, END = 5, 1

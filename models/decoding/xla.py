@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-from keras_attn.search import DecodingResult
+from keras_attn.search.strategies import DecodingResult
 from models.text.features import PAD_ID
 
 # The source lengths XLA compiles for are multiples of this.

@@ -18,13 +18,13 @@ import keras
 from keras import ops
 
 import keras_attn
-from keras_attn.coverage import CoverageAttention, coverage_loss
-from keras_attn.pointer import (
+from keras_attn.copy.coverage import CoverageAttention, coverage_loss
+from keras_attn.copy.distributions import (
     PointerGenerator,
     mix_target_probabilities,
     pointer_generator_log_distribution,
 )
-from keras_attn.shortlist import shortlist_log_distribution
+from keras_attn.copy.shortlist import shortlist_log_distribution
 from models.model.sampled_softmax import log_uniform_candidates, sampled_log_partition
 from models.settings.model import SummarizerConfig
 from models.text.features import UNK_ID

@@ -15,7 +15,7 @@ whose full distribution puts no mass outside.
 
 from keras import ops
 
-from keras_attn.pointer import check_copy_inputs, write_source_words
+from keras_attn.copy.distributions import check_copy_inputs, write_source_words
 
 _NEG_INF = float("-inf")
 

@@ -1,4 +1,4 @@
-"""The loop the search strategies share (`keras_attn.search`), and their choosers.
+"""The loop the search strategies share, and their choosers.
 
 `SearchLoop` runs a one-token step inside `keras.ops.while_loop`s: it applies
 the processors, lets a strategy's `choose` pick each row's extensions, and
@@ -14,20 +14,20 @@ from keras import ops
 
 from keras_attn.arguments import refuses_tfa_names
 from keras_attn.halving import HALVINGS, next_stage_rows, stage_limit
-from keras_attn.masking import keras_mask, with_keras_mask
-from keras_attn.processors import apply_processors
-from keras_attn.search_checks import (
+from keras_attn.layers.masking import keras_mask, with_keras_mask
+from keras_attn.search.checks import (
     check_normalized,
     check_start_ids,
     check_step_rows,
 )
+from keras_attn.search.processors import apply_processors
 
 _NEG_INF = float("-inf")
 _INT32_MAX = 2**31 - 1
 
 
 class DecodingResult(NamedTuple):
-    """What the strategies return (the `keras_attn.search` module docstring
+    """What the strategies return (the `keras_attn.search.strategies` module docstring
     details each field).
 
     Attributes:

@@ -1,7 +1,7 @@
 """Warpers: processors that shape the distribution sampling draws from.
 
 Temperature, top-k and top-p (nucleus) are processors like the constraints
-of `keras_attn.processors`, `warper(log_probs, history, step) -> log_probs`,
+of `keras_attn.search.processors`, `warper(log_probs, history, step) -> log_probs`,
 and compose with them in one list, as Hugging Face's `LogitsWarper`s do.
 `keras_attn.sampling_search` applies the warpers of its list after all the
 other processors, to what it draws from only: the scores it returns stay the
@@ -11,7 +11,7 @@ probable tokens, refuse them.
 
 from keras import ops
 
-from keras_attn.processors import LogitsProcessor
+from keras_attn.search.processors import LogitsProcessor
 
 _NEG_INF = float("-inf")
 

@@ -5,7 +5,7 @@ import math
 import keras
 from keras import ops
 
-from keras_attn.base import BaseAttention
+from keras_attn.layers.base import BaseAttention
 
 
 def _check_same_dims(layer, query_dim, key_dim):

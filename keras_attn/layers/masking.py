@@ -64,7 +64,7 @@ def as_dtype(x, dtype):
     Examples:
         >>> import numpy as np
         >>> from keras import ops
-        >>> from keras_attn.masking import as_dtype
+        >>> from keras_attn.layers.masking import as_dtype
         >>> x = ops.ones((2,), "float32")
         >>> as_dtype(x, "float32") is x
         True

@@ -1,7 +1,7 @@
 """`AttentionRNN`: an attention cell run over a sequence, in functional models.
 
 The cells themselves (`AttentionCellWrapper` and its per-style classes) are in
-`keras_attn.cell_wrapper` (the base class) and `keras_attn.attention_cells`
+`keras_attn.recurrent.wrapper` (the base class) and `keras_attn.recurrent.cells`
 (one class per style); they are imported here too.
 
 `AttentionRNN` takes `[sequences, memory]`, builds the cell's initial state
@@ -12,17 +12,16 @@ graph and serializes) and can return the alignment history separately.
 import keras
 from keras import ops
 
-from keras_attn.arguments import CheckedConstructor
-from keras_attn.attention_cells import (
+from keras_attn.arguments import CheckedConstructor, deserialize_layer
+from keras_attn.layers.masking import keras_mask
+from keras_attn.recurrent.cells import (
     BahdanauAttentionCell,
     LuongAttentionCell,
     SelfAttentionCell,
 )
-from keras_attn.cell_wrapper import STYLES, AttentionCellWrapper
-from keras_attn.dropout_masks import reset_dropout_masks
-from keras_attn.masking import keras_mask
-from keras_attn.serialization import deserialize_layer
-from keras_attn.time_loop import attention_loop, loop_calls_cell_directly
+from keras_attn.recurrent.dropout_masks import reset_dropout_masks
+from keras_attn.recurrent.time_loop import attention_loop, loop_calls_cell_directly
+from keras_attn.recurrent.wrapper import STYLES, AttentionCellWrapper
 
 
 def _is_shape(x):
@@ -36,7 +35,7 @@ class AttentionRNN(CheckedConstructor, keras.layers.Layer):
     The functional-model way to use the cell: the memory is projected once,
     inside this layer's `call`, and the alignment history comes back as its
     own output when the cell has `return_alignments=True`. On torch the
-    layer runs the time loop itself (`keras_attn.time_loop`), with the
+    layer runs the time loop itself (`keras_attn.recurrent.time_loop`), with the
     outputs and gradients of `keras.layers.RNN`'s; elsewhere, or under
     mixed precision, it runs `keras.layers.RNN`.
 

@@ -29,11 +29,10 @@ import inspect
 import keras
 from keras import ops, tree
 
-from keras_attn.arguments import check_constructor, describe
-from keras_attn.base import AttentionMemory, BaseAttention
-from keras_attn.dropout_masks import draw_dropout_masks
-from keras_attn.masking import as_dtype, check_mask, keras_mask
-from keras_attn.serialization import deserialize_layer
+from keras_attn.arguments import check_constructor, describe, deserialize_layer
+from keras_attn.layers.base import AttentionMemory, BaseAttention
+from keras_attn.layers.masking import as_dtype, check_mask, keras_mask
+from keras_attn.recurrent.dropout_masks import draw_dropout_masks
 
 STYLES = ("bahdanau", "luong", "self")
 # style -> class, filled by the classes that define a `style`.
@@ -346,7 +345,7 @@ class AttentionCellWrapper(keras.layers.Layer):
 
         Called with the initial states of a training pass, from which every
         loop starts, so the masks are drawn before it
-        (`keras_attn.dropout_masks`), at the width of the cell's input:
+        (`keras_attn.recurrent.dropout_masks`), at the width of the cell's input:
         inside JAX's `scan` a mask the cell drew itself would be a tracer of
         the loop kept on the layer. Inference draws none: a step-by-step
         decoder under `jax.jit` would otherwise advance the seed's state

@@ -26,12 +26,12 @@ processor states what it does once, by the base class it extends:
 
 `LogitsProcessor` and the processors the strategies use are in
 `keras_attn`'s namespace; the bases `TokenBan`, `IdBan` and `IdShift`, for
-writing a processor of one's own, are imported from `keras_attn.processors`.
+writing a processor of one's own, are imported from `keras_attn.search.processors`.
 
 The warpers that shape sampling (temperature, top-k, top-p) are processors
-too (`keras_attn.warpers`). `keras_attn.search`'s strategies apply their list
-in order at every step, under `jit` too, so a processor must be built from
-`keras.ops` with no Python-side data-dependent control flow. The design is
+too (`keras_attn.search.warpers`). The strategies apply their list in order
+at every step, under `jit` too, so a processor must be built from `keras.ops`
+with no Python-side data-dependent control flow. The design is
 that of Hugging Face's `LogitsProcessor`s, minus the renormalisation.
 """
 
@@ -104,7 +104,7 @@ class TokenBan(LogitsProcessor):
     Examples:
         >>> import numpy as np
         >>> from keras import ops
-        >>> from keras_attn.processors import TokenBan
+        >>> from keras_attn.search import TokenBan
         >>> class BanOdd(TokenBan):
         ...     # Bans the odd ids.
         ...     def banned(self, ids, history, step):
@@ -142,7 +142,7 @@ class IdBan(TokenBan):
     Examples:
         >>> import numpy as np
         >>> from keras import ops
-        >>> from keras_attn.processors import IdBan
+        >>> from keras_attn.search.processors import IdBan
         >>> class NoImmediateRepeat(IdBan):
         ...     # Bans the token generated at the previous step.
         ...     def banned_ids(self, history, step, rows):
@@ -303,7 +303,7 @@ class IdShift(LogitsProcessor):
     Examples:
         >>> import numpy as np
         >>> from keras import ops
-        >>> from keras_attn.processors import IdShift
+        >>> from keras_attn.search.processors import IdShift
         >>> class Discourage(IdShift):
         ...     # Lowers the score of `token` by `amount` at every step.
         ...     def __init__(self, token, amount):

@@ -25,7 +25,7 @@ id are both 0.
 * `pointer_network_log_probs`: the output of one score layer over a prepared
   memory, a masked log-softmax.
 * `pointer_network_nll`: the training loss over padded target sequences.
-* `PointerNetwork.decode`: greedy or beam search through `keras_attn.search`;
+* `PointerNetwork.decode`: greedy or beam search through `keras_attn.search.strategies`;
   with `permutation=True` only permutations of the input are searched
   (`NoRepeatNgram(1)` and `EndAfterAll`).
 """
@@ -33,13 +33,13 @@ id are both 0.
 import keras
 from keras import ops
 
-from keras_attn.additive import BahdanauAttention
-from keras_attn.base import AttentionMemory, BaseAttention
-from keras_attn.loss_reduction import check_reduction, reduce_masked
-from keras_attn.masking import check_mask, keras_mask, softmax_dtype
-from keras_attn.processors import LogitsProcessor, NoRepeatNgram
-from keras_attn.search import beam_search, greedy_search, tile_batch
-from keras_attn.serialization import deserialize_layer
+from keras_attn.arguments import deserialize_layer
+from keras_attn.layers.additive import BahdanauAttention
+from keras_attn.layers.base import AttentionMemory, BaseAttention
+from keras_attn.layers.masking import check_mask, keras_mask, softmax_dtype
+from keras_attn.search.processors import LogitsProcessor, NoRepeatNgram
+from keras_attn.search.strategies import beam_search, greedy_search, tile_batch
+from keras_attn.training.loss_reduction import check_reduction, reduce_masked
 
 END = 0
 _NEG_INF = float("-inf")
@@ -151,7 +151,7 @@ class PointerNetwork(keras.layers.Layer):
 
     Position 0 of the output is END (a learned vector prepended to the
     encoder outputs); position `j >= 1` is input element `j` (the
-    `keras_attn.pointer_network` module docstring). The decoder starts from
+    `keras_attn.networks.pointer_network` module docstring). The decoder starts from
     the encoder's final `[h, c]`; its input is the element chosen at the
     previous step (a learned start vector at step 0).
 
@@ -432,7 +432,7 @@ class PointerNetwork(keras.layers.Layer):
             length_penalty: GNMT's alpha for the beam (0: raw sum).
             max_length: Python int, the most steps (END included). Defaults
                 to `n + 1`, enough for any sequence without repeats.
-            processors: More processors (`keras_attn.processors`), applied
+            processors: More processors (`keras_attn.search.processors`), applied
                 after the permutation constraint.
 
         Returns:

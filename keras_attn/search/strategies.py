@@ -17,9 +17,9 @@ The search knows nothing of the model (the design of OpenNMT-tf's
 * `extras`: optional tensor `(N, ...)`, recorded at every step for the chosen
   hypothesis (the step's attention, for heatmaps).
 
-Constraints are processors (`keras_attn.processors`), composed in a list;
+Constraints are processors (`keras_attn.search.processors`), composed in a list;
 sampling's temperature, top-k and top-p are processors too, warpers
-(`keras_attn.warpers`).
+(`keras_attn.search.warpers`).
 
 The loops are `keras.ops.while_loop`s over buffers of `max_length` steps, so
 the same call runs eagerly, under `jax.jit`, inside a `tf.function` with a
@@ -51,7 +51,7 @@ logits: the first step's are checked, eagerly (`check_log_probs`).
 On torch a search records no gradients (it runs under `torch.no_grad()`):
 its results carry none, and autograd keeps no graph of the loop. A
 gradient through a decoded hypothesis comes from scoring its ids again,
-as minimum-risk training does (`keras_attn.minimum_risk`).
+as minimum-risk training does (`keras_attn.training.minimum_risk`).
 
 An ended hypothesis only continues with `end_id` at zero cost. If a row has
 every token banned, the search still picks one (at `-inf`): keep constraints
@@ -64,9 +64,8 @@ import keras
 from keras import ops
 
 from keras_attn.arguments import refuses_tfa_names
-from keras_attn.processors import constraints
-from keras_attn.search_checks import check_beam_sizes, check_start_ids
-from keras_attn.search_loop import (
+from keras_attn.search.checks import check_beam_sizes, check_start_ids
+from keras_attn.search.loop import (
     BeamHistory,
     DecodingResult,
     SearchLoop,
@@ -74,7 +73,8 @@ from keras_attn.search_loop import (
     tile_batch,
     top_k_chooser,
 )
-from keras_attn.warpers import sampling_warpers, split_warpers
+from keras_attn.search.processors import constraints
+from keras_attn.search.warpers import sampling_warpers, split_warpers
 
 __all__ = [
     "BeamHistory",
@@ -125,7 +125,7 @@ def greedy_search(
 
     Args:
         step: `step(ids, state) -> (log_probs, state[, extras])`, as the
-            `keras_attn.search` module docstring states it.
+            `keras_attn.search.strategies` module docstring states it.
         initial_state: Nested tensors with the batch first `(B, ...)`, or None.
         start_ids: int32 `(B,)`, the first input token of each example.
         end_id: int scalar, the end token.
@@ -136,7 +136,7 @@ def greedy_search(
         no_repeat_ngram_size: Python int; if > 0, no n-gram of this size
             appears twice in a hypothesis (`processors.NoRepeatNgram`).
         processors: More processors, applied after those above; no warpers
-            (`keras_attn.warpers`), which only shape sampling.
+            (`keras_attn.search.warpers`), which only shape sampling.
         drop_finished: take ended rows out of the batch, so that later
             steps compute fewer rows: the same results, faster when the
             lengths vary. `True`: every step computes only the open rows;
@@ -333,7 +333,7 @@ def sampling_search(
 
     The constraints (every processor but the warpers) give the scored
     log-probabilities; the warpers then shape what is drawn from: the
-    keywords' `Temperature`, `TopK` and `TopP` (`keras_attn.warpers`) in that
+    keywords' `Temperature`, `TopK` and `TopP` (`keras_attn.search.warpers`) in that
     order, then the warpers in `processors`, in theirs. The default is
     `softmax(log_probs / temperature)`, cut to the `top_k` most probable
     tokens, then to the smallest set whose probability reaches `top_p`

@@ -15,12 +15,12 @@ which curbs the repetition of sequence-to-sequence summarizers.
 import keras
 from keras import ops
 
-from keras_attn.additive import BahdanauAttention, additive_scores
-from keras_attn.loss_reduction import check_reduction, reduce_masked
-from keras_attn.masking import (
+from keras_attn.layers.additive import BahdanauAttention, additive_scores
+from keras_attn.layers.masking import (
     masked_softmax,
     softmax_dtype,
 )
+from keras_attn.training.loss_reduction import check_reduction, reduce_masked
 
 
 @keras.saving.register_keras_serializable(package="keras_attn")

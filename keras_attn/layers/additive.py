@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
-from keras_attn.base import BaseAttention
-from keras_attn.masking import as_dtype
+from keras_attn.layers.base import BaseAttention
+from keras_attn.layers.masking import as_dtype
 
 
 def additive_scores(query, keys, v, bias=None, extra=None):

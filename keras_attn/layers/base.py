@@ -17,7 +17,7 @@ import keras
 from keras import ops
 
 from keras_attn.arguments import CheckedConstructor
-from keras_attn.masking import (
+from keras_attn.layers.masking import (
     as_dtype,
     causal_mask,
     check_mask,

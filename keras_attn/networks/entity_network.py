@@ -24,7 +24,7 @@ the final memory `(batch, N * d)`, where a masked sentence leaves the memory
 unchanged -> `EntityOutput([query_encoding, memory])`.
 
 The memory state is flat, `(batch, N * d)`, like the states of
-`keras_attn.recurrent`: the JAX and PyTorch RNN loops broadcast the step mask
+`keras_attn.recurrent.rnn`: the JAX and PyTorch RNN loops broadcast the step mask
 `(batch, 1)` against every state. `AttentionRNN` does not apply: it runs an
 `AttentionCellWrapper` over a separate memory, where this cell's attention is
 over its own state.

@@ -11,9 +11,9 @@ from typing import Any, NamedTuple
 
 from keras import ops
 
-from keras_attn.rouge import sequence_lengths
-from keras_attn.search import beam_search, sampling_search
-from keras_attn.search_loop import tile_batch
+from keras_attn.search.loop import tile_batch
+from keras_attn.search.strategies import beam_search, sampling_search
+from keras_attn.training.rouge import sequence_lengths
 
 METHODS = ("sample", "beam")
 

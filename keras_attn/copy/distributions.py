@@ -12,7 +12,7 @@ slot per out-of-vocabulary (OOV) source word. The `k`-th distinct OOV word
 of a source sequence gets the id `vocab_size + k` in `source_ids` (and in the
 targets), so the model can copy words it cannot generate.
 
-* `PointerGenerator` (`keras_attn.pointer_generator`): the layer that
+* `PointerGenerator` (`keras_attn.copy.pointer_generator`): the layer that
   computes `p_gen`.
 * `pointer_generator_distribution`: the full extended distribution, for
   decoding (`pointer_generator_log_distribution`: its log, from logits). The
@@ -28,9 +28,9 @@ All probabilities are float32, whatever the layers' dtype policy.
 
 from keras import ops
 
-from keras_attn.loss_reduction import check_reduction, reduce_masked
-from keras_attn.pointer_generator import PointerGenerator
-from keras_attn.pointer_parts import source_word_scores, write_rows
+from keras_attn.copy.pointer_generator import PointerGenerator
+from keras_attn.copy.source_words import source_word_scores, write_rows
+from keras_attn.training.loss_reduction import check_reduction, reduce_masked
 
 _NEG_INF = float("-inf")
 

@@ -13,9 +13,9 @@ import contextlib
 import keras
 from keras import ops
 
-from keras_attn.base import AttentionMemory
-from keras_attn.cell_wrapper import AttentionCellWrapper
-from keras_attn.masking import as_dtype
+from keras_attn.layers.base import AttentionMemory
+from keras_attn.layers.masking import as_dtype
+from keras_attn.recurrent.wrapper import AttentionCellWrapper
 
 
 def _concat(inputs, extra):

@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
-from keras_attn.base import BaseAttention
-from keras_attn.serialization import deserialize_layer
+from keras_attn.arguments import deserialize_layer
+from keras_attn.layers.base import BaseAttention
 
 
 @keras.saving.register_keras_serializable(package="keras_attn")

@@ -2,7 +2,7 @@
 
 `p_gen = sigmoid(w_c . c_t + w_s . s_t + w_x . x_t + b)` is the soft switch
 between generating from the vocabulary and copying from the source; the
-distributions that mix the two are in `keras_attn.pointer`.
+distributions that mix the two are in `keras_attn.copy.distributions`.
 """
 
 import keras

@@ -28,9 +28,9 @@ cost on the metric's 0-100 scale (`100 - BLEU` there; `cost_scale=100` with
 
 from keras import ops
 
-from keras_attn.loss_reduction import check_reduction, reduce_masked
-from keras_attn.masking import masked_softmax, softmax_dtype
-from keras_attn.rouge import rouge_cost, scored_tokens
+from keras_attn.layers.masking import masked_softmax, softmax_dtype
+from keras_attn.training.loss_reduction import check_reduction, reduce_masked
+from keras_attn.training.rouge import rouge_cost, scored_tokens
 
 
 def minimum_risk_loss(
