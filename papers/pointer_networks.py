@@ -123,7 +123,7 @@ def _pad_batch(points, targets, width):
         padded[b, : len(p)] = p
         mask[b, : len(p)] = True
         out[b, : len(t)] = np.asarray(t) + 1
-        out[b, len(t)] = ka.pointer_network.END
+        out[b, len(t)] = ka.networks.pointer_network.END
     return padded, mask, out
 
 

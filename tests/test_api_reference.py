@@ -29,11 +29,11 @@ ROOT = Path(__file__).resolve().parents[1]
 # The types `keras_attn`'s module docstring names, documented at their
 # modules' paths.
 MORE_NAMES = (
-    "base.AttentionMemory",
+    "layers.AttentionMemory",
     "search.DecodingResult",
-    "processors.TokenBan",
-    "processors.IdBan",
-    "processors.IdShift",
+    "search.TokenBan",
+    "search.IdBan",
+    "search.IdShift",
 )
 PUBLIC = [*keras_attn.__all__, *MORE_NAMES]
 

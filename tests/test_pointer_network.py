@@ -153,7 +153,7 @@ def random_problem(rng, batch=3, n=5, input_dim=2):
     targets = np.full((batch, n + 1), -1, "int32")
     for b, length in enumerate(lengths):
         targets[b, :length] = rng.permutation(length) + 1
-        targets[b, length] = ka.pointer_network.END
+        targets[b, length] = ka.networks.pointer_network.END
     return points, mask, targets
 
 
@@ -245,7 +245,7 @@ def test_greedy_decoding_by_hand():
 
 
 def test_end_after_all_bans_end_until_every_point_is_chosen():
-    processor = ka.pointer_network.EndAfterAll(np.array([1, 2], "int32"))
+    processor = ka.networks.pointer_network.EndAfterAll(np.array([1, 2], "int32"))
     log_probs = np.full((2, 3), -1.0, "float32")
     history = np.array([[2, -1, -1], [1, -1, -1]], "int32")
     # Step 1: row 0 (one point) chose it and may end; row 1 (two) may not.
