@@ -11,7 +11,8 @@ from pathlib import Path
 import keras_attn
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = sorted(Path(keras_attn.__file__).parent.glob("*.py"))
+# The package and its API groups' subpackages (`keras_attn/networks/`, ...).
+SOURCES = sorted(Path(keras_attn.__file__).parent.rglob("*.py"))
 _POINTER = re.compile(
     r"(README(?:\.md)?|[\w/.-]+\.md)(?:'s|,)\s+\"([^\"]+)\"", re.IGNORECASE
 )

@@ -214,3 +214,13 @@ def test_the_layout_table_matches_the_tree():
         if path.as_posix() not in named and not folders & named:
             unnamed.append(path.as_posix())
     assert not unnamed, f"docs/development.md's layout does not name {unnamed}"
+
+
+@pytest.mark.parametrize(
+    "page, limit", [("BENCHMARKS.md", 350), ("docs/history.md", 150)]
+)
+def test_the_figures_and_the_history_stay_short(page, limit):
+    # Today's figures and the conclusions, not every run and its story: a page
+    # past its limit has kept something that belongs in neither.
+    lines = (ROOT / page).read_text(encoding="utf-8").count("\n")
+    assert lines < limit, f"{page} has {lines} lines; keep it under {limit}"
