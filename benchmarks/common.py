@@ -33,6 +33,7 @@ def interleaved(
     repeats: int = 7,
     number: int = 10,
     warmup: int = 2,
+    timer: Callable[[Callable[[], object], int], float] = timeit,
 ) -> dict[str, list[float]]:
     """Times each program `repeats` times, in rounds A, B, A, B, ...
 
@@ -42,6 +43,9 @@ def interleaved(
         repeats: rounds.
         number: calls per timing (the timing is their mean).
         warmup: untimed calls of each program first (tracing, compiling).
+        timer: `timer(fn, number) -> seconds per call`; `timeit` by default.
+            A program that runs in another process times itself there, so
+            that the pipe's round trip is not counted.
 
     Returns:
         name to the list of `repeats` per-call times, in seconds.
@@ -61,7 +65,7 @@ def interleaved(
         order = names[shift:] + names[:shift]
         order = order if r % 2 == 0 else order[::-1]
         for name in order:
-            times[name].append(timeit(programs[name], number))
+            times[name].append(timer(programs[name], number))
     return times
 
 

@@ -11,6 +11,16 @@ best checkpoint with the page's decoding and the export's: `--decodings`),
 `score` (ROUGE as keras-attn's exports are scored) and `timing`
 (headlines/s at batch 64, latency at batch 1). Results go to `--output`
 (JSON); the commands are in BENCHMARKS.md.
+
+The `venv` stage patches OpenNMT-py's copy attention (`COPY_PATCH`, issue
+76): training weighted each copy distribution by another position's gate,
+the beam collapsed a sentence's copies with another sentence's source
+vocabulary once one had ended, and `-replace_unk` crashed on RNN models.
+`opennmt_copy_checks` runs before and after the patch; both results go to
+`--output`. Not 2.3.0, the last release before the batch-first rewrite:
+it installs beside torch 2.13 (torchtext 0.5.0), trains and translates, but
+its trainer validates only on a GPU (`trainer.py`: `self.n_gpu > 0`), so
+on a CPU it neither reports a validation perplexity nor stops early.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks import unified_diff
 from benchmarks.opennmt_training_log import parse_training_log, training_finished
 from models.settings.json_files import read_json, write_json
 
@@ -41,6 +52,12 @@ DEFAULT_VENV = Path("~/.cache/keras-attn-peers/opennmt-venv").expanduser()
 DEFAULT_WORK_DIR = Path("~/.cache/keras-attn-peers/opennmt-runs").expanduser()
 DEFAULT_OUTPUT = Path("benchmarks/results/peer_opennmt.json")
 STAGES = ("venv", "config", "train", "translate", "score", "timing")
+# Ours: OpenNMT-py 3.5.1's copy attention fixed (issue 76), applied at
+# install; `opennmt_copy_checks` shows each bug before and its fix after.
+COPY_PATCH = (
+    Path(__file__).parent / "peer_patches" / "opennmt_3.5.1_copy_attention.diff"
+)
+COPY_CHECKS = "copy_attention_checks.json"  # in the venv: the checks' results
 
 # config-rnn-summarization.yml and Summarization.md's training options; its
 # Gigaword vocabulary: shared, 50,000 words, no length filter.
@@ -270,6 +287,39 @@ def make_venv(venv):
     subprocess.run([*pip, f"torch=={TORCH_VERSION}", "numpy"], check=True)
     subprocess.run([*pip, "--no-deps", f"OpenNMT-py=={OPENNMT_VERSION}"], check=True)
     subprocess.run([*pip, *PEER_PACKAGES], check=True)
+
+
+def copy_checks(venv):
+    """`opennmt_copy_checks`' results on `venv`'s OpenNMT-py, `{check: {...}}`."""
+    code = "from benchmarks.opennmt_copy_checks import main; main()"
+    done = subprocess.run(
+        [str(Path(venv) / "bin" / "python"), "-W", "ignore", "-c", code],
+        **{"check": True, "capture_output": True, "text": True},
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def patch_peer(venv, checks=copy_checks):
+    """Applies `COPY_PATCH` to `venv`'s OpenNMT-py once, the checks run
+    before and after it; returns `{"patch", "unpatched", "patched"}`, kept
+    in the venv (`COPY_CHECKS`)."""
+    record = Path(venv) / COPY_CHECKS
+    if record.exists():
+        return read_json(record)
+    site = next(Path(venv).glob("lib/python*/site-packages"))
+    diff = COPY_PATCH.read_text()
+    if unified_diff.is_applied(site, diff):
+        raise RuntimeError(f"{site} is patched but has no {COPY_CHECKS}: reinstall.")
+    result = {"patch": COPY_PATCH.name, "unpatched": checks(venv)}
+    unified_diff.apply(site, diff)
+    result["patched"] = checks(venv)
+    failed = [name for name, check in result["patched"].items() if not check["passed"]]
+    if failed:
+        raise RuntimeError(f"The patched OpenNMT-py fails {failed}: {result}")
+    write_json(record, result)
+    return result
 
 
 def record_peak(run_dir, mib=0.0):
@@ -518,11 +568,14 @@ def main(argv=None):
     from benchmarks.common import machine_info
 
     args, stages = parse_args(argv)
+    key = {("timing",): "machine_timing", ("venv",): "machine_checks"}.get(
+        stages, "machine"
+    )
+    result = {"opennmt_py": OPENNMT_VERSION, key: machine_info(), "opennmt": {}}
     if "venv" in stages:
         make_venv(args.venv)
+        result["copy_attention_checks"] = patch_peer(args.venv)
     sizes = SIZES if args.size == "both" else (args.size,)
-    key = "machine_timing" if stages == ("timing",) else "machine"
-    result = {"opennmt_py": OPENNMT_VERSION, key: machine_info(), "opennmt": {}}
     for size in sizes:
         result["opennmt"][size] = run_size(size, args, stages)
     path = Path(args.output)

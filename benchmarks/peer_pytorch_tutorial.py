@@ -41,19 +41,22 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
 
-import keras_attn as ka  # noqa: E402
 from benchmarks.common import (  # noqa: E402
     interleaved,
     median,
     median_ratio,
     print_machine_info,
 )
-
-SOS, EOS = 0, 1
-MAX_LENGTH = 10
-HIDDEN = 128
-BATCH = 32
-
+from benchmarks.tutorial_task import (  # noqa: E402, F401 (the tests' names)
+    BATCH,
+    EOS,
+    HIDDEN,
+    MAX_LENGTH,
+    SOS,
+    decoder_inputs,
+    keras_attn_model,
+    reversal_pairs,
+)
 
 # ------------------------------------------------------- the tutorial's model
 
@@ -147,30 +150,6 @@ def tutorial_forward(encoder, decoder, source, target):
 # ------------------------------------------------------- keras-attn's model
 
 
-def keras_attn_model(vocab, hidden=HIDDEN, dropout=0.1):
-    """`[source, decoder_inputs] -> logits`, the tutorial's model (whose
-    log-softmax the loss takes, `from_logits=True`)."""
-    source = keras.Input((MAX_LENGTH,), dtype="int32", name="source")
-    decoder_inputs = keras.Input((MAX_LENGTH,), dtype="int32", name="decoder_inputs")
-    embedded = keras.layers.Embedding(vocab, hidden, name="source_embedding")(source)
-    embedded = keras.layers.Dropout(dropout)(embedded)
-    memory, state = keras.layers.GRU(
-        hidden, return_sequences=True, return_state=True, name="encoder"
-    )(embedded)
-    target = keras.layers.Embedding(vocab, hidden, name="target_embedding")(
-        decoder_inputs
-    )
-    target = keras.layers.Dropout(dropout)(target)
-    cell = ka.AttentionCellWrapper(
-        keras.layers.GRUCell(hidden), ka.BahdanauAttention(hidden), style="bahdanau"
-    )
-    outputs = ka.AttentionRNN(cell, name="decoder")(
-        [target, memory], initial_state=[state]
-    )
-    logits = keras.layers.Dense(vocab, name="output")(outputs)
-    return keras.Model([source, decoder_inputs], logits)
-
-
 def _torch_gates_to_keras(weight):
     """torch's stacked (r, z, n) rows -> Keras' (z, r, h) columns."""
     r, z, n = np.split(weight, 3, axis=0)
@@ -215,25 +194,6 @@ def port_tutorial_weights(encoder, decoder, model):
     model.get_layer("output").set_weights(
         [numpy(decoder.out.weight).T, numpy(decoder.out.bias)]
     )
-
-
-# ------------------------------------------------------------------- data
-
-
-def reversal_pairs(count, vocab, seed=0):
-    """`(source, target)` int arrays `(count, MAX_LENGTH)`: tokens and EOS,
-    and the tokens reversed and EOS."""
-    rng = np.random.default_rng(seed)
-    tokens = rng.integers(2, vocab, size=(count, MAX_LENGTH - 1))
-    eos = np.full((count, 1), EOS)
-    source = np.concatenate([tokens, eos], 1).astype("int64")
-    target = np.concatenate([tokens[:, ::-1], eos], 1).astype("int64")
-    return source, target
-
-
-def decoder_inputs(target):
-    """Teacher forcing: SOS, then the target but its last token."""
-    return np.concatenate([np.full((len(target), 1), SOS), target[:, :-1]], 1)
 
 
 # ------------------------------------------------------------------- main

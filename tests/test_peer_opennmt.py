@@ -168,3 +168,51 @@ def test_decodings_must_be_known(capsys):
         peer_opennmt.parse_args(["--decodings", "recipe,greedy"])
     assert error.value.code == 2
     assert "Received: greedy" in capsys.readouterr().err
+
+
+def _site_packages(venv):
+    site = venv / "lib" / "python3.11" / "site-packages"
+    for path, hunks in peer_opennmt.unified_diff.parse(
+        peer_opennmt.COPY_PATCH.read_text()
+    ):
+        # A file that holds each hunk's old lines where the hunk says.
+        lines = []
+        for start, old, _ in hunks:
+            lines += ["# filler"] * (start - 1 - len(lines)) + old
+        (site / path).parent.mkdir(parents=True, exist_ok=True)
+        (site / path).write_text("\n".join(lines) + "\n")
+    return site
+
+
+def test_patch_peer_checks_before_and_after_and_patches_once(tmp_path):
+    venv = tmp_path / "venv"
+    site = _site_packages(venv)
+    diff = peer_opennmt.COPY_PATCH.read_text()
+    calls = []
+
+    def checks(venv_path):
+        calls.append(peer_opennmt.unified_diff.is_applied(site, diff))
+        return {"copy_distributions": {"passed": calls[-1]}}
+
+    result = peer_opennmt.patch_peer(venv, checks=checks)
+    assert calls == [False, True]
+    assert result == {
+        "patch": peer_opennmt.COPY_PATCH.name,
+        "unpatched": {"copy_distributions": {"passed": False}},
+        "patched": {"copy_distributions": {"passed": True}},
+    }
+    # Installed and checked: the record is read back, nothing runs again.
+    assert peer_opennmt.patch_peer(venv, checks=checks) == result
+    assert calls == [False, True]
+
+
+def test_patch_peer_refuses_a_patch_whose_checks_fail(tmp_path):
+    venv = tmp_path / "venv"
+    _site_packages(venv)
+
+    def checks(venv_path):
+        return {"own_source_vocabulary": {"passed": False}}
+
+    with pytest.raises(RuntimeError, match="fails \\['own_source_vocabulary'\\]"):
+        peer_opennmt.patch_peer(venv, checks=checks)
+    assert not (venv / peer_opennmt.COPY_CHECKS).exists()
