@@ -1,7 +1,7 @@
 """Checks of OpenNMT-py 3.5.1's copy attention, run in the peer's venv.
 
 Each check builds OpenNMT-py's own modules at a toy size (random weights)
-and runs the code path of one bug of issue 76, so that it fails on
+and runs the code path of one of its copy-attention bugs, so that it fails on
 OpenNMT-py 3.5.1 as released and passes once `peer_patches/` is applied:
 
 * `copy_distributions`: the training loss's distributions

@@ -52,7 +52,7 @@ DEFAULT_VENV = Path("~/.cache/keras-attn-peers/opennmt-venv").expanduser()
 DEFAULT_WORK_DIR = Path("~/.cache/keras-attn-peers/opennmt-runs").expanduser()
 DEFAULT_OUTPUT = Path("benchmarks/results/peer_opennmt.json")
 STAGES = ("venv", "config", "train", "translate", "score", "timing")
-# Ours: OpenNMT-py 3.5.1's copy attention fixed (issue 76), applied at
+# Ours: OpenNMT-py 3.5.1's copy attention fixed, applied at
 # install; `opennmt_copy_checks` shows each bug before and its fix after.
 COPY_PATCH = (
     Path(__file__).parent / "peer_patches" / "opennmt_3.5.1_copy_attention.diff"
