@@ -190,9 +190,9 @@ def _logits_step(ids, state):
 
 LOGITS_MESSAGE = re.escape(
     "`step` must return log-probabilities, each row's logsumexp 0 "
-    "(`keras.ops.log_softmax(logits)`; pass `check_log_probs=False` for scores "
-    "that are not). Received: log_probs whose rows' logsumexp is off by up to "
-    "2.546 at the first step"
+    "(`keras.ops.log_softmax(logits)`; pass `from_logits=True` for logits, "
+    "`check_log_probs=False` for scores that are not). Received: log_probs "
+    "whose rows' logsumexp is off by up to 2.546 at the first step"
 )
 
 
