@@ -1,8 +1,8 @@
 """`benchmarks/` holds the scripts behind BENCHMARKS.md's figures, and only those.
 
 A script is a module of `benchmarks/` with a `__main__` block; the others
-(`common`, `flops`, `opennmt_training_log`) are helpers the scripts import. Every
-script is cited in BENCHMARKS.md with its command, `python -m
+(`common`, `flops`, `opennmt_training_log`, `toy_reverse`) are helpers the
+scripts import. Every script is cited in BENCHMARKS.md with its command, `python -m
 benchmarks.<script>`, and indexed
 in benchmarks/README.md; every script the pages cite exists; every
 `python -m` command of the docs names a module of the checkout. The tests
@@ -49,7 +49,7 @@ def test_the_rule_finds_the_scripts_and_the_helpers():
     scripts = _scripts()
     assert {"bench_layers", "load_test", "digits_dataset"} <= set(scripts)
     helpers = {p.stem for p in _modules()} - set(scripts)
-    assert helpers == {"common", "flops", "opennmt_training_log"}
+    assert helpers == {"common", "flops", "opennmt_training_log", "toy_reverse"}
     # A helper is there because a script imports it.
     sources = "\n".join((BENCHMARKS / f"{s}.py").read_text() for s in scripts)
     for helper in helpers:
