@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from backend_transforms import compile_function
 from keras import ops
+from one_line_errors import one_line
 
 import keras_attn as ka
 
@@ -25,15 +26,6 @@ LENGTHS_MESSAGE = re.escape(
     "not a vector of lengths; make one with `keras.ops.arange(Tv)[None] < "
     "lengths[:, None]`. Received: "
 )
-
-
-def one_line(excinfo):
-    """The error's own message, checked to be one line from the argument's
-    name to what was received (Keras adds the call's arguments on lines of
-    their own to an error raised in a layer's `call`)."""
-    lines = [line for line in str(excinfo.value).splitlines() if "Received: " in line]
-    assert len(lines) == 1 and lines[0].lstrip("\x1b[1m").startswith("`")
-    return lines[0]
 
 
 def _built():

@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import pytest
 from keras import ops
-from test_argument_errors import one_line
+from one_line_errors import one_line
 
 import keras_attn as ka
 from benchmarks import toy_reverse as toy

@@ -4,7 +4,7 @@ end and stop ids, on a bigram table whose results are worked out by hand."""
 import numpy as np
 import pytest
 from keras import ops
-from test_argument_errors import one_line
+from one_line_errors import one_line
 
 import keras_attn as ka
 
