@@ -2,7 +2,8 @@
 
 The top-level names are what a model is written with. The package's folders
 follow its API groups: `keras_attn.layers` (the score functions),
-`keras_attn.recurrent` (attention cells and RNNs), `keras_attn.copy`
+`keras_attn.recurrent` (attention cells and RNNs), `keras_attn.decoding`
+(a decoder composed once, and `generate`), `keras_attn.copy`
 (coverage and copy), `keras_attn.search` (the searches and their
 processors), `keras_attn.training` (sequence-level objectives),
 `keras_attn.networks` (Pointer and Entity Networks). The types the layers
@@ -24,6 +25,7 @@ from keras_attn.copy import (
     shortlist_log_distribution,
     target_probabilities,
 )
+from keras_attn.decoding import AttentionDecoder, Seq2SeqModel
 from keras_attn.layers import (
     BahdanauAttention,
     BaseAttention,
@@ -80,6 +82,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AttentionCellWrapper",
+    "AttentionDecoder",
     "AttentionRNN",
     "BahdanauAttention",
     "BahdanauAttentionCell",
@@ -105,6 +108,7 @@ __all__ = [
     "PositionEncoder",
     "ScaledDotAttention",
     "SelfAttentionCell",
+    "Seq2SeqModel",
     "Temperature",
     "TopK",
     "TopP",

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from backend_transforms import compile_function
 from keras import ops
+from one_line_errors import one_line
 
 import keras_attn as ka
 
@@ -25,15 +26,6 @@ LENGTHS_MESSAGE = re.escape(
     "not a vector of lengths; make one with `keras.ops.arange(Tv)[None] < "
     "lengths[:, None]`. Received: "
 )
-
-
-def one_line(excinfo):
-    """The error's own message, checked to be one line from the argument's
-    name to what was received (Keras adds the call's arguments on lines of
-    their own to an error raised in a layer's `call`)."""
-    lines = [line for line in str(excinfo.value).splitlines() if "Received: " in line]
-    assert len(lines) == 1 and lines[0].lstrip("\x1b[1m").startswith("`")
-    return lines[0]
 
 
 def _built():
@@ -190,9 +182,9 @@ def _logits_step(ids, state):
 
 LOGITS_MESSAGE = re.escape(
     "`step` must return log-probabilities, each row's logsumexp 0 "
-    "(`keras.ops.log_softmax(logits)`; pass `check_log_probs=False` for scores "
-    "that are not). Received: log_probs whose rows' logsumexp is off by up to "
-    "2.546 at the first step"
+    "(`keras.ops.log_softmax(logits)`; pass `from_logits=True` for logits, "
+    "`check_log_probs=False` for scores that are not). Received: log_probs "
+    "whose rows' logsumexp is off by up to 2.546 at the first step"
 )
 
 

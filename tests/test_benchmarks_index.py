@@ -51,7 +51,7 @@ def test_the_rule_finds_the_scripts_and_the_helpers():
     helpers = {p.stem for p in _modules()} - set(scripts)
     assert helpers == {
         *("common", "flops", "opennmt_training_log", "opennmt_copy_checks"),
-        *("pytorch_fast", "tutorial_task", "unified_diff"),
+        *("pytorch_fast", "tutorial_task", "unified_diff", "toy_reverse"),
     }
     # A helper is there because a script imports it.
     sources = "\n".join((BENCHMARKS / f"{s}.py").read_text() for s in scripts)

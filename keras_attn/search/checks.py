@@ -139,7 +139,55 @@ def check_normalized(log_probs, dtype):
     if worst is not None and not float(worst) <= tolerance:
         raise ValueError(
             "`step` must return log-probabilities, each row's logsumexp 0 "
-            "(`keras.ops.log_softmax(logits)`; pass `check_log_probs=False` "
-            "for scores that are not). Received: log_probs whose rows' "
+            "(`keras.ops.log_softmax(logits)`; pass `from_logits=True` for "
+            "logits, `check_log_probs=False` for scores that are not). "
+            "Received: log_probs whose rows' "
             f"logsumexp is off by up to {float(worst):.4g} at the first step"
         )
+
+
+def check_stop_ids(stop_ids):
+    """`stop_ids` as a tuple of Python ints >= 0, or a ValueError.
+
+    Args:
+        stop_ids: An int, or a list or tuple of ints: tokens that end a row
+            as the end token does.
+    """
+    ids = (stop_ids,) if isinstance(stop_ids, int) else stop_ids
+    if not isinstance(ids, (list, tuple)) or any(
+        isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in ids
+    ):
+        raise ValueError(
+            "`stop_ids` must be a Python int >= 0 or a list of them. Received: "
+            f"stop_ids={stop_ids!r}"
+        )
+    return tuple(ids)
+
+
+def check_ids_in_vocabulary(end_id, stop_ids, vocab):
+    """A ValueError unless `end_id` and every stop id are in `[0, vocab)`.
+
+    Where the vocabulary is static (the step's `log_probs.shape[1]`) and
+    `end_id` has a value; while tracing a dynamic vocabulary (a copy
+    mechanism's extended one) there is nothing to compare, and the search's
+    result is then that of an end id it never meets: every row runs to
+    `max_length`.
+
+    Args:
+        end_id: The end token, an int scalar.
+        stop_ids: A tuple of Python ints.
+        vocab: The vocabulary's size, a Python int, or None if unknown.
+    """
+    if vocab is None:
+        return
+    end = _concrete(end_id)
+    named = [("stop_ids", i) for i in stop_ids]
+    if end is not None and end.ndim == 0:
+        named.insert(0, ("end_id", int(end)))
+    for name, value in named:
+        if not 0 <= value < vocab:
+            raise ValueError(
+                f"`{name}` must be a token of the step's vocabulary, in [0, "
+                f"{vocab}): outside it, no row would ever end. Received: "
+                f"{name}={value}"
+            )

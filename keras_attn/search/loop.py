@@ -16,6 +16,7 @@ from keras_attn.arguments import refuses_tfa_names
 from keras_attn.halving import HALVINGS, next_stage_rows, stage_limit
 from keras_attn.layers.masking import keras_mask, with_keras_mask
 from keras_attn.search.checks import (
+    check_ids_in_vocabulary,
     check_normalized,
     check_start_ids,
     check_step_rows,
@@ -208,6 +209,7 @@ class SearchLoop:
         num_hypotheses=1,
         check_log_probs=True,
         beam_history=False,
+        stop_ids=(),
     ):
         if not isinstance(max_length, int) or max_length < 1:
             raise ValueError(
@@ -226,6 +228,7 @@ class SearchLoop:
         self.num_hypotheses = num_hypotheses
         self.check_log_probs = check_log_probs
         self.beam_history = beam_history
+        self.stop_ids = tuple(stop_ids)
 
     def run(self, initial_state, start_ids, choose=None):
         loop, batch, first = self._start(initial_state, start_ids)
@@ -370,6 +373,7 @@ class SearchLoop:
             loop["beam_parents"] = ops.broadcast_to(beams[None], (length, rows))
             loop["beam_scores"] = ops.zeros((length, rows))
         log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
+        check_ids_in_vocabulary(self.end_id, self.stop_ids, log_probs.shape[-1])
         if self.check_log_probs:
             check_normalized(log_probs, self.step_dtype)
         if extras is not None:
@@ -457,7 +461,7 @@ class SearchLoop:
             )
             if extras is not None:
                 new["parents"] = _write(loop["parents"], t, parent)
-        is_end = word == self.end_id
+        is_end = self._ends(word)
         new["lengths"] = lengths + ops.cast(
             ops.logical_and(ops.logical_not(finished), ops.logical_not(is_end)),
             "int32",
@@ -476,6 +480,11 @@ class SearchLoop:
             new["extras"] = _write(loop["extras"], t, extras)
         return new
 
+    def _ends(self, word):
+        """Whether each token of `word` ends its row: the end or a stop id."""
+        ends = [word == i for i in (self.end_id, *self.stop_ids)]
+        return ends[0] if len(ends) == 1 else ops.any(ops.stack(ends), axis=0)
+
     def _finalize(self, loop, batch):
         k, length, n = self.beam_size, self.max_length, self.num_hypotheses
         scores = ops.reshape(loop["score"], (batch, k))
@@ -490,7 +499,11 @@ class SearchLoop:
             chosen = ops.reshape(rows + ops.cast(best, "int32"), (-1,))
         lengths = ops.take(loop["lengths"], chosen, axis=0)
         valid = ops.arange(length)[None] < lengths[:, None]
-        ids = ops.where(valid, ops.take(loop["history"], chosen, axis=0), self.end_id)
+        history = ops.take(loop["history"], chosen, axis=0)
+        # The token that ended a row stays (a stop id); `end_id` pads after it.
+        at_end = ops.arange(length)[None] == lengths[:, None]
+        kept = ops.logical_or(valid, ops.logical_and(at_end, self._ends(history)))
+        ids = ops.where(kept, history, self.end_id)
         extras = None
         if "extras" in loop:
             extras = self._chosen_extras(loop, chosen)

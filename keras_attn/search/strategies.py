@@ -45,8 +45,14 @@ Outputs (every strategy returns a `DecodingResult`):
 * `beam_history` (None unless `beam_search(..., return_beam_history=True)`):
   a `BeamHistory` of every beam's token, parent and score at every step.
 
-A step must return log-probabilities (`keras.ops.log_softmax(logits)`), not
-logits: the first step's are checked, eagerly (`check_log_probs`).
+A step returns log-probabilities (`keras.ops.log_softmax(logits)`): the
+first step's are checked, eagerly (`check_log_probs`). A step that returns
+logits, as keras-hub's and Hugging Face's models do, is searched with
+`from_logits=True`: the search takes their `log_softmax` in float32.
+
+`end_id` ends a row; so does any of `stop_ids`. Both are checked against the
+step's vocabulary at the first step (where it is static): an end id outside
+it would never end a row.
 
 On torch a search records no gradients (it runs under `torch.no_grad()`):
 its results carry none, and autograd keeps no graph of the loop. A
@@ -64,7 +70,11 @@ import keras
 from keras import ops
 
 from keras_attn.arguments import refuses_tfa_names
-from keras_attn.search.checks import check_beam_sizes, check_start_ids
+from keras_attn.search.checks import (
+    check_beam_sizes,
+    check_start_ids,
+    check_stop_ids,
+)
 from keras_attn.search.loop import (
     BeamHistory,
     DecodingResult,
@@ -73,7 +83,7 @@ from keras_attn.search.loop import (
     tile_batch,
     top_k_chooser,
 )
-from keras_attn.search.processors import constraints
+from keras_attn.search.processors import MinLength, constraints
 from keras_attn.search.warpers import sampling_warpers, split_warpers
 
 __all__ = [
@@ -120,6 +130,8 @@ def greedy_search(
     processors=(),
     drop_finished=False,
     check_log_probs=True,
+    from_logits=False,
+    stop_ids=(),
 ):
     """Decodes the most probable token at each step.
 
@@ -156,6 +168,16 @@ def greedy_search(
             check reads values, so it runs eagerly only: inside `jax.jit` or
             a `tf.function` it is skipped. False for scores that are not
             log-probabilities by design.
+        from_logits: Whether `step` returns logits rather than
+            log-probabilities: then the search takes their `log_softmax`, in
+            float32, and checks nothing (as Keras' losses'
+            `from_logits=True`).
+        stop_ids: An int or a list of ints: tokens that end a row as
+            `end_id` does (a sentence's full stop, a second end token). The
+            row keeps the stop token at `lengths[b]` (not counted) and is
+            padded with `end_id` after it; `min_length` bans them too.
+            `end_id` and the stop ids must be in the step's vocabulary
+            `[0, V)`; the first step checks them where `V` is static.
 
     Returns:
         A `DecodingResult`; `scores == log_probs`.
@@ -183,9 +205,12 @@ def greedy_search(
         >>> round(float(result.scores[0]), 4)  # log(0.5 * 0.5 * 0.7)
         -1.743
     """
+    step, check_log_probs = _scored_step(step, from_logits, check_log_probs)
+    stop_ids = check_stop_ids(stop_ids)
     processors = _constraints_only(
         "greedy_search",
-        constraints(end_id, min_length, banned_ids, no_repeat_ngram_size, processors),
+        _stop_bans(end_id, min_length, stop_ids)
+        + constraints(end_id, min_length, banned_ids, no_repeat_ngram_size, processors),
     )
     if isinstance(drop_finished, str) and drop_finished != "halves":
         raise ValueError(
@@ -193,7 +218,12 @@ def greedy_search(
             f"drop_finished={drop_finished!r}"
         )
     search = SearchLoop(
-        step, end_id, max_length, processors, check_log_probs=check_log_probs
+        step,
+        end_id,
+        max_length,
+        processors,
+        check_log_probs=check_log_probs,
+        stop_ids=stop_ids,
     )
     if drop_finished == "halves":
         return search.run_halving(initial_state, start_ids)
@@ -220,6 +250,8 @@ def beam_search(
     num_hypotheses=1,
     check_log_probs=True,
     return_beam_history=False,
+    from_logits=False,
+    stop_ids=(),
 ):
     """Beam search, batched; returns the best hypothesis of each example.
 
@@ -252,7 +284,7 @@ def beam_search(
             of each example (an n-best list, as sequence-level distillation's
             interpolation picks from). A beam with fewer live hypotheses
             fills the list with ones at `-inf`.
-        check_log_probs: As in `greedy_search`.
+        check_log_probs, from_logits, stop_ids: As in `greedy_search`.
         return_beam_history: If True, `beam_history` holds every beam at
             every step: a `keras_attn.search.BeamHistory` of
             `predicted_ids`, `parent_ids` and `scores`, each
@@ -292,9 +324,12 @@ def beam_search(
         [[4, 2, 2, 2, 2], [3, 4, 2, 2, 2]]
     """
     check_beam_sizes(beam_size, num_hypotheses)
+    step, check_log_probs = _scored_step(step, from_logits, check_log_probs)
+    stop_ids = check_stop_ids(stop_ids)
     processors = _constraints_only(
         "beam_search",
-        constraints(end_id, min_length, banned_ids, no_repeat_ngram_size, processors),
+        _stop_bans(end_id, min_length, stop_ids)
+        + constraints(end_id, min_length, banned_ids, no_repeat_ngram_size, processors),
     )
     search = SearchLoop(
         step,
@@ -306,6 +341,7 @@ def beam_search(
         num_hypotheses,
         check_log_probs=check_log_probs,
         beam_history=bool(return_beam_history),
+        stop_ids=stop_ids,
     )
     return search.run(initial_state, start_ids, top_k_chooser(beam_size))
 
@@ -328,6 +364,8 @@ def sampling_search(
     no_repeat_ngram_size=0,
     processors=(),
     check_log_probs=True,
+    from_logits=False,
+    stop_ids=(),
 ):
     """Draws each token from the (constrained, warped) next-token distribution.
 
@@ -356,7 +394,7 @@ def sampling_search(
         min_length, banned_ids, no_repeat_ngram_size: As in `greedy_search`.
         processors: More processors, applied after those above; the warpers
             among them after every other.
-        check_log_probs: As in `greedy_search`.
+        check_log_probs, from_logits, stop_ids: As in `greedy_search`.
 
     Returns:
         A `DecodingResult`; `scores == log_probs`, the sum of the constrained
@@ -385,11 +423,19 @@ def sampling_search(
         True
     """
     warpers = sampling_warpers(temperature, top_k, top_p)
+    step, check_log_probs = _scored_step(step, from_logits, check_log_probs)
+    stop_ids = check_stop_ids(stop_ids)
     processors, more_warpers = split_warpers(
-        constraints(end_id, min_length, banned_ids, no_repeat_ngram_size, processors)
+        _stop_bans(end_id, min_length, stop_ids)
+        + constraints(end_id, min_length, banned_ids, no_repeat_ngram_size, processors)
     )
     search = SearchLoop(
-        step, end_id, max_length, processors, check_log_probs=check_log_probs
+        step,
+        end_id,
+        max_length,
+        processors,
+        check_log_probs=check_log_probs,
+        stop_ids=stop_ids,
     )
     start_ids = check_start_ids(start_ids, initial_state)
     batch = ops.shape(start_ids)[0]
@@ -397,6 +443,32 @@ def sampling_search(
 
     choose = sampler(warpers + more_warpers, uniforms)
     return search.run(initial_state, start_ids, choose)
+
+
+def _scored_step(step, from_logits, check_log_probs):
+    """`(step, check_log_probs)`: a step of logits made one of
+    log-probabilities (`log_softmax` in float32), which needs no check."""
+    if not isinstance(from_logits, bool):
+        raise ValueError(
+            "`from_logits` must be True (the step returns logits) or False "
+            f"(log-probabilities). Received: from_logits={from_logits!r}"
+        )
+    if not from_logits:
+        return step, check_log_probs
+
+    def log_probs_step(ids, state):
+        out = step(ids, state)
+        log_probs = ops.log_softmax(ops.cast(out[0], "float32"), axis=-1)
+        return (log_probs, *out[1:])
+
+    return log_probs_step, False
+
+
+def _stop_bans(end_id, min_length, stop_ids):
+    """`MinLength` for each stop id: `min_length` bans them as `end_id`."""
+    if isinstance(min_length, int) and min_length == 0:
+        return []
+    return [MinLength(min_length, stop_id) for stop_id in stop_ids]
 
 
 def _constraints_only(strategy, processors):
