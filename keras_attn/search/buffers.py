@@ -75,11 +75,11 @@ def _selecting():
 
 
 def open_buffers(loop):
-    """`loop` (a dict) with its time-major buffers made writable in place,
-    unless inside `writes_by_select`."""
+    """`(loop, opened)`: `loop` (a dict) with its time-major buffers made
+    writable by row, and True; inside `writes_by_select`, `(loop, False)`."""
     backend = keras.backend.backend()
     if _selecting():
-        return loop
+        return loop, False
     opened = dict(loop)
     for key in TIME_MAJOR:
         if key not in loop:
@@ -96,7 +96,7 @@ def open_buffers(loop):
             opened[key] = rows.unstack(buffer)
         elif backend == "torch":
             opened[key] = buffer.clone()
-    return opened
+    return opened, True
 
 
 def close_buffers(loop):

@@ -237,7 +237,7 @@ class SearchLoop:
 
     def run(self, initial_state, start_ids, choose=None):
         loop, batch, first = self._start(initial_state, start_ids)
-        loop, self.opened = open_buffers(loop), True
+        loop, self.opened = open_buffers(loop)
         loop = self._advance(loop, *first, choose, batch)
 
         def cond(loop):
@@ -311,7 +311,7 @@ class SearchLoop:
                 )
                 return ops.logical_and(loop["t"] < self.max_length, open_rows > half)
 
-            loop, self.opened = open_buffers(loop), True
+            loop, self.opened = open_buffers(loop)
             (loop,) = ops.while_loop(cond, body, (loop,))
             loop, self.opened = close_buffers(loop), False
             out = _scatter_rows(out, loop, ops.arange(rows))
