@@ -135,18 +135,6 @@ def write(buffer, t, value, opened=False):
     return write_by_select(buffer, t, value)
 
 
-def write_column(history, t, value):
-    """`history` `(N, max_length)` with `history[:, t] = value` `(N,)`.
-
-    The history stays batch-major (the processors read it so); its rows are
-    a few int32s, so only JAX writes the column alone.
-    """
-    if keras.backend.backend() == "jax" and not _selecting():
-        return ops.slice_update(history, (0, t), ops.cast(value, "int32")[:, None])
-    column = ops.arange(ops.shape(history)[1])[None] == t
-    return ops.where(column, value[:, None], history)
-
-
 def write_by_select(buffer, t, value):
     """`write` by a select over every row: any backend, any buffer (a
     scatter fails on an empty batch)."""

@@ -15,12 +15,7 @@ from keras import ops
 from keras_attn.arguments import refuses_tfa_names
 from keras_attn.halving import HALVINGS, next_stage_rows, stage_limit
 from keras_attn.layers.masking import keras_mask, with_keras_mask
-from keras_attn.search.buffers import (
-    close_buffers,
-    open_buffers,
-    write,
-    write_column,
-)
+from keras_attn.search.buffers import close_buffers, open_buffers, write
 from keras_attn.search.checks import (
     check_normalized,
     check_start_ids,
@@ -475,7 +470,10 @@ class SearchLoop:
             "int32",
         )
         new["finished"] = ops.logical_or(finished, is_end)
-        new["history"] = write_column(history, t, word)
+        # Batch-major, as the processors read it: a select on every backend
+        # (docs/history.md, "Decoding speed", says why not a column update).
+        column = ops.arange(self.max_length)[None] == t
+        new["history"] = ops.where(column, word[:, None], history)
         new["ids"], new["state"] = word, state
         if "beam_words" in loop:
             beam = ops.arange(ops.shape(word)[0], dtype="int32") if k == 1 else parent
