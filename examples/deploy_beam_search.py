@@ -34,9 +34,17 @@ def to_onnx(function, input_signature, path):
     """Writes the `tf.function` `function` as ONNX (tf2onnx)."""
     import tf2onnx
 
-    tf2onnx.convert.from_function(
-        function, input_signature=input_signature, opset=ONNX_OPSET, output_path=path
-    )
+    from keras_attn.search import writes_by_select
+
+    # Traced inside: tf2onnx cannot convert the `tf.TensorArray`s of a
+    # search with extras or a beam history.
+    with writes_by_select():
+        tf2onnx.convert.from_function(
+            function,
+            input_signature=input_signature,
+            opset=ONNX_OPSET,
+            output_path=path,
+        )
 
 
 def to_litert(function, input_signature, path):

@@ -2,6 +2,7 @@
 processors that constrain it (`keras_attn.search.strategies` says what a
 step is and what the searches return)."""
 
+from keras_attn.search.buffers import writes_by_select
 from keras_attn.search.loop import BeamHistory, DecodingResult, tile_batch
 from keras_attn.search.processors import (
     BannedIds,
@@ -37,4 +38,5 @@ __all__ = [
     "greedy_search",
     "sampling_search",
     "tile_batch",
+    "writes_by_select",
 ]

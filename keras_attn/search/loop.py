@@ -15,6 +15,7 @@ from keras import ops
 from keras_attn.arguments import refuses_tfa_names
 from keras_attn.halving import HALVINGS, next_stage_rows, stage_limit
 from keras_attn.layers.masking import keras_mask, with_keras_mask
+from keras_attn.search.buffers import close_buffers, open_buffers, write
 from keras_attn.search.checks import (
     check_ids_in_vocabulary,
     check_normalized,
@@ -229,9 +230,12 @@ class SearchLoop:
         self.check_log_probs = check_log_probs
         self.beam_history = beam_history
         self.stop_ids = tuple(stop_ids)
+        # Whether the loop's time-major buffers are opened (`buffers`).
+        self.opened = False
 
     def run(self, initial_state, start_ids, choose=None):
         loop, batch, first = self._start(initial_state, start_ids)
+        loop, self.opened = open_buffers(loop)
         loop = self._advance(loop, *first, choose, batch)
 
         def cond(loop):
@@ -244,7 +248,8 @@ class SearchLoop:
             return (self._advance(loop, log_probs, state, extras, choose, batch),)
 
         (loop,) = ops.while_loop(cond, body, (loop,))
-        return self._finalize(loop, batch)
+        self.opened = False
+        return self._finalize(close_buffers(loop), batch)
 
     def run_dropping_finished(self, initial_state, start_ids):
         """Greedy `run` whose batch holds only the open rows (`drop_finished`).
@@ -304,7 +309,9 @@ class SearchLoop:
                 )
                 return ops.logical_and(loop["t"] < self.max_length, open_rows > half)
 
+            loop, self.opened = open_buffers(loop)
             (loop,) = ops.while_loop(cond, body, (loop,))
+            loop, self.opened = close_buffers(loop), False
             out = _scatter_rows(out, loop, ops.arange(rows))
             if last:
                 break
@@ -460,30 +467,35 @@ class SearchLoop:
                 lambda s: ops.take(s, parent, axis=0), state
             )
             if extras is not None:
-                new["parents"] = _write(loop["parents"], t, parent)
+                new["parents"] = self._write(loop["parents"], t, parent)
         is_end = self._ends(word)
         new["lengths"] = lengths + ops.cast(
             ops.logical_and(ops.logical_not(finished), ops.logical_not(is_end)),
             "int32",
         )
         new["finished"] = ops.logical_or(finished, is_end)
+        # Batch-major, as the processors read it: a select on every backend
+        # (docs/history.md, "Decoding speed", says why not a column update).
         column = ops.arange(self.max_length)[None] == t
         new["history"] = ops.where(column, word[:, None], history)
         new["ids"], new["state"] = word, state
         if "beam_words" in loop:
             beam = ops.arange(ops.shape(word)[0], dtype="int32") if k == 1 else parent
-            new["beam_words"] = _write(loop["beam_words"], t, word)
-            new["beam_parents"] = _write(loop["beam_parents"], t, beam % k)
-            new["beam_scores"] = _write(loop["beam_scores"], t, new["score"])
+            new["beam_words"] = self._write(loop["beam_words"], t, word)
+            new["beam_parents"] = self._write(loop["beam_parents"], t, beam % k)
+            new["beam_scores"] = self._write(loop["beam_scores"], t, new["score"])
         if extras is not None:
             extras = ops.cast(extras, loop["extras"].dtype)
-            new["extras"] = _write(loop["extras"], t, extras)
+            new["extras"] = self._write(loop["extras"], t, extras)
         return new
 
     def _ends(self, word):
         """Whether each token of `word` ends its row: the end or a stop id."""
         ends = [word == i for i in (self.end_id, *self.stop_ids)]
         return ends[0] if len(ends) == 1 else ops.any(ops.stack(ends), axis=0)
+
+    def _write(self, buffer, t, value):
+        return write(buffer, t, value, opened=self.opened)
 
     def _finalize(self, loop, batch):
         k, length, n = self.beam_size, self.max_length, self.num_hypotheses
@@ -547,7 +559,7 @@ class SearchLoop:
                 row, at = rows_and_at
                 s = length - 1 - i
                 row = ops.take(ops.take(loop["parents"], s, axis=0), row, axis=0)
-                return row, _write(at, s, row)
+                return row, write(at, s, row)
 
             at = ops.zeros((length, ops.shape(chosen)[0]), "int32")
             _, at = ops.fori_loop(0, length, back, (chosen, at))
@@ -586,15 +598,3 @@ def _scatter_rows(out, loop, index):
 
 def _swap_first_axes(x):
     return ops.transpose(x, (1, 0) + tuple(range(2, len(x.shape))))
-
-
-def _write(buffer, t, value):
-    """`buffer` with `buffer[t] = value`, `t` a scalar tensor.
-
-    A select, not `ops.slice_update`: on TensorFlow that is
-    `XlaDynamicUpdateSlice`, an XLA op, and a scatter fails on an empty batch.
-    """
-    at = ops.arange(ops.shape(buffer)[0]) == t
-    return ops.where(
-        ops.reshape(at, (-1,) + (1,) * (len(buffer.shape) - 1)), value[None], buffer
-    )

@@ -143,14 +143,18 @@ def write_onnx(module, path):
     """Converts `module`'s ids-level search (tf2onnx) and writes it to `path`."""
     import tf2onnx
 
+    from keras_attn.search import writes_by_select
+
     function, spec = ids_search_function(module)
-    tf2onnx.convert.from_function(
-        function,
-        input_signature=spec,
-        opset=ONNX_OPSET,
-        custom_op_handlers=OP_HANDLERS,
-        output_path=str(path),
-    )
+    # Traced inside: tf2onnx cannot convert the search's `tf.TensorArray`s.
+    with writes_by_select():
+        tf2onnx.convert.from_function(
+            function,
+            input_signature=spec,
+            opset=ONNX_OPSET,
+            custom_op_handlers=OP_HANDLERS,
+            output_path=str(path),
+        )
 
 
 def export_onnx(model, features, export_dir, *, options=None, extra_files=None):
