@@ -17,8 +17,8 @@ from keras_attn import (
     BahdanauAttention,
     GeneralAttention,
     ScaledDotAttention,
-    time_loop,
 )
+from keras_attn.recurrent import time_loop
 
 pytestmark = pytest.mark.torch_only
 

@@ -8,8 +8,6 @@
 Each overrides `AttentionCellWrapper._step` and the sizes it changes.
 """
 
-import contextlib
-
 import keras
 from keras import ops
 
@@ -60,13 +58,42 @@ class BahdanauAttentionCell(AttentionCellWrapper):
     def _query_dim(self):
         return self._cell_state_sizes[0]
 
-    def _step(self, inputs, prev_output, cell_states, extra, training):
+    def _step(self, inputs, prev_output, cell_states, extra, memory, training):
         context, weights = self.attention.step(
-            cell_states[0], self._memory(extra), training=training
+            cell_states[0], memory, training=training
         )
         joined = ops.concatenate([inputs, as_dtype(context, inputs.dtype)], -1)
         output, new_cell = self._call_cell(joined, cell_states, training)
         return output, weights, new_cell, extra
+
+
+class _OutputKernel(keras.layers.Layer):
+    """Holds `W_c`, a sub-layer of the cell, built once the memory is known.
+
+    A sub-layer, made with the cell, may be built after the cell's `build`
+    (by `get_initial_state_with_memory`, for a cell built from the step
+    input alone), which a weight of the cell's own may not. The cell saves
+    and loads the kernel as its own first variable, as it did when it held
+    it, so files saved either way load.
+    """
+
+    def __init__(self, units, initializer, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.initializer = initializer
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(
+            name="attention_kernel",
+            shape=(int(input_shape[-1]), self.units),
+            initializer=self.initializer,
+        )
+
+    def save_own_variables(self, store):
+        """Nothing: the cell saves the kernel."""
+
+    def load_own_variables(self, store):
+        """Nothing: the cell loads the kernel."""
 
 
 class _AttentionalStateCell(AttentionCellWrapper):
@@ -100,17 +127,36 @@ class _AttentionalStateCell(AttentionCellWrapper):
         self.attention_units = attention_units or self.units
         self.attention_activation = keras.activations.get(attention_activation)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self._output_kernel = _OutputKernel(
+            self.attention_units,
+            self.kernel_initializer,
+            dtype=self.dtype_policy,
+            name="attention_kernel",
+        )
 
     @property
     def _base_output_size(self):
         return self.attention_units
 
     def _build_output_layer(self):
-        self.attention_kernel = self.add_weight(
-            name="attention_kernel",
-            shape=(self.memory_dim + self.units, self.attention_units),
-            initializer=self.kernel_initializer,
-        )
+        if not self._output_kernel.built:
+            self._output_kernel.build((None, self.memory_dim + self.units))
+
+    @property
+    def attention_kernel(self):
+        """`W_c`, `(memory_dim + units, attention_units)`."""
+        return self._output_kernel.kernel
+
+    def save_own_variables(self, store):
+        super().save_own_variables(store)
+        if self._output_kernel.built:
+            store["0"] = self._output_kernel.kernel
+
+    def load_own_variables(self, store):
+        if "0" in store:
+            if not self._output_kernel.built:
+                self._output_kernel.build((None, store["0"].shape[0]))
+            self._output_kernel.kernel.assign(store["0"])
 
     def _attentional_state(self, context, state):
         kernel = as_dtype(self.attention_kernel, state.dtype)
@@ -223,12 +269,10 @@ class LuongAttentionCell(_AttentionalStateCell):
             return super()._attentional_state(context, state)
         return as_dtype(context, state.dtype)
 
-    def _step(self, inputs, prev_output, cell_states, extra, training):
+    def _step(self, inputs, prev_output, cell_states, extra, memory, training):
         feed = prev_output if self.output_attention else extra[0]
         state, new_cell = self._call_cell(_concat(inputs, feed), cell_states, training)
-        context, weights = self.attention.step(
-            state, self._memory(extra[-3:]), training=training
-        )
+        context, weights = self.attention.step(state, memory, training=training)
         attention = self._attentional_state(context, state)
         if self.output_attention:
             return attention, weights, new_cell, extra
@@ -346,11 +390,12 @@ class SelfAttentionCell(_AttentionalStateCell):
             f"{tuple(memory.shape)}; use `get_initial_state_self`."
         )
 
-    def _holding_memory(self, states):
-        # What it attends over are its own earlier states, new at every step.
-        return contextlib.nullcontext()
+    def memory_from_states(self, states):
+        """None: what it attends over are its own earlier states, new at
+        every step (`_step` reads them)."""
+        return None
 
-    def _step(self, inputs, prev_output, cell_states, extra, training):
+    def _step(self, inputs, prev_output, cell_states, extra, memory, training):
         value_buf, key_buf, count = extra
         length = self.max_length
         # Buffer slot j holds s_{t-L+j}; the last `count` slots are filled.

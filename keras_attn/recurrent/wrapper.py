@@ -16,14 +16,17 @@ Keras 3's `RNN` layer has no `constants` argument, so the encoder memory
 travels in the cell's *states*: `get_initial_state_with_memory` projects the
 memory once (`attention.prepare_memory`) and returns the full initial state
 list; every step reads the projected keys back from the states and calls
-`attention.step`, so the memory is never re-projected per step. Every state
+`attention.step`, so the memory is never re-projected per step. A loop that
+runs the cell itself passes the memory read out of the states once to every
+step instead (`call(..., memory=cell.memory_from_states(states))`), so
+nothing of a call is kept on the layer and one cell runs any number of loops
+at once. Every state
 is rank 2 `(batch, n)` (the memory is flattened), because the JAX and PyTorch
 loops broadcast an input mask `(batch, 1)` against each state, and the first
 state is always the cell's last output, which the JAX loop repeats at masked
 steps.
 """
 
-import contextlib
 import inspect
 
 import keras
@@ -80,6 +83,13 @@ def _refuse_other_styles_arguments(cls, kwargs):
                 f'{cls.__name__} (style="{cls.style}"). Received: '
                 f"{name}={describe(value)}"
             )
+
+
+def _is_pair_of_shapes(shape):
+    """Whether `shape` is `[step_shape, memory_shape]`, not one shape."""
+    return isinstance(shape, (list, tuple)) and any(
+        isinstance(d, (list, tuple)) for d in shape
+    )
 
 
 def _style_class(style):
@@ -211,13 +221,11 @@ class AttentionCellWrapper(keras.layers.Layer):
         self._key_dim = None
         self._input_dim = None
         self._direct_cell_call = None
-        # `(memory states, AttentionMemory)` while `_holding_memory`.
-        self._held_memory = None
         self.supports_masking = True
 
     # ----------------------------------------------------------- hooks
 
-    def _step(self, inputs, prev_output, cell_states, extra, training):
+    def _step(self, inputs, prev_output, cell_states, extra, memory, training):
         """One step of the style.
 
         Args:
@@ -225,6 +233,8 @@ class AttentionCellWrapper(keras.layers.Layer):
             prev_output: The previous output (without alignments).
             cell_states: The wrapped cell's flat states.
             extra: The style's own states (see `_extra_state_sizes`).
+            memory: The `AttentionMemory` the states carry (None for
+                `style="self"`, which attends over its own states).
             training: Whether dropout applies.
 
         Returns:
@@ -254,7 +264,7 @@ class AttentionCellWrapper(keras.layers.Layer):
         return [None, None, None]
 
     def _build_output_layer(self):
-        """Creates the weights that combine context and state. Default: none."""
+        """Builds the sub-layer that combines context and state. Default: none."""
 
     def _initial_step_states(self, batch_size, dtype):
         """States the style carries between steps, before the memory's."""
@@ -277,6 +287,20 @@ class AttentionCellWrapper(keras.layers.Layer):
     # ----------------------------------------------------------- build
 
     def build(self, input_shape):
+        """Creates the weights of the cell, the attention and the output.
+
+        Args:
+            input_shape: The step input's shape `(batch, input_dim)`, or
+                `[(batch, input_dim), (batch, Tv, memory_dim)]` with the
+                memory's. Every weight is made here when the memory's width
+                is known (from this, `memory_dim` or `AttentionRNN`);
+                otherwise the wrapped cell, the attention and the output
+                kernel, sub-layers of their own, are built by the first
+                `get_initial_state_with_memory`.
+        """
+        if _is_pair_of_shapes(input_shape):
+            input_shape, memory_shape = input_shape
+            self._set_memory_dim(memory_shape[-1])
         self._input_dim = int(input_shape[-1])
         if self.memory_dim is not None:
             self._build_with_memory()
@@ -298,17 +322,7 @@ class AttentionCellWrapper(keras.layers.Layer):
             self.attention.build(
                 [(None, self._query_dim), (None, None, self.memory_dim)]
             )
-        # Without `memory_dim`, `build` (from the step input alone) left the
-        # output weights to `get_initial_state_with_memory`: the layer is
-        # already marked built by then, so its tracker is unlocked for them,
-        # as Keras does itself when it quantizes a built layer.
-        locked = self._tracker.locked
-        self._tracker.unlock()
-        try:
-            self._build_output_layer()
-        finally:
-            if locked:
-                self._tracker.lock()
+        self._build_output_layer()
         # The projected keys' width (e.g. `units` of a Bahdanau score), to
         # unflatten the key state in `call`.
         probe = ops.zeros((1, 1, self.memory_dim), dtype=self.compute_dtype)
@@ -491,14 +505,22 @@ class AttentionCellWrapper(keras.layers.Layer):
     def _unflatten(self, flat, length, dim):
         return ops.reshape(flat, (ops.shape(flat)[0], length, dim))
 
-    def _memory(self, memory_states):
-        """The `AttentionMemory` of the flat `[keys, values, mask]` states."""
-        held = self._held_memory
-        if held is not None and all(
-            state is kept for state, kept in zip(memory_states, held[0], strict=True)
-        ):
-            return held[1]
-        keys, values, mask = memory_states
+    def memory_from_states(self, states):
+        """The `AttentionMemory` a full list of states carries.
+
+        A loop that runs the cell itself reads it once and passes it to every
+        step (`call(inputs, states, memory=...)`): the memory states pass
+        through the steps unchanged.
+
+        Args:
+            states: The cell's flat states, from
+                `get_initial_state_with_memory` or a step.
+
+        Returns:
+            `AttentionMemory(keys, values, mask)`, `(batch, Tv, key_dim)`,
+            `(batch, Tv, memory_dim)` and boolean `(batch, Tv)`.
+        """
+        keys, values, mask = states[-3:]
         length = ops.shape(mask)[1]
         return AttentionMemory(
             keys=self._unflatten(keys, length, self._key_dim),
@@ -506,24 +528,16 @@ class AttentionCellWrapper(keras.layers.Layer):
             mask=ops.cast(mask, "bool"),
         )
 
-    @contextlib.contextmanager
-    def _holding_memory(self, states):
-        """Within it, `_memory` of these states' memory is read once.
-
-        For a loop that passes the memory states on unchanged (the same
-        tensors, `attention_loop`): each step then skips unflattening them.
+    def call(self, inputs, states, training=None, memory=None):
+        """One step: `(output, new_states)`.
 
         Args:
-            states: The initial states, from `get_initial_state_with_memory`.
+            inputs: The step input `y_t`, `(batch, input_dim)`.
+            states: The flat states of the previous step.
+            training: Whether dropout applies.
+            memory: Optional `memory_from_states(states)`, read once by a
+                loop for all its steps; read from `states` if None.
         """
-        memory_states = tuple(states[-3:])
-        self._held_memory = (memory_states, self._memory(memory_states))
-        try:
-            yield
-        finally:
-            self._held_memory = None
-
-    def call(self, inputs, states, training=None):
         if self._key_dim is None:
             raise ValueError(
                 f"{self.__class__.__name__} does not know its memory yet: pass "
@@ -536,8 +550,10 @@ class AttentionCellWrapper(keras.layers.Layer):
         cell_states = states[1 : 1 + num_cell]
         if self.return_alignments:
             prev_output = prev_output[:, : self._base_output_size]
+        if memory is None:
+            memory = self.memory_from_states(states)
         output, weights, new_cell, new_extra = self._step(
-            inputs, prev_output, cell_states, states[1 + num_cell :], training
+            inputs, prev_output, cell_states, states[1 + num_cell :], memory, training
         )
         output = as_dtype(output, states[0].dtype)
         if self.return_alignments:
