@@ -153,7 +153,8 @@ class _AttentionalStateCell(AttentionCellWrapper):
             store["0"] = self._output_kernel.kernel
 
     def load_own_variables(self, store):
-        if "0" in store:
+        # `keys()`: the H5 store of Keras 3.5 has no `in`.
+        if "0" in store.keys():
             if not self._output_kernel.built:
                 self._output_kernel.build((None, store["0"].shape[0]))
             self._output_kernel.kernel.assign(store["0"])
