@@ -116,3 +116,25 @@ def test_two_loops_at_once_on_one_cell_give_their_own_results():
     for got, expected in zip(together, alone, strict=True):
         for a, b in zip(got, expected, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_output_size_comes_from_the_build_shapes_not_the_latest_memory():
+    # With `return_alignments=True` the output is `[h~_t; alpha_t]`,
+    # 5 + Tv wide: `output_size` knows Tv only from a static build shape.
+    cell = _luong()
+    cell.build([(None, 2), (None, 4, 3)])
+    assert cell.output_size == 5 + 4
+    states = cell.get_initial_state_with_memory(np.zeros((2, 6, 3), "float32"))
+    assert cell.output_size == 5 + 4 and tuple(states[0].shape) == (2, 5 + 6)
+
+    free = _luong()
+    free.build([(None, 2), (None, None, 3)])
+    free.get_initial_state_with_memory(np.zeros((2, 6, 3), "float32"))
+    assert free.output_size is None
+
+    layer = AttentionRNN(_luong())
+    layer.build([(None, 3, 2), (None, 7, 3)])
+    assert layer.cell.output_size == 5 + 7 and layer.cell.attention_kernel.shape == (
+        3 + 4,
+        5,
+    )

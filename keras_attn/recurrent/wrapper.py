@@ -234,11 +234,13 @@ class AttentionCellWrapper(keras.layers.Layer):
                 is known (from this, `memory_dim` or `AttentionRNN`);
                 otherwise the wrapped cell, the attention and the output
                 kernel, sub-layers of their own, are built by the first
-                `get_initial_state_with_memory`.
+                `get_initial_state_with_memory`. Only a static `Tv` here
+                sets `output_size` (with `return_alignments=True`).
         """
         if _is_pair_of_shapes(input_shape):
             input_shape, memory_shape = input_shape
             self._set_memory_dim(memory_shape[-1])
+            self._memory_length = memory_shape[1]
         self._input_dim = int(input_shape[-1])
         if self.memory_dim is not None:
             self._build_with_memory()
@@ -406,7 +408,6 @@ class AttentionCellWrapper(keras.layers.Layer):
         dtype = self.compute_dtype
         memory = ops.cast(memory, dtype)
         batch_size = ops.shape(memory)[0]
-        self._memory_length = memory.shape[1]
         prepared = self.attention.prepare_memory(memory, value_mask=memory_mask)
         if training:
             self._draw_dropout_masks(batch_size)
