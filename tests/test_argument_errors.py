@@ -258,7 +258,7 @@ def test_a_tensor_in_a_constructor_is_shown_by_its_shape():
                 keras.layers.GRUCell(4), ka.DotAttention(), attention_layer_size=8
             ),
             "attention_layer_size",
-            "LuongAttentionCell takes `attention_units`",
+            "AttentionCellWrapper takes `attention_units`",
         ),
         (
             lambda: ka.LuongAttentionCell(

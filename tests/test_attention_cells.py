@@ -1,4 +1,4 @@
-"""The per-style attention cells: the factory, old configs, Luong's options.
+"""The per-style attention cells: `style=`, old configs, Luong's options.
 
 `tests/test_recurrent.py` checks the math of each style; TFA's numbers for
 the Luong options are checked in `tests/test_tfa_parity.py`.
@@ -23,30 +23,83 @@ def _np(x):
     return ops.convert_to_numpy(x)
 
 
-@pytest.mark.parametrize(
-    "style, cls, kwargs",
-    [
-        ("bahdanau", BahdanauAttentionCell, {}),
-        ("luong", LuongAttentionCell, {}),
-        ("self", SelfAttentionCell, {"max_length": 2}),
-    ],
-)
-def test_factory_builds_the_style_class(style, cls, kwargs):
-    cell = AttentionCellWrapper(
+STYLE_CASES = [
+    ("bahdanau", BahdanauAttentionCell, {}),
+    ("luong", LuongAttentionCell, {"attention_units": 4}),
+    ("self", SelfAttentionCell, {"max_length": 2}),
+]
+
+
+def _settings(cell):
+    # The config but the names Keras numbers per layer made.
+    skip = ("name", "cell", "attention")
+    return {k: v for k, v in cell.get_config().items() if k not in skip}
+
+
+def _outputs(cell, x, memory):
+    inputs = x if cell.style == "self" else [x, memory]
+    return _np(AttentionRNN(cell)(inputs))
+
+
+@pytest.mark.parametrize("style, cls, kwargs", STYLE_CASES)
+def test_the_style_argument_gives_the_cell_of_the_style_class(style, cls, kwargs):
+    # One class, no `__new__`: `style` picks the style object; the class of
+    # the style is the same cell with `style` fixed.
+    made = AttentionCellWrapper(
         keras.layers.GRUCell(3), DotAttention(), style, **kwargs
     )
-    assert type(cell) is cls and cell.style == style
-    assert isinstance(cell, AttentionCellWrapper)
-    clone = AttentionCellWrapper.from_config(cell.get_config())
-    assert type(clone) is cls and clone.get_config() == cell.get_config()
+    own = cls(keras.layers.GRUCell(3), DotAttention(), **kwargs)
+    assert type(made) is AttentionCellWrapper and made.style == style == cls.style
+    assert isinstance(own, AttentionCellWrapper) and own.style == style
+
+    assert _settings(made) == _settings(own)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2, 3, 2)).astype("float32")
+    memory = rng.normal(size=(2, 4, 3)).astype("float32")
+    reference = _outputs(own, x, memory)
+    _outputs(made, x, memory)
+    made.set_weights(own.get_weights())
+    np.testing.assert_allclose(_outputs(made, x, memory), reference, atol=1e-6)
+    clone = AttentionCellWrapper.from_config(made.get_config())
+    assert type(clone) is AttentionCellWrapper
+    assert clone.get_config() == made.get_config()
+    assert type(cls.from_config(own.get_config())) is cls
+
+
+@pytest.mark.parametrize("style, cls, kwargs", STYLE_CASES)
+def test_a_config_saved_before_the_style_classes_loads(style, cls, kwargs):
+    # Such configs name `AttentionCellWrapper` and hold every style's
+    # arguments, those of other styles as None.
+    old = {
+        "name": "attention_cell_wrapper",
+        "cell": keras.saving.serialize_keras_object(keras.layers.GRUCell(3)),
+        "attention": keras.saving.serialize_keras_object(DotAttention()),
+        "style": style,
+        "attention_units": None,
+        "max_length": None,
+        "memory_dim": None,
+        "return_alignments": False,
+        "kernel_initializer": "glorot_uniform",
+        **kwargs,
+    }
+    cell = AttentionCellWrapper.from_config(old)
+    expected = cls(keras.layers.GRUCell(3), DotAttention(), **kwargs)
+    assert cell.style == style
+    assert cell.state_size == expected.state_size
+    assert _settings(cell) == _settings(expected)
 
 
 def test_default_style_is_luong_and_a_class_keeps_its_style():
-    assert type(AttentionCellWrapper(keras.layers.GRUCell(3), DotAttention())) is (
-        LuongAttentionCell
-    )
+    cell = AttentionCellWrapper(keras.layers.GRUCell(3), DotAttention())
+    assert cell.style == "luong" and cell.use_attention_layer
     with pytest.raises(ValueError, match="Received: style='bahdanau'"):
         LuongAttentionCell(keras.layers.GRUCell(3), DotAttention(), style="bahdanau")
+    with pytest.raises(ValueError, match="Received: style='loung'"):
+        AttentionCellWrapper(keras.layers.GRUCell(3), DotAttention(), style="loung")
+    with pytest.raises(AttributeError, match="attention_kernel"):
+        _ = BahdanauAttentionCell(
+            keras.layers.GRUCell(3), DotAttention()
+        ).attention_kernel
 
 
 def test_luong_options_are_checked():

@@ -171,7 +171,11 @@ class AttentionRNN(CheckedConstructor, keras.layers.Layer):
 
     def build(self, input_shape):
         sequences_shape, memory_shape = self._split_inputs(input_shape)
-        if memory_shape is not None:
+        if memory_shape is not None and not self.cell.built:
+            # The memory's shape builds every weight (and `output_size`).
+            step_shape = (sequences_shape[0], *sequences_shape[2:])
+            self.cell.build([step_shape, tuple(memory_shape)])
+        elif memory_shape is not None:
             self.cell._set_memory_dim(memory_shape[-1])
         self.rnn.build(tuple(sequences_shape))
         self.built = True

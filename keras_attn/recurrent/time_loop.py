@@ -6,7 +6,7 @@ the states with `keras.tree`, masks every state (the memory's too, which no
 step changes), and runs one step more than the sequence has, to learn the
 output's structure. `attention_loop` calls the built cell's `call` itself,
 masks only the states a step changed, and reads the memory out of the
-states once (the wrapper's `_holding_memory`). Its outputs, final
+states once (`memory_from_states`), passing it to every step. Its outputs, final
 states and gradients are those of `keras.layers.RNN(cell, return_state=True)`
 on the same arguments. (The wrapped cell's dropout masks are drawn before
 either loop, so both read the same; with the attention's dropout in
@@ -87,21 +87,23 @@ def attention_loop(
         inputs, masks = inputs[::-1], masks[::-1]
     states = list(initial_state)
     outputs, previous, zeros = [], None, None
-    with cell._holding_memory(states):
-        for step_input, step_mask in zip(inputs, masks, strict=True):
-            output, new_states = cell.call(step_input, states, training=training)
-            if step_mask is not None:
-                if zeros is None:
-                    zeros = ops.zeros_like(output)
-                held = zeros if zero_output_for_mask or previous is None else previous
-                output = ops.where(step_mask, output, held)
-                # A state the step returned unchanged (the memory) is kept
-                # as is: `where` would give the same values, in a new tensor.
-                new_states = [
-                    new if new is old else ops.where(step_mask, new, old)
-                    for new, old in zip(new_states, states, strict=True)
-                ]
-            states, previous = list(new_states), output
-            if return_sequences:
-                outputs.append(output)
+    memory = cell.memory_from_states(states)
+    for step_input, step_mask in zip(inputs, masks, strict=True):
+        output, new_states = cell.call(
+            step_input, states, training=training, memory=memory
+        )
+        if step_mask is not None:
+            if zeros is None:
+                zeros = ops.zeros_like(output)
+            held = zeros if zero_output_for_mask or previous is None else previous
+            output = ops.where(step_mask, output, held)
+            # A state the step returned unchanged (the memory) is kept
+            # as is: `where` would give the same values, in a new tensor.
+            new_states = [
+                new if new is old else ops.where(step_mask, new, old)
+                for new, old in zip(new_states, states, strict=True)
+            ]
+        states, previous = list(new_states), output
+        if return_sequences:
+            outputs.append(output)
     return (ops.stack(outputs, axis=1) if return_sequences else previous), states

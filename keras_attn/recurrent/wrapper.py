@@ -1,42 +1,48 @@
 """RNN cells that attend at every step: Bahdanau, Luong and self-attention.
 
 `AttentionCellWrapper` wraps any Keras RNN cell (`LSTMCell`, `GRUCell`,
-`SimpleRNNCell`, ...) and any `BaseAttention` layer. It is the base class of
-one small class per style, each of which overrides one hook, `_step`:
+`SimpleRNNCell`, ...) and any `BaseAttention` layer. Its `style` picks, in
+`__init__`, the style object (`keras_attn.recurrent.styles`) that holds what
+the styles do differently:
 
-* `BahdanauAttentionCell`: attends with the previous state, before the cell.
-* `LuongAttentionCell`: attends with the new state, after the cell, and feeds
-  the attentional state back into the next input (TFA's `AttentionWrapper`).
-* `SelfAttentionCell`: attends over the cell's own earlier states.
+* `"bahdanau"`: attends with the previous state, before the cell.
+* `"luong"`: attends with the new state, after the cell, and feeds the
+  attentional state back into the next input (TFA's `AttentionWrapper`).
+* `"self"`: attends over the cell's own earlier states.
 
-`AttentionCellWrapper(cell, attention, style=...)` builds the class of the
-style, so code and saved models that name the base class keep working.
+`BahdanauAttentionCell`, `LuongAttentionCell` and `SelfAttentionCell`
+(`keras_attn.recurrent.cells`) are the same cell with the style fixed and the
+style's arguments in their signatures.
 
 Keras 3's `RNN` layer has no `constants` argument, so the encoder memory
 travels in the cell's *states*: `get_initial_state_with_memory` projects the
 memory once (`attention.prepare_memory`) and returns the full initial state
 list; every step reads the projected keys back from the states and calls
-`attention.step`, so the memory is never re-projected per step. Every state
+`attention.step`, so the memory is never re-projected per step. A loop that
+runs the cell itself passes the memory read out of the states once to every
+step instead (`call(..., memory=cell.memory_from_states(states))`), so
+nothing of a call is kept on the layer and one cell runs any number of loops
+at once. Every state
 is rank 2 `(batch, n)` (the memory is flattened), because the JAX and PyTorch
 loops broadcast an input mask `(batch, 1)` against each state, and the first
 state is always the cell's last output, which the JAX loop repeats at masked
 steps.
 """
 
-import contextlib
-import inspect
-
 import keras
 from keras import ops, tree
 
-from keras_attn.arguments import check_constructor, describe, deserialize_layer
+from keras_attn.arguments import check_constructor, deserialize_layer
 from keras_attn.layers.base import AttentionMemory, BaseAttention
 from keras_attn.layers.masking import as_dtype, check_mask, keras_mask
 from keras_attn.recurrent.dropout_masks import draw_dropout_masks
+from keras_attn.recurrent.styles import (
+    STYLE_OBJECTS,
+    drop_other_styles_arguments,
+    take_style_arguments,
+)
 
-STYLES = ("bahdanau", "luong", "self")
-# style -> class, filled by the classes that define a `style`.
-_STYLE_CLASSES = {}
+STYLES = tuple(STYLE_OBJECTS)
 
 
 def _flat_size(size):
@@ -54,52 +60,23 @@ def _flat_states(states):
     return list(states)
 
 
-def _style_arguments(cls):
-    """The names a style's class takes, from each `__init__` of its bases."""
-    names = set()
-    for klass in cls.__mro__:
-        if "__init__" in klass.__dict__ and issubclass(klass, AttentionCellWrapper):
-            names.update(inspect.signature(klass.__init__).parameters)
-    return names - {"self", "args", "kwargs"}
-
-
-def _refuse_other_styles_arguments(cls, kwargs):
-    """A one-line ValueError for an argument of another style's cell."""
-    own = _style_arguments(cls)
-    for name, value in kwargs.items():
-        if name in own:
-            continue
-        takers = [
-            f'{other.__name__} (style="{style}")'
-            for style, other in _STYLE_CLASSES.items()
-            if name in _style_arguments(other)
-        ]
-        if takers:
-            raise ValueError(
-                f"`{name}` is an argument of {' and '.join(takers)}, not of "
-                f'{cls.__name__} (style="{cls.style}"). Received: '
-                f"{name}={describe(value)}"
-            )
-
-
-def _style_class(style):
-    if style not in _STYLE_CLASSES:
-        raise ValueError(
-            f"`style` must be one of {tuple(_STYLE_CLASSES)}. Received: style={style!r}"
-        )
-    return _STYLE_CLASSES[style]
+def _is_pair_of_shapes(shape):
+    """Whether `shape` is `[step_shape, memory_shape]`, not one shape."""
+    return isinstance(shape, (list, tuple)) and any(
+        isinstance(d, (list, tuple)) for d in shape
+    )
 
 
 @keras.saving.register_keras_serializable(package="keras_attn")
 class AttentionCellWrapper(keras.layers.Layer):
     """Wraps an RNN cell so that it attends at every step.
 
-    `AttentionCellWrapper(cell, attention, style=...)` returns the cell of
-    that style; its arguments are those of the style's class:
+    `style` picks what a step does; each style also has a class of its own,
+    with its arguments in its signature (same weights, states and outputs):
 
-    * `style="bahdanau"`: `BahdanauAttentionCell`.
-    * `style="luong"` (the default): `LuongAttentionCell`.
-    * `style="self"`: `SelfAttentionCell`.
+    * `style="bahdanau"`: as `BahdanauAttentionCell`.
+    * `style="luong"` (the default): as `LuongAttentionCell`.
+    * `style="self"`: as `SelfAttentionCell`.
 
     With `s_t` the wrapped cell's output (its hidden state), `y_t` the step
     input and `c_t` the attention context, every style computes
@@ -119,13 +96,15 @@ class AttentionCellWrapper(keras.layers.Layer):
         cell: A Keras RNN cell (a layer with `state_size` and
             `call(inputs, states)`), or its serialized config.
         attention: A `BaseAttention` layer (or its config).
-        style: `"bahdanau"`, `"luong"` or `"self"`; picks the class. A class
-            of one style takes only its own style (or None).
+        style: `"bahdanau"`, `"luong"` or `"self"`. A class of one style
+            takes only its own style (or None).
         memory_dim: Last dimension of the memory. Inferred by
             `get_initial_state_with_memory` (or `AttentionRNN.build`) if not
             given; it is saved in the config.
         return_alignments: Append the attention weights to each output.
-        **kwargs: The style's arguments, then base `Layer` arguments.
+        **kwargs: The style's arguments (those of its class: e.g.
+            `attention_units` for `"luong"`, `max_length` for `"self"`),
+            then base `Layer` arguments.
 
     Examples:
         >>> import keras
@@ -147,21 +126,8 @@ class AttentionCellWrapper(keras.layers.Layer):
         (2, 4, 64)
     """
 
+    # The style a subclass fixes; None: chosen by the `style` argument.
     style = None
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        if "style" in cls.__dict__:
-            _STYLE_CLASSES[cls.style] = cls
-
-    def __new__(cls, *args, **kwargs):
-        if cls is AttentionCellWrapper:
-            cls = _style_class(
-                args[2] if len(args) > 2 else kwargs.get("style", "luong")
-            )
-        check_constructor(cls, args, kwargs, "cell")
-        _refuse_other_styles_arguments(cls, kwargs)
-        return super().__new__(cls, *args, **kwargs)
 
     def __init__(
         self,
@@ -172,12 +138,14 @@ class AttentionCellWrapper(keras.layers.Layer):
         return_alignments=False,
         **kwargs,
     ):
+        given = {"cell": cell, "attention": attention, "style": style}
+        given.update(memory_dim=memory_dim, return_alignments=return_alignments)
+        check_constructor(type(self), (), {**given, **kwargs}, "cell")
+        style = self._resolve_style(style)
+        arguments = take_style_arguments(style, kwargs)
         super().__init__(**kwargs)
-        if style is not None and style != self.style:
-            raise ValueError(
-                f"{self.__class__.__name__} has style={self.style!r}. "
-                f"Received: style={style!r}"
-            )
+        self.style = style.name
+        self._style = style
         cell = deserialize_layer(cell)
         attention = deserialize_layer(attention)
         if not (hasattr(cell, "state_size") and hasattr(cell, "call")):
@@ -211,54 +179,30 @@ class AttentionCellWrapper(keras.layers.Layer):
         self._key_dim = None
         self._input_dim = None
         self._direct_cell_call = None
-        # `(memory states, AttentionMemory)` while `_holding_memory`.
-        self._held_memory = None
+        # `W_c` of the Luong and self styles, which set it in `configure`.
+        self._output_kernel = None
         self.supports_masking = True
+        style.configure(self, **arguments)
 
-    # ----------------------------------------------------------- hooks
-
-    def _step(self, inputs, prev_output, cell_states, extra, training):
-        """One step of the style.
-
-        Args:
-            inputs: The step input `y_t`, `(batch, input_dim)`.
-            prev_output: The previous output (without alignments).
-            cell_states: The wrapped cell's flat states.
-            extra: The style's own states (see `_extra_state_sizes`).
-            training: Whether dropout applies.
-
-        Returns:
-            `(output, weights, new_cell_states, new_extra)`.
-        """
-        raise NotImplementedError(f"{self.__class__.__name__} must implement `_step`.")
+    def _resolve_style(self, style):
+        """The style object of `style`, or of the class's fixed style."""
+        fixed = type(self).style
+        if fixed is not None and style not in (None, fixed):
+            raise ValueError(
+                f"{self.__class__.__name__} has style={fixed!r}. "
+                f"Received: style={style!r}"
+            )
+        style = style or fixed or "luong"
+        if style not in STYLE_OBJECTS:
+            raise ValueError(
+                f"`style` must be one of {STYLES}. Received: style={style!r}"
+            )
+        return STYLE_OBJECTS[style]
 
     @property
     def _base_output_size(self):
         """Width of the output, without the alignments."""
-        return self.units
-
-    @property
-    def _cell_input_dim(self):
-        """Width of the wrapped cell's input."""
-        return self._input_dim
-
-    @property
-    def _query_dim(self):
-        """Width of the attention's query."""
-        return self.units
-
-    @property
-    def _extra_state_sizes(self):
-        # Memory states have a size only known from the memory (None here);
-        # `keras.layers.RNN` only reads it for shapes of `return_state`.
-        return [None, None, None]
-
-    def _build_output_layer(self):
-        """Creates the weights that combine context and state. Default: none."""
-
-    def _initial_step_states(self, batch_size, dtype):
-        """States the style carries between steps, before the memory's."""
-        return []
+        return self._style.base_output_size(self)
 
     # ----------------------------------------------------------- sizes
 
@@ -272,11 +216,31 @@ class AttentionCellWrapper(keras.layers.Layer):
 
     @property
     def state_size(self):
-        return [self.output_size, *self._cell_state_sizes, *self._extra_state_sizes]
+        return [
+            self.output_size,
+            *self._cell_state_sizes,
+            *self._style.extra_state_sizes(self),
+        ]
 
     # ----------------------------------------------------------- build
 
     def build(self, input_shape):
+        """Creates the weights of the cell, the attention and the output.
+
+        Args:
+            input_shape: The step input's shape `(batch, input_dim)`, or
+                `[(batch, input_dim), (batch, Tv, memory_dim)]` with the
+                memory's. Every weight is made here when the memory's width
+                is known (from this, `memory_dim` or `AttentionRNN`);
+                otherwise the wrapped cell, the attention and the output
+                kernel, sub-layers of their own, are built by the first
+                `get_initial_state_with_memory`. Only a static `Tv` here
+                sets `output_size` (with `return_alignments=True`).
+        """
+        if _is_pair_of_shapes(input_shape):
+            input_shape, memory_shape = input_shape
+            self._set_memory_dim(memory_shape[-1])
+            self._memory_length = memory_shape[1]
         self._input_dim = int(input_shape[-1])
         if self.memory_dim is not None:
             self._build_with_memory()
@@ -293,22 +257,12 @@ class AttentionCellWrapper(keras.layers.Layer):
                 "shape."
             )
         if not self.cell.built:
-            self.cell.build((None, self._cell_input_dim))
+            self.cell.build((None, self._style.cell_input_dim(self)))
         if not self.attention.built:
             self.attention.build(
-                [(None, self._query_dim), (None, None, self.memory_dim)]
+                [(None, self._style.query_dim(self)), (None, None, self.memory_dim)]
             )
-        # Without `memory_dim`, `build` (from the step input alone) left the
-        # output weights to `get_initial_state_with_memory`: the layer is
-        # already marked built by then, so its tracker is unlocked for them,
-        # as Keras does itself when it quantizes a built layer.
-        locked = self._tracker.locked
-        self._tracker.unlock()
-        try:
-            self._build_output_layer()
-        finally:
-            if locked:
-                self._tracker.lock()
+        self._style.build_output_layer(self)
         # The projected keys' width (e.g. `units` of a Bahdanau score), to
         # unflatten the key state in `call`.
         probe = ops.zeros((1, 1, self.memory_dim), dtype=self.compute_dtype)
@@ -352,7 +306,7 @@ class AttentionCellWrapper(keras.layers.Layer):
         outside Keras' stateless calls.
         """
         if self._input_dim is not None:
-            draw_dropout_masks(self.cell, batch_size, self._cell_input_dim)
+            draw_dropout_masks(self.cell, batch_size, self._style.cell_input_dim(self))
 
     def _check_cell_states(self, initial_state, batch_size, dtype):
         if initial_state is None:
@@ -369,12 +323,39 @@ class AttentionCellWrapper(keras.layers.Layer):
 
     def get_initial_state(self, batch_size=None):
         """Zero initial states; `"self"` style only (others need a memory)."""
-        raise ValueError(
-            f'style="{self.style}" attends over a memory: pass '
-            "`initial_state=cell.get_initial_state_with_memory(memory, "
-            "memory_mask, initial_state)` to `keras.layers.RNN`, or use "
-            "`AttentionRNN` with inputs `[sequences, memory]`."
-        )
+        if self._style.uses_memory:
+            raise ValueError(
+                f'style="{self.style}" attends over a memory: pass '
+                "`initial_state=cell.get_initial_state_with_memory(memory, "
+                "memory_mask, initial_state)` to `keras.layers.RNN`, or use "
+                "`AttentionRNN` with inputs `[sequences, memory]`."
+            )
+        states = self.get_initial_state_self(batch_size)
+        # `keras.layers.RNN` calls it inside its own `call`, before its loop,
+        # where it draws its own cell's masks too, training or not.
+        self._draw_dropout_masks(batch_size)
+        return states
+
+    def get_initial_state_self(self, batch_size, initial_state=None, training=None):
+        """Initial states of a `style="self"` cell (which has no memory).
+
+        Args:
+            batch_size: Batch size.
+            initial_state: Optional initial state(s) of the wrapped cell.
+            training: Whether the states start a training pass: then the
+                wrapped cell's dropout masks, if it has dropout, are drawn
+                here, before the loop (which JAX's `scan` needs).
+
+        Returns:
+            The list of initial states, to pass as `initial_state` to
+            `keras.layers.RNN`.
+        """
+        if self._style.uses_memory:
+            raise ValueError(
+                f'`get_initial_state_self` is for style="self". This cell has '
+                f'style="{self.style}": use `get_initial_state_with_memory`.'
+            )
+        return self._style.initial_states(self, batch_size, initial_state, training)
 
     def get_initial_state_with_memory(
         self, memory, memory_mask=None, initial_state=None, training=None
@@ -401,6 +382,12 @@ class AttentionCellWrapper(keras.layers.Layer):
             The list of initial states, to pass as `initial_state` to
             `keras.layers.RNN(cell)`.
         """
+        if not self._style.uses_memory:
+            raise ValueError(
+                'style="self" has no memory (it attends over its own earlier '
+                "states). Received a memory of shape "
+                f"{tuple(memory.shape)}; use `get_initial_state_self`."
+            )
         if len(memory.shape) != 3:
             raise ValueError(
                 "`memory` must have rank 3 (batch, Tv, memory_dim). Received "
@@ -421,7 +408,6 @@ class AttentionCellWrapper(keras.layers.Layer):
         dtype = self.compute_dtype
         memory = ops.cast(memory, dtype)
         batch_size = ops.shape(memory)[0]
-        self._memory_length = memory.shape[1]
         prepared = self.attention.prepare_memory(memory, value_mask=memory_mask)
         if training:
             self._draw_dropout_masks(batch_size)
@@ -432,7 +418,7 @@ class AttentionCellWrapper(keras.layers.Layer):
         return [
             output,
             *self._check_cell_states(initial_state, batch_size, dtype),
-            *self._initial_step_states(batch_size, dtype),
+            *self._style.initial_step_states(self, batch_size, dtype),
             ops.reshape(ops.cast(prepared.keys, dtype), (batch_size, -1)),
             ops.reshape(memory, (batch_size, -1)),
             ops.cast(prepared.mask, dtype),
@@ -488,42 +474,43 @@ class AttentionCellWrapper(keras.layers.Layer):
         output, new_states = call(inputs, states, **kwargs)
         return output, _flat_states(new_states)
 
-    def _unflatten(self, flat, length, dim):
-        return ops.reshape(flat, (ops.shape(flat)[0], length, dim))
+    def memory_from_states(self, states):
+        """The `AttentionMemory` a full list of states carries.
 
-    def _memory(self, memory_states):
-        """The `AttentionMemory` of the flat `[keys, values, mask]` states."""
-        held = self._held_memory
-        if held is not None and all(
-            state is kept for state, kept in zip(memory_states, held[0], strict=True)
-        ):
-            return held[1]
-        keys, values, mask = memory_states
-        length = ops.shape(mask)[1]
+        A loop that runs the cell itself reads it once and passes it to every
+        step (`call(inputs, states, memory=...)`): the memory states pass
+        through the steps unchanged.
+
+        Args:
+            states: The cell's flat states, from
+                `get_initial_state_with_memory` or a step.
+
+        Returns:
+            `AttentionMemory(keys, values, mask)`, `(batch, Tv, key_dim)`,
+            `(batch, Tv, memory_dim)` and boolean `(batch, Tv)`; None for
+            `style="self"`, which attends over its own earlier states, new
+            at every step.
+        """
+        if not self._style.uses_memory:
+            return None
+        keys, values, mask = states[-3:]
+        batch, length = ops.shape(mask)
         return AttentionMemory(
-            keys=self._unflatten(keys, length, self._key_dim),
-            values=self._unflatten(values, length, self.memory_dim),
+            keys=ops.reshape(keys, (batch, length, self._key_dim)),
+            values=ops.reshape(values, (batch, length, self.memory_dim)),
             mask=ops.cast(mask, "bool"),
         )
 
-    @contextlib.contextmanager
-    def _holding_memory(self, states):
-        """Within it, `_memory` of these states' memory is read once.
-
-        For a loop that passes the memory states on unchanged (the same
-        tensors, `attention_loop`): each step then skips unflattening them.
+    def call(self, inputs, states, training=None, memory=None):
+        """One step: `(output, new_states)`.
 
         Args:
-            states: The initial states, from `get_initial_state_with_memory`.
+            inputs: The step input `y_t`, `(batch, input_dim)`.
+            states: The flat states of the previous step.
+            training: Whether dropout applies.
+            memory: Optional `memory_from_states(states)`, read once by a
+                loop for all its steps; read from `states` if None.
         """
-        memory_states = tuple(states[-3:])
-        self._held_memory = (memory_states, self._memory(memory_states))
-        try:
-            yield
-        finally:
-            self._held_memory = None
-
-    def call(self, inputs, states, training=None):
         if self._key_dim is None:
             raise ValueError(
                 f"{self.__class__.__name__} does not know its memory yet: pass "
@@ -536,8 +523,16 @@ class AttentionCellWrapper(keras.layers.Layer):
         cell_states = states[1 : 1 + num_cell]
         if self.return_alignments:
             prev_output = prev_output[:, : self._base_output_size]
-        output, weights, new_cell, new_extra = self._step(
-            inputs, prev_output, cell_states, states[1 + num_cell :], training
+        if memory is None:
+            memory = self.memory_from_states(states)
+        output, weights, new_cell, new_extra = self._style.step(
+            self,
+            inputs,
+            prev_output,
+            cell_states,
+            states[1 + num_cell :],
+            memory,
+            training,
         )
         output = as_dtype(output, states[0].dtype)
         if self.return_alignments:
@@ -546,6 +541,29 @@ class AttentionCellWrapper(keras.layers.Layer):
             as_dtype(s, c.dtype) for s, c in zip(new_cell, cell_states, strict=True)
         ]
         return output, [output, *new_cell, *new_extra]
+
+    # ----------------------------------------------------------- W_c
+
+    @property
+    def attention_kernel(self):
+        """`W_c`, `(memory_dim + units, attention_units)`: Luong and self styles."""
+        if self._output_kernel is None:
+            raise AttributeError(
+                f'style="{self.style}" has no `attention_kernel` (no `W_c`).'
+            )
+        return self._output_kernel.kernel
+
+    def save_own_variables(self, store):
+        super().save_own_variables(store)
+        if self._output_kernel is not None and self._output_kernel.built:
+            store["0"] = self._output_kernel.kernel
+
+    def load_own_variables(self, store):
+        # `keys()`: the H5 store of Keras 3.5 has no `in`.
+        if self._output_kernel is not None and "0" in store.keys():
+            if not self._output_kernel.built:
+                self._output_kernel.build((None, store["0"].shape[0]))
+            self._output_kernel.kernel.assign(store["0"])
 
     # ----------------------------------------------------------- config
 
@@ -556,8 +574,10 @@ class AttentionCellWrapper(keras.layers.Layer):
                 "cell": keras.saving.serialize_keras_object(self.cell),
                 "attention": keras.saving.serialize_keras_object(self.attention),
                 "style": self.style,
-                "memory_dim": self.memory_dim,
+                # A self-attentive cell's memory is its own states.
+                "memory_dim": self.memory_dim if self._style.uses_memory else None,
                 "return_alignments": self.return_alignments,
+                **self._style.config(self),
             }
         )
         return config
@@ -567,4 +587,5 @@ class AttentionCellWrapper(keras.layers.Layer):
         config = dict(config)
         config["cell"] = deserialize_layer(config["cell"], custom_objects)
         config["attention"] = deserialize_layer(config["attention"], custom_objects)
-        return cls(**config)
+        style = config.get("style") or cls.style or "luong"
+        return cls(**drop_other_styles_arguments(config, style))
