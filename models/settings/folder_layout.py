@@ -60,6 +60,11 @@ LATEST_WEIGHTS_FILE = "latest.weights.h5"
 TEACHER_CACHE_DIR = "teacher"
 # A large training split's encoded examples (`models.data.training_cache`).
 TRAINING_CACHE = "training-examples"
+# The examples as token-id arrays (`models.data.arrays`), for a training
+# process without TensorFlow: `<PREPARED_DIR>/<split>-<examples>/`, each
+# holding `ARRAYS_FILE` and one raw file per array.
+PREPARED_DIR = "prepared"
+ARRAYS_FILE = "arrays.json"
 # The decoding settings chosen on validation, and the grid.
 SEARCH_TUNING_FILE = "search_tuning.json"
 # The lengths chosen from the training data (`models.training.chosen_lengths`).
