@@ -37,6 +37,7 @@ from models.settings.folder_layout import (
     TEACHER_CACHE_DIR,
     TRAINING_CACHE,
     TRAINING_RECORD_FILE,
+    prepared_arrays_dir,
 )
 from models.settings.json_files import read_json, whole_file, write_json
 from models.settings.train import TrainSettings
@@ -328,12 +329,12 @@ def _prepare(settings, splits, strategy, cleanup):
             f"{strategy.num_replicas_in_sync} replicas",
             file=sys.stderr,
         )
+    validation_examples = data.encode_dataset(
+        splits["validation"].take(options.validation_loss_examples), features
+    )
     validation_batches = _with_known_length(
         data.batched(
-            data.encode_dataset(
-                splits["validation"].take(options.validation_loss_examples),
-                features,
-            ),
+            validation_examples,
             options.batch_size,
             training=False,
             max_source_length=config.max_source_length,
@@ -349,6 +350,10 @@ def _prepare(settings, splits, strategy, cleanup):
         index=0,
         max_source_length=config.max_source_length,
     )
+    if settings.run.prepare_arrays and chief:
+        _write_prepared_arrays(
+            run_dir, {"train": examples, "validation": validation_examples}
+        )
     return RunData(
         run_dir=run_dir,
         chief=chief,
@@ -359,6 +364,22 @@ def _prepare(settings, splits, strategy, cleanup):
         sample=tuple(sample.as_numpy_iterator()),
         schedule=run_schedule(run_dir, options, data.count_batches(one_pass)),
     ), search
+
+
+def _write_prepared_arrays(run_dir, encoded):
+    """Each split's examples of `encoded` (`{split: dataset}`) as token-id
+    arrays in the run folder (`models.data.arrays`), once: what a training
+    process without TensorFlow reads, tokenized as this run's."""
+    for split, examples in encoded.items():
+        count = int(examples.cardinality())
+        if count < 0:
+            count = data.count_batches(examples)
+        folder = prepared_arrays_dir(run_dir, split, count)
+        if not folder.is_dir():
+            print(
+                f"Writing the {count:,} {split} examples into {folder}", file=sys.stderr
+            )
+        data.write_arrays(examples.as_numpy_iterator(), folder)
 
 
 def _train_member(rank, folder, run, options, strategy, initial_weights, cap, progress):

@@ -199,3 +199,34 @@ def test_reading_the_batches_imports_no_tensorflow(tmp_path):
         env=env,
     )
     assert out.stdout.strip() == "False"
+
+
+def test_empty_rows_leave_the_summarizers_loss_as_it_is(tmp_path):
+    # A short batch is filled with all-padding rows: they must add nothing
+    # to the loss (no NaN from an all-masked source either), on every backend.
+    from models.model.summarizer import HeadlineSummarizer
+    from models.settings.model import SummarizerConfig
+
+    config = SummarizerConfig(
+        vocab_size=30,
+        embedding_dim=8,
+        hidden_size=8,
+        attention_units=4,
+        max_source_length=64,
+        max_target_length=7,
+        sampled_softmax=0,
+    )
+    small = [
+        ({k: v % 25 + 4 for k, v in inputs.items()}, target % 25 + 4)
+        for inputs, target in examples()
+    ]
+    arrays = PreparedArrays(write_arrays(small, tmp_path / "small"))
+    dataset = ArrayBatches(arrays, 4, BOUNDARIES, 64)
+    inputs, target_out = dataset.batch(np.array([0, 2, 4]))  # lengths 3, 5, 2
+    assert rows((inputs, target_out))[-1] == -1
+    model = HeadlineSummarizer(config)
+    padded = float(model.compute_loss(inputs, target_out, model(inputs)))
+    three = {name: value[:3] for name, value in inputs.items()}
+    alone = float(model.compute_loss(three, target_out[:3], model(three)))
+    assert np.isfinite(padded)
+    np.testing.assert_allclose(padded, alone, rtol=1e-5)

@@ -96,6 +96,13 @@ def member_rank(name):
     return int(name.removeprefix(MEMBER_PREFIX))
 
 
+def prepared_arrays_dir(run_dir, split, examples):
+    """The prepared arrays of `examples` pairs of `split` in the run folder
+    (`models.data.arrays`): named by the count, so that a run with another
+    `--max-train-examples` prepares its own."""
+    return Path(run_dir) / PREPARED_DIR / f"{split}-{examples}"
+
+
 def backup_metadata_path(member_dir):
     """Keras' backup record of the member (or run) in `member_dir`."""
     return Path(member_dir) / BACKUP_DIR / BACKUP_METADATA_FILE

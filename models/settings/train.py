@@ -70,6 +70,12 @@ class RunSettings:
     cpu_devices: int = _flag(
         1, "split the CPU into N logical devices (to try --strategy mirrored)"
     )
+    prepare_arrays: bool = _flag(
+        False,
+        "also write the training and validation examples as token-id arrays "
+        "into <run>/prepared/ (models.data.arrays), read without TensorFlow",
+        action="store_true",
+    )
 
     def run_path(self):
         """The run folder: `run_dir`, else `runs/<name>`."""
