@@ -23,7 +23,7 @@ from models.export import served_search
 from models.export.saved_model import export
 from models.model import members
 from models.model.ensemble import SummarizerEnsemble
-from models.model.members import MemberEnd, member_dirs, read_end, write_end
+from models.model.members import MemberEnd, member_dirs, read_end
 from models.model.run_folder import export_files, initial_model_files
 from models.model.summarizer import in_multi_worker_mode
 from models.settings.data import DataSource
@@ -37,14 +37,14 @@ from models.settings.folder_layout import (
     TEACHER_CACHE_DIR,
     TRAINING_CACHE,
     TRAINING_RECORD_FILE,
-    prepared_arrays_dir,
 )
 from models.settings.json_files import read_json, whole_file, write_json
 from models.settings.train import TrainSettings
 from models.training import chosen_lengths as lengths
 from models.training import distill
 from models.training.callbacks import TrainingCap, backed_up_state
-from models.training.fit import RunData, prepare_run, train_member
+from models.training.fit import RunData, finish_member, prepare_run, train_member
+from models.training.prepared_run import write_prepared
 from models.training.progress import CommandProgress, machine
 from models.training.schedule import RiskSchedule, run_schedule
 
@@ -133,6 +133,23 @@ class MemberOutcome:
         return line
 
 
+def _validation_data(split, features, config, options):
+    """`(examples, batches)` of the validation loss: the first
+    `validation_loss_examples` of `split`, encoded, and their batches."""
+    examples = data.encode_dataset(
+        split.take(options.validation_loss_examples), features
+    )
+    batches = _with_known_length(
+        data.batched(
+            examples,
+            options.batch_size,
+            training=False,
+            max_source_length=config.max_source_length,
+        )
+    )
+    return examples, batches
+
+
 def _with_known_length(batches):
     """The validation `batches` with their number known to Keras.
 
@@ -163,13 +180,18 @@ def _worker_run_dir(run_dir, cleanup):
     return scratch / "run"
 
 
-def run(settings: TrainSettings):
-    """Trains, exports and evaluates as `train.py`'s settings say."""
+def run(settings: TrainSettings, train_elsewhere=None):
+    """Trains, exports and evaluates as `train.py`'s settings say.
+
+    `train_elsewhere`: with `--backend` other than TensorFlow, what trains
+    the members once the data is prepared (`train.py` runs its training
+    process), before this process tunes, exports and scores them.
+    """
     with contextlib.ExitStack() as cleanup:
-        return _run(settings, cleanup)
+        return _run(settings, cleanup, train_elsewhere)
 
 
-def _run(settings, cleanup):
+def _run(settings, cleanup, train_elsewhere):
     options = settings.training
     progress = CommandProgress(options.ensemble)
     progress.stage("data", "loading and encoding")
@@ -188,12 +210,23 @@ def _run(settings, cleanup):
     progress.training(run.schedule)
     # One cap for the whole command: every member, every stage.
     cap = TrainingCap(options.max_train_minutes, options.stop_after_validations)
-    outcomes = [
-        _train_member(
-            rank, folder, run, options, strategy, initial_weights, cap, progress
-        )
-        for rank, folder in enumerate(member_dirs(run.run_dir, options.ensemble))
-    ]
+    folders = member_dirs(run.run_dir, options.ensemble)
+    if settings.run.backend == "tensorflow":
+        outcomes = [
+            _train_member(
+                rank, folder, run, options, strategy, initial_weights, cap, progress
+            )
+            for rank, folder in enumerate(folders)
+        ]
+    else:
+        # Another process trains the members (`array_training`); this one
+        # reads what it left.
+        progress.stage("training", f"on {settings.run.backend}, in its own process")
+        train_elsewhere()
+        outcomes = [
+            _trained_member(rank, folder, f"member {rank + 1}", progress)
+            for rank, folder in enumerate(folders)
+        ]
     if settings.risk.risk_updates and run.chief:
         outcomes = _fine_tune_members(
             outcomes, run, options, settings.risk, cap, progress
@@ -225,6 +258,7 @@ def _run(settings, cleanup):
             settings, model, run.features, splits["validation"], search, run.run_dir
         )
     record = {
+        "backend": _backend(served),
         "schedule": run.schedule.to_dict(),
         "members": [o.record(run.schedule) for o in outcomes],
         "served_members": len(served),
@@ -235,6 +269,13 @@ def _run(settings, cleanup):
     _print_summary(version_dir, outcomes, run.schedule, progress)
     served_search.print_verdicts(checks, settings, version_dir)
     return version_dir
+
+
+def _backend(served):
+    """The Keras backend the served members trained on (`"mixed"`: more
+    than one)."""
+    backends = {o.end.backend if o.end else "tensorflow" for o in served}
+    return backends.pop() if len(backends) == 1 else "mixed"
 
 
 def _machine():
@@ -329,18 +370,12 @@ def _prepare(settings, splits, strategy, cleanup):
             f"{strategy.num_replicas_in_sync} replicas",
             file=sys.stderr,
         )
-    validation_examples = data.encode_dataset(
-        splits["validation"].take(options.validation_loss_examples), features
+    validation_examples, validation_batches = _validation_data(
+        splits["validation"], features, config, options
     )
-    validation_batches = _with_known_length(
-        data.batched(
-            validation_examples,
-            options.batch_size,
-            training=False,
-            max_source_length=config.max_source_length,
-        )
+    sample = tuple(
+        splits["validation"].take(options.validation_rouge_examples).as_numpy_iterator()
     )
-    sample = splits["validation"].take(options.validation_rouge_examples)
     examples = data.cached_examples(data.encode_dataset(train_split, features), run_dir)
     # One pass, which fills the cache: its batches, whatever its order.
     one_pass = data.pass_batches(
@@ -350,9 +385,13 @@ def _prepare(settings, splits, strategy, cleanup):
         index=0,
         max_source_length=config.max_source_length,
     )
-    if settings.run.prepare_arrays and chief:
-        _write_prepared_arrays(
-            run_dir, {"train": examples, "validation": validation_examples}
+    if chief and (settings.run.prepare_arrays or settings.run.backend != "tensorflow"):
+        write_prepared(
+            run_dir,
+            {"train": examples, "validation": validation_examples},
+            sample,
+            features,
+            settings,
         )
     return RunData(
         run_dir=run_dir,
@@ -361,25 +400,24 @@ def _prepare(settings, splits, strategy, cleanup):
         features=features,
         examples=examples,
         validation_batches=validation_batches,
-        sample=tuple(sample.as_numpy_iterator()),
+        sample=sample,
         schedule=run_schedule(run_dir, options, data.count_batches(one_pass)),
     ), search
 
 
-def _write_prepared_arrays(run_dir, encoded):
-    """Each split's examples of `encoded` (`{split: dataset}`) as token-id
-    arrays in the run folder (`models.data.arrays`), once: what a training
-    process without TensorFlow reads, tokenized as this run's."""
-    for split, examples in encoded.items():
-        count = int(examples.cardinality())
-        if count < 0:
-            count = data.count_batches(examples)
-        folder = prepared_arrays_dir(run_dir, split, count)
-        if not folder.is_dir():
-            print(
-                f"Writing the {count:,} {split} examples into {folder}", file=sys.stderr
-            )
-        data.write_arrays(examples.as_numpy_iterator(), folder)
+def _trained_member(rank, folder, stage, progress):
+    """Member `rank` as its folder holds it: finished (its model loaded),
+    or where its backup left it."""
+    end = read_end(folder)
+    if end is None:
+        return MemberOutcome(rank, folder, backed_up_state(folder)[0])
+    progress.member_done(rank, end.validations)
+    detail = f"{end.validations} validations, {end.reason}"
+    if end.backend != "tensorflow":
+        detail += f", on {end.backend}"
+    progress.stage(stage, f"finished earlier ({detail})")
+    model = keras.saving.load_model(folder / MODEL_FILE, compile=False)
+    return MemberOutcome(rank, folder, end.validations, model, end)
 
 
 def _train_member(rank, folder, run, options, strategy, initial_weights, cap, progress):
@@ -387,17 +425,10 @@ def _train_member(rank, folder, run, options, strategy, initial_weights, cap, pr
     it has finished, as a `MemberOutcome`. Once a cap has cut one member,
     the later ones wait for the next command."""
     stage = f"member {rank + 1}/{options.ensemble}"
-    end = read_end(folder)
-    if end is not None:
-        progress.member_done(rank, end.validations)
-        progress.stage(
-            stage, f"finished earlier ({end.validations} validations, {end.reason})"
-        )
-        model = keras.saving.load_model(folder / MODEL_FILE, compile=False)
-        return MemberOutcome(rank, folder, end.validations, model, end)
-    validations, _ = backed_up_state(folder)
-    if cap.spent():
-        return MemberOutcome(rank, folder, validations)
+    outcome = _trained_member(rank, folder, stage, progress)
+    if outcome.end is not None or cap.spent():
+        return outcome
+    validations = outcome.validations
     seed = options.seed + rank
     progress.stage(stage, f"training (seed {seed}, from validation {validations + 1})")
 
@@ -424,24 +455,7 @@ def _train_member(rank, folder, run, options, strategy, initial_weights, cap, pr
         ) from None
     if not fit_end.finished:
         return MemberOutcome(rank, folder, fit_end.validations)
-    schedule = run.schedule
-    end = MemberEnd(
-        validations=fit_end.validations,
-        examples=schedule.examples(fit_end.validations),
-        reason="early_stopping" if fit_end.early_stopped else "example_limit",
-        best=fit_end.best,
-        best_validation=fit_end.best_validation,
-        best_examples=(
-            schedule.examples(fit_end.best_validation)
-            if fit_end.best_validation
-            else None
-        ),
-        monitor=fit_end.monitor,
-    )
-    if run.chief:
-        with whole_file(folder / MODEL_FILE) as partial:
-            model.save(partial)
-        write_end(folder, end)
+    end = finish_member(folder, model, fit_end, run.schedule, save=run.chief)
     progress.member_done(rank, end.validations)
     return MemberOutcome(rank, folder, end.validations, model, end)
 

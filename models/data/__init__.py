@@ -14,11 +14,12 @@ One module per concern, each importing only those before it:
 * `lengths`: the token lengths of a split's pairs, on a bounded sample
   (`measure_lengths`);
 * `examples`: pairs to the model's examples and batches (`encode_dataset`,
-  `batched`, `source_buckets`), the training examples read once
+  `batched`), the training examples read once
   (`cached_examples`, `training_cache`), and the training stream of passes
   (`pass_batches`, `stream_batches`, `count_batches`);
 * `arrays`: prepared examples as memory-mapped token-id arrays and their
-  fixed-shape batches (`PreparedArrays`, `ArrayBatches`), numpy and Keras
+  fixed-shape batches (`PreparedArrays`, `ArrayBatches`), and the length
+  buckets of both pipelines (`source_buckets`), numpy and Keras
   only; a split's examples written as such arrays (`write_arrays`).
 
 The names below are read from their modules when first used, so that
@@ -39,7 +40,6 @@ _MODULES = {
             "count_batches",
             "encode_dataset",
             "pass_batches",
-            "source_buckets",
             "stream_batches",
             "training_cache",
         ),
@@ -49,7 +49,9 @@ _MODULES = {
     "prepare_offline": "offline",
     "load_split": "splits",
     **dict.fromkeys(("count_words", "split_vocabulary"), "word_counts"),
-    **dict.fromkeys(("ArrayBatches", "PreparedArrays", "write_arrays"), "arrays"),
+    **dict.fromkeys(
+        ("ArrayBatches", "PreparedArrays", "source_buckets", "write_arrays"), "arrays"
+    ),
 }
 __all__ = ["SPLITS", *sorted(_MODULES)]
 

@@ -38,6 +38,21 @@ ID_DTYPE = np.dtype("<i4")
 OFFSET_DTYPE = np.dtype("<i8")
 
 
+def source_buckets(max_source_length):
+    """The length buckets of sources cut at `max_source_length`: up to a
+    quarter of it, three eighths, a half, three quarters, and the rest
+    (`(16, 24, 32, 48, 64)` for 64).
+
+    Relative to the cut, so that long sources (a token per Chinese or
+    Japanese character) are batched with sources of their own length, not
+    padded to the longest of all.
+    """
+    bounds = {
+        max(1, round(max_source_length * eighths / 8)) for eighths in (2, 3, 4, 6, 8)
+    }
+    return tuple(sorted(bounds))
+
+
 def array_file(folder, name):
     """The raw file of array `name` in the prepared `folder`."""
     dtype = OFFSET_DTYPE if name.endswith("_offsets") else ID_DTYPE

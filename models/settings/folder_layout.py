@@ -65,6 +65,9 @@ TRAINING_CACHE = "training-examples"
 # holding `ARRAYS_FILE` and one raw file per array.
 PREPARED_DIR = "prepared"
 ARRAYS_FILE = "arrays.json"
+# In `PREPARED_DIR`: which folders the last preparation wrote, and the flags
+# that chose their examples (`models.training.array_training`).
+PREPARED_MANIFEST_FILE = "prepared.json"
 # The decoding settings chosen on validation, and the grid.
 SEARCH_TUNING_FILE = "search_tuning.json"
 # The lengths chosen from the training data (`models.training.chosen_lengths`).
