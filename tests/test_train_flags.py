@@ -209,6 +209,17 @@ def test_the_tensorflow_only_stages_are_refused_on_jax(stage, received, capsys):
     assert err.count("\n") == 1, err
 
 
+def test_torch_is_refused_with_its_reason(capsys):
+    assert train.main(["--backend", "torch"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "train.py: error: `--backend torch` is not offered: Keras runs the "
+        "summarizer eagerly on torch, a training step 8 times and a validation "
+        "search 24 times slower than on JAX (BENCHMARKS.md): use --backend jax "
+        "or tensorflow. Received: backend='torch'\n"
+    )
+
+
 @pytest.mark.tf_only  # `models.text` is TensorFlow's
 def test_the_smallest_vocabulary_is_the_reserved_tokens():
     from models import text
