@@ -9,7 +9,9 @@ and writes `metrics.json` and attention heatmaps beside it.
 """
 
 import argparse
+import importlib.util
 import os
+import subprocess
 import sys
 
 from models.settings.errors import LostWorker, UserError
@@ -17,6 +19,9 @@ from models.settings.flags import DefaultsHelpFormatter, SettingsParser
 from models.settings.startup import import_tensorflow
 from models.settings.train import add_train_flags, train_settings
 
+# The backend this process was started with, if any: `--backend jax`
+# trains in a process started with `KERAS_BACKEND=jax`.
+_GIVEN_BACKEND = os.environ.get("KERAS_BACKEND")
 # Before anything imports Keras (the modules above do not).
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
@@ -60,17 +65,84 @@ def parse_settings(argv=None):
     return train_settings(parser.parse_args(argv))
 
 
+class PreparedOnly(Exception):
+    """The data of a `--backend jax` run is prepared; the members train in
+    another process, on a machine with JAX."""
+
+
+def _installed(module):
+    return importlib.util.find_spec(module) is not None
+
+
+def train_on_backend(settings):
+    """The training process of `--backend jax`: the members, on the
+    prepared arrays, without TensorFlow (`models.training.array_training`)."""
+    backend = settings.run.backend
+    os.environ["KERAS_BACKEND"] = backend
+    from models.training import array_training
+
+    array_training.train_members(settings)
+    print(
+        f"[train.py] {array_training.NEXT_STEP.format(backend=backend)}",
+        file=sys.stderr,
+    )
+
+
+def training_process(argv, backend):
+    """What trains the members of `--backend` from a TensorFlow process:
+    this command again, in a process of its own on that backend."""
+    command = [sys.executable, os.path.abspath(__file__), *argv]
+
+    def train():
+        if not _installed(backend):
+            print(
+                f"[train.py] the data is prepared; {backend} is not installed "
+                f"here: run `KERAS_BACKEND={backend} python train.py` with the "
+                "same flags where it is, on this run folder, then this command "
+                "again here to tune, export and score",
+                file=sys.stderr,
+            )
+            raise PreparedOnly
+        environment = {**os.environ, "KERAS_BACKEND": backend}
+        code = subprocess.run(command, env=environment, check=False).returncode
+        if code == 130:
+            raise KeyboardInterrupt
+        if code != 0:
+            raise UserError(
+                f"the {backend} training process failed (exit status {code}); "
+                "its lines above say why"
+            )
+
+    return train
+
+
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
         settings = parse_settings(argv)
+        backend = settings.run.backend
+        if backend != "tensorflow" and (
+            _GIVEN_BACKEND == backend or not _installed("tensorflow")
+        ):
+            return _interrupted_or(lambda: train_on_backend(settings))
+        train_elsewhere = (
+            None if backend == "tensorflow" else training_process(argv, backend)
+        )
     except UserError as error:  # a flag's value that its settings refuse
         print(f"train.py: error: {error}", file=sys.stderr)
         return 2
     import_tensorflow(settings.verbose)
     from models import pipeline
 
+    return _interrupted_or(lambda: pipeline.run(settings, train_elsewhere))
+
+
+def _interrupted_or(command):
+    """Runs `command`; its errors and a Ctrl-C as `train.py`'s exit status."""
     try:
-        pipeline.run(settings)
+        command()
+    except PreparedOnly:
+        return 0
     except LostWorker as error:
         print(f"train.py: error: {error}", file=sys.stderr, flush=True)
         # TensorFlow's shutdown would wait for the lost worker: none of it.

@@ -23,7 +23,7 @@ from models.export import served_search
 from models.export.saved_model import export
 from models.model import members
 from models.model.ensemble import SummarizerEnsemble
-from models.model.members import MemberEnd, member_dirs, read_end, write_end
+from models.model.members import MemberEnd, member_dirs, read_end
 from models.model.run_folder import export_files, initial_model_files
 from models.model.summarizer import in_multi_worker_mode
 from models.settings.data import DataSource
@@ -43,7 +43,8 @@ from models.settings.train import TrainSettings
 from models.training import chosen_lengths as lengths
 from models.training import distill
 from models.training.callbacks import TrainingCap, backed_up_state
-from models.training.fit import RunData, prepare_run, train_member
+from models.training.fit import RunData, finish_member, prepare_run, train_member
+from models.training.prepared_run import write_prepared
 from models.training.progress import CommandProgress, machine
 from models.training.schedule import RiskSchedule, run_schedule
 
@@ -132,6 +133,23 @@ class MemberOutcome:
         return line
 
 
+def _validation_data(split, features, config, options):
+    """`(examples, batches)` of the validation loss: the first
+    `validation_loss_examples` of `split`, encoded, and their batches."""
+    examples = data.encode_dataset(
+        split.take(options.validation_loss_examples), features
+    )
+    batches = _with_known_length(
+        data.batched(
+            examples,
+            options.batch_size,
+            training=False,
+            max_source_length=config.max_source_length,
+        )
+    )
+    return examples, batches
+
+
 def _with_known_length(batches):
     """The validation `batches` with their number known to Keras.
 
@@ -162,13 +180,18 @@ def _worker_run_dir(run_dir, cleanup):
     return scratch / "run"
 
 
-def run(settings: TrainSettings):
-    """Trains, exports and evaluates as `train.py`'s settings say."""
+def run(settings: TrainSettings, train_elsewhere=None):
+    """Trains, exports and evaluates as `train.py`'s settings say.
+
+    `train_elsewhere`: with `--backend` other than TensorFlow, what trains
+    the members once the data is prepared (`train.py` runs its training
+    process), before this process tunes, exports and scores them.
+    """
     with contextlib.ExitStack() as cleanup:
-        return _run(settings, cleanup)
+        return _run(settings, cleanup, train_elsewhere)
 
 
-def _run(settings, cleanup):
+def _run(settings, cleanup, train_elsewhere):
     options = settings.training
     progress = CommandProgress(options.ensemble)
     progress.stage("data", "loading and encoding")
@@ -187,12 +210,23 @@ def _run(settings, cleanup):
     progress.training(run.schedule)
     # One cap for the whole command: every member, every stage.
     cap = TrainingCap(options.max_train_minutes, options.stop_after_validations)
-    outcomes = [
-        _train_member(
-            rank, folder, run, options, strategy, initial_weights, cap, progress
-        )
-        for rank, folder in enumerate(member_dirs(run.run_dir, options.ensemble))
-    ]
+    folders = member_dirs(run.run_dir, options.ensemble)
+    if settings.run.backend == "tensorflow":
+        outcomes = [
+            _train_member(
+                rank, folder, run, options, strategy, initial_weights, cap, progress
+            )
+            for rank, folder in enumerate(folders)
+        ]
+    else:
+        # Another process trains the members (`array_training`); this one
+        # reads what it left.
+        progress.stage("training", f"on {settings.run.backend}, in its own process")
+        train_elsewhere()
+        outcomes = [
+            _trained_member(rank, folder, f"member {rank + 1}", progress)
+            for rank, folder in enumerate(folders)
+        ]
     if settings.risk.risk_updates and run.chief:
         outcomes = _fine_tune_members(
             outcomes, run, options, settings.risk, cap, progress
@@ -224,6 +258,7 @@ def _run(settings, cleanup):
             settings, model, run.features, splits["validation"], search, run.run_dir
         )
     record = {
+        "backend": _backend(served),
         "schedule": run.schedule.to_dict(),
         "members": [o.record(run.schedule) for o in outcomes],
         "served_members": len(served),
@@ -234,6 +269,13 @@ def _run(settings, cleanup):
     _print_summary(version_dir, outcomes, run.schedule, progress)
     served_search.print_verdicts(checks, settings, version_dir)
     return version_dir
+
+
+def _backend(served):
+    """The Keras backend the served members trained on (`"mixed"`: more
+    than one)."""
+    backends = {o.end.backend if o.end else "tensorflow" for o in served}
+    return backends.pop() if len(backends) == 1 else "mixed"
 
 
 def _machine():
@@ -328,18 +370,12 @@ def _prepare(settings, splits, strategy, cleanup):
             f"{strategy.num_replicas_in_sync} replicas",
             file=sys.stderr,
         )
-    validation_batches = _with_known_length(
-        data.batched(
-            data.encode_dataset(
-                splits["validation"].take(options.validation_loss_examples),
-                features,
-            ),
-            options.batch_size,
-            training=False,
-            max_source_length=config.max_source_length,
-        )
+    validation_examples, validation_batches = _validation_data(
+        splits["validation"], features, config, options
     )
-    sample = splits["validation"].take(options.validation_rouge_examples)
+    sample = tuple(
+        splits["validation"].take(options.validation_rouge_examples).as_numpy_iterator()
+    )
     examples = data.cached_examples(data.encode_dataset(train_split, features), run_dir)
     # One pass, which fills the cache: its batches, whatever its order.
     one_pass = data.pass_batches(
@@ -349,6 +385,14 @@ def _prepare(settings, splits, strategy, cleanup):
         index=0,
         max_source_length=config.max_source_length,
     )
+    if chief and (settings.run.prepare_arrays or settings.run.backend != "tensorflow"):
+        write_prepared(
+            run_dir,
+            {"train": examples, "validation": validation_examples},
+            sample,
+            features,
+            settings,
+        )
     return RunData(
         run_dir=run_dir,
         chief=chief,
@@ -356,9 +400,24 @@ def _prepare(settings, splits, strategy, cleanup):
         features=features,
         examples=examples,
         validation_batches=validation_batches,
-        sample=tuple(sample.as_numpy_iterator()),
+        sample=sample,
         schedule=run_schedule(run_dir, options, data.count_batches(one_pass)),
     ), search
+
+
+def _trained_member(rank, folder, stage, progress):
+    """Member `rank` as its folder holds it: finished (its model loaded),
+    or where its backup left it."""
+    end = read_end(folder)
+    if end is None:
+        return MemberOutcome(rank, folder, backed_up_state(folder)[0])
+    progress.member_done(rank, end.validations)
+    detail = f"{end.validations} validations, {end.reason}"
+    if end.backend != "tensorflow":
+        detail += f", on {end.backend}"
+    progress.stage(stage, f"finished earlier ({detail})")
+    model = keras.saving.load_model(folder / MODEL_FILE, compile=False)
+    return MemberOutcome(rank, folder, end.validations, model, end)
 
 
 def _train_member(rank, folder, run, options, strategy, initial_weights, cap, progress):
@@ -366,17 +425,10 @@ def _train_member(rank, folder, run, options, strategy, initial_weights, cap, pr
     it has finished, as a `MemberOutcome`. Once a cap has cut one member,
     the later ones wait for the next command."""
     stage = f"member {rank + 1}/{options.ensemble}"
-    end = read_end(folder)
-    if end is not None:
-        progress.member_done(rank, end.validations)
-        progress.stage(
-            stage, f"finished earlier ({end.validations} validations, {end.reason})"
-        )
-        model = keras.saving.load_model(folder / MODEL_FILE, compile=False)
-        return MemberOutcome(rank, folder, end.validations, model, end)
-    validations, _ = backed_up_state(folder)
-    if cap.spent():
-        return MemberOutcome(rank, folder, validations)
+    outcome = _trained_member(rank, folder, stage, progress)
+    if outcome.end is not None or cap.spent():
+        return outcome
+    validations = outcome.validations
     seed = options.seed + rank
     progress.stage(stage, f"training (seed {seed}, from validation {validations + 1})")
 
@@ -403,24 +455,7 @@ def _train_member(rank, folder, run, options, strategy, initial_weights, cap, pr
         ) from None
     if not fit_end.finished:
         return MemberOutcome(rank, folder, fit_end.validations)
-    schedule = run.schedule
-    end = MemberEnd(
-        validations=fit_end.validations,
-        examples=schedule.examples(fit_end.validations),
-        reason="early_stopping" if fit_end.early_stopped else "example_limit",
-        best=fit_end.best,
-        best_validation=fit_end.best_validation,
-        best_examples=(
-            schedule.examples(fit_end.best_validation)
-            if fit_end.best_validation
-            else None
-        ),
-        monitor=fit_end.monitor,
-    )
-    if run.chief:
-        with whole_file(folder / MODEL_FILE) as partial:
-            model.save(partial)
-        write_end(folder, end)
+    end = finish_member(folder, model, fit_end, run.schedule, save=run.chief)
     progress.member_done(rank, end.validations)
     return MemberOutcome(rank, folder, end.validations, model, end)
 

@@ -28,8 +28,11 @@ from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 import httpx  # noqa: E402
 from servers import ROOT, Server  # noqa: E402
 
-from models.export.saved_model import TMP_PREFIX, remove_stale_temporaries  # noqa: E402
-from models.settings.version_folders import version_dirs  # noqa: E402
+from models.settings.version_folders import (  # noqa: E402
+    TMP_PREFIX,
+    remove_stale_temporaries,
+    version_dirs,  # noqa: E402
+)
 from serving.servable import ModelManager  # noqa: E402
 
 # At least 20 kills at random moments (fewer with `KILL_TRIALS` while

@@ -153,3 +153,57 @@ def test_the_library_imports_nothing_of_the_summarizer_or_the_papers():
         for name, source in sources("keras_attn").items()
     }
     assert {name: found for name, found in offenders.items() if found} == {}
+
+
+def import_graph(modules):
+    """Each module of `modules` (dotted name to source) to the modules of
+    `modules` it imports; `from a import b` counts as `a.b` if that is a
+    module, else as `a`."""
+
+    def resolve(name):
+        parts = name.split(".")
+        for end in range(len(parts), 0, -1):
+            if (prefix := ".".join(parts[:end])) in modules:
+                return prefix
+        return None
+
+    return {
+        name: {
+            found
+            for imported in imported_modules(source)
+            if (found := resolve(imported)) not in (None, name)
+        }
+        for name, source in modules.items()
+    }
+
+
+def import_cycles(graph):
+    """The cycles of `graph` (module to imported modules), each as the list of
+    its modules, found by depth-first search."""
+    cycles, done = [], set()
+
+    def visit(name, path):
+        if name in path:
+            cycles.append(path[path.index(name) :])
+            return
+        if name in done:
+            return
+        for imported in sorted(graph[name]):
+            visit(imported, [*path, name])
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, [])
+    return cycles
+
+
+def test_the_cycle_finder_finds_a_circle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert import_cycles(graph) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_two_modules_of_the_summarizer_import_each_other():
+    # Function-body imports count: a circle hidden in a function still ties
+    # the two modules together (the export's SavedModel and ONNX writers did).
+    assert import_cycles(import_graph(sources("models"))) == []

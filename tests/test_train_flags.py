@@ -183,6 +183,43 @@ def test_a_value_its_record_refuses_is_one_line_before_training(bad, message, ca
     assert err.count("\n") == 1, err
 
 
+@pytest.mark.parametrize(
+    "stage, received",
+    [
+        (["--risk-updates", "10"], "risk_updates=10"),
+        # The student recipe starts from the teacher: --init-from too.
+        (
+            ["--distill-from", "t/1"],
+            "distill_from='t/1', init_from='t/1'",
+        ),
+        (["--init-from", "runs/x"], "init_from='runs/x'"),
+        (["--strategy", "mirrored"], "strategy='mirrored'"),
+    ],
+)
+def test_the_tensorflow_only_stages_are_refused_on_jax(stage, received, capsys):
+    assert train.main(["--backend", "jax", *stage]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "train.py: error: `--backend jax` trains without minimum-risk "
+        "fine-tuning, distillation, --init-from and tf.distribute strategies, "
+        "which run on TensorFlow only: drop them or use --backend tensorflow. "
+        "Received: backend='jax', "
+    ), err
+    assert err.endswith(f"{received}\n"), err
+    assert err.count("\n") == 1, err
+
+
+def test_torch_is_refused_with_its_reason(capsys):
+    assert train.main(["--backend", "torch"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "train.py: error: `--backend torch` is not offered: Keras runs the "
+        "summarizer eagerly on torch, a training step 8 times and a validation "
+        "search 24 times slower than on JAX (BENCHMARKS.md): use --backend jax "
+        "or tensorflow. Received: backend='torch'\n"
+    )
+
+
 @pytest.mark.tf_only  # `models.text` is TensorFlow's
 def test_the_smallest_vocabulary_is_the_reserved_tokens():
     from models import text

@@ -14,42 +14,51 @@ One module per concern, each importing only those before it:
 * `lengths`: the token lengths of a split's pairs, on a bounded sample
   (`measure_lengths`);
 * `examples`: pairs to the model's examples and batches (`encode_dataset`,
-  `batched`, `source_buckets`), the training examples read once
+  `batched`), the training examples read once
   (`cached_examples`, `training_cache`), and the training stream of passes
-  (`pass_batches`, `stream_batches`, `count_batches`).
+  (`pass_batches`, `stream_batches`, `count_batches`);
+* `arrays`: prepared examples as memory-mapped token-id arrays and their
+  fixed-shape batches (`PreparedArrays`, `ArrayBatches`), and the length
+  buckets of both pipelines (`source_buckets`), numpy and Keras
+  only; a split's examples written as such arrays (`write_arrays`).
+
+The names below are read from their modules when first used, so that
+`models.data.arrays` is imported without TensorFlow (a training process
+without it reads the prepared arrays).
 """
 
-from models.data.batches import make_batches
-from models.data.examples import (
-    batched,
-    cached_examples,
-    count_batches,
-    encode_dataset,
-    pass_batches,
-    source_buckets,
-    stream_batches,
-    training_cache,
-)
-from models.data.lengths import measure_lengths
-from models.data.offline import prepare_offline
-from models.data.splits import load_split
-from models.data.word_counts import count_words, split_vocabulary
+import importlib
+
 from models.settings.data import SPLITS
 
-__all__ = [
-    "SPLITS",
-    "batched",
-    "cached_examples",
-    "count_batches",
-    "count_words",
-    "encode_dataset",
-    "load_split",
-    "make_batches",
-    "measure_lengths",
-    "pass_batches",
-    "prepare_offline",
-    "split_vocabulary",
-    "source_buckets",
-    "stream_batches",
-    "training_cache",
-]
+_MODULES = {
+    "make_batches": "batches",
+    **dict.fromkeys(
+        (
+            "batched",
+            "cached_examples",
+            "count_batches",
+            "encode_dataset",
+            "pass_batches",
+            "stream_batches",
+            "training_cache",
+        ),
+        "examples",
+    ),
+    "measure_lengths": "lengths",
+    "prepare_offline": "offline",
+    "load_split": "splits",
+    **dict.fromkeys(("count_words", "split_vocabulary"), "word_counts"),
+    **dict.fromkeys(
+        ("ArrayBatches", "PreparedArrays", "source_buckets", "write_arrays"), "arrays"
+    ),
+}
+__all__ = ["SPLITS", *sorted(_MODULES)]
+
+
+def __getattr__(name):
+    # PEP 562: `models.data.batched` imports `models.data.examples` (and
+    # TensorFlow) then.
+    if name in _MODULES:
+        return getattr(importlib.import_module(f"models.data.{_MODULES[name]}"), name)
+    raise AttributeError(f"module 'models.data' has no attribute {name!r}")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
+from models.data.arrays import source_buckets
 from models.data.batches import SHUFFLE_BUFFER, make_batches
 from models.settings.folder_layout import TRAINING_CACHE
 
@@ -111,21 +112,6 @@ def _unpad_example(inputs, target_out):
         "target_in": inputs["target_in"][:target_length],
     }
     return inputs, target_out[:target_length]
-
-
-def source_buckets(max_source_length):
-    """The length buckets of sources cut at `max_source_length`: up to a
-    quarter of it, three eighths, a half, three quarters, and the rest
-    (`(16, 24, 32, 48, 64)` for 64).
-
-    Relative to the cut, so that long sources (a token per Chinese or
-    Japanese character) are batched with sources of their own length, not
-    padded to the longest of all.
-    """
-    bounds = {
-        max(1, round(max_source_length * eighths / 8)) for eighths in (2, 3, 4, 6, 8)
-    }
-    return tuple(sorted(bounds))
 
 
 def batched(encoded, batch_size, *, training, max_source_length, seed=0, cache=True):

@@ -32,12 +32,12 @@ Signatures (all take `documents`, tf.string `[batch]`):
 
 import tensorflow as tf
 
-import keras_attn
 from models import text
+from models.decoding.id_search import decode_ids
 from models.decoding.saved_model_client import headlines_in_batches
 from models.decoding.shards import concat_padded, in_shards
 from models.decoding.xla import padded_for_xla
-from models.text.features import END_ID, PAD_ID, START_ID, UNK_ID
+from models.text.features import PAD_ID, UNK_ID
 
 _DOCUMENTS = tf.TensorSpec([None], tf.string, name="documents")
 # Signatures cannot have defaults: `search_options.json`, beside the
@@ -228,67 +228,20 @@ class HeadlineModule(tf.Module):
         end_penalty=None,
         num_hypotheses=1,
     ):
-        """Source ids to a `keras_attn.search.DecodingResult`: encoder and search."""
-        options = self.options
-        processors = []
-        if max_length is not None:
-            processors.append(keras_attn.MaxLength(max_length, END_ID))
-        if end_penalty is None and options.greedy_end_penalty:
-            end_penalty = options.greedy_end_penalty
-        if beam_size == 1 and end_penalty is not None:
-            processors.append(keras_attn.EndPenalty(end_penalty, END_ID))
-        # Under XLA the encoder skips the rows past their length, less work
-        # in fixed shapes; on TensorFlow's executor Keras' layer, whose two
-        # directions run on two cores at once, is the better one.
-        state, memory = self.model.initial_decoder_state(
-            ids, ext_ids, options.shortlist, by_length=options.xla
-        )
-        start_ids = tf.fill([tf.shape(ids)[0]], START_ID)
-        banned = [PAD_ID, START_ID] + ([UNK_ID] if options.suppress_unk else [])
-        common = dict(
-            end_id=END_ID,
-            max_length=options.max_length,
+        """Source ids to a `keras_attn.search.DecodingResult`: encoder and
+        search (`id_search.decode_ids`)."""
+        return decode_ids(
+            self.model,
+            ids,
+            ext_ids,
+            self.options,
+            beam_size=beam_size,
+            length_penalty=length_penalty,
             min_length=min_length,
-            banned_ids=banned,
-            no_repeat_ngram_size=options.no_repeat_ngram_size,
-            processors=processors,
-        )
-        kernel = self._output_kernel  # once, not per step
-        if kernel is None:
-            kernel = self.model.output_kernel(options.shortlist)
-        if beam_size > 1:
-            memory = keras_attn.tile_batch(memory, beam_size)
-
-            def step(ids, state):
-                return self.model.step(ids, state, memory, output_kernel=kernel)
-
-            return keras_attn.beam_search(
-                step,
-                state,
-                start_ids,
-                beam_size=beam_size,
-                length_penalty=length_penalty,
-                num_hypotheses=num_hypotheses,
-                **common,
-            )
-
-        # Ended rows leave the batch, and the memory with them; under XLA,
-        # whose shapes are fixed, the batch is halved as half its rows end.
-        def step(ids, state):
-            log_probs, decoder, attention = self.model.step(
-                ids,
-                state["decoder"],
-                state["memory"],
-                output_kernel=kernel,
-            )
-            return log_probs, dict(state, decoder=decoder), attention
-
-        return keras_attn.greedy_search(
-            step,
-            {"decoder": state, "memory": memory},
-            start_ids,
-            drop_finished="halves" if options.xla else True,
-            **common,
+            max_length=max_length,
+            end_penalty=end_penalty,
+            num_hypotheses=num_hypotheses,
+            output_kernel=self._output_kernel,
         )
 
     # No AutoGraph: the search is `keras.ops` with explicit loops (it runs

@@ -32,6 +32,7 @@ from models.settings.folder_layout import (
     ONNX_FILE,
     VOCABULARY_FILE,
 )
+from models.settings.version_folders import write_version
 
 # The opset the library's searches are tested at (docs/deploy.md).
 ONNX_OPSET = 17
@@ -163,7 +164,6 @@ def export_onnx(model, features, export_dir, *, options=None, extra_files=None):
     its path. The search is `options`' beam search, without XLA (the ONNX
     graph is ONNX Runtime's to optimise)."""
     from models.decoding.headline_module import HeadlineModule
-    from models.export.saved_model import write_version
     from models.settings.search import SearchOptions
 
     options = dataclasses.replace(options or SearchOptions(), xla=False)

@@ -50,6 +50,8 @@ class MemberEnd:
         best_validation: That score's validation, counted from 1.
         best_examples: The examples trained at that validation.
         monitor: `"val_rouge1"` or `"val_loss"`.
+        backend: The Keras backend it trained on (`train.py --backend`);
+            a record without one was trained on TensorFlow.
     """
 
     validations: int
@@ -59,6 +61,7 @@ class MemberEnd:
     best_validation: int | None = None
     best_examples: int | None = None
     monitor: str = "val_rouge1"
+    backend: str = "tensorflow"
 
 
 def write_end(member_dir, end):

@@ -28,13 +28,16 @@ from models.settings.folder_layout import (
 )
 from models.settings.json_files import write_whole
 from models.settings.model import SummarizerConfig
-from models.text.features import TextFeatures
 
 
 def make_features(vocabulary, config):
     """`TextFeatures` of `vocabulary` as `config` sets them; `config` is
     settled (`models.training.chosen_lengths.settle_config`)."""
     config.check_settled()
+    # TensorFlow's text ops: imported when a run's text is read, so that a
+    # training process without TensorFlow loads its config and vocabulary.
+    from models.text.features import TextFeatures
+
     return TextFeatures(
         vocabulary,
         config.max_source_length,

@@ -27,7 +27,7 @@ from keras_attn.copy.distributions import (
 from keras_attn.copy.shortlist import shortlist_log_distribution
 from models.model.sampled_softmax import log_uniform_candidates, sampled_log_partition
 from models.settings.model import SummarizerConfig
-from models.text.features import UNK_ID
+from models.text.ids import UNK_ID
 
 _EPSILON = 1e-9
 

@@ -60,6 +60,14 @@ LATEST_WEIGHTS_FILE = "latest.weights.h5"
 TEACHER_CACHE_DIR = "teacher"
 # A large training split's encoded examples (`models.data.training_cache`).
 TRAINING_CACHE = "training-examples"
+# The examples as token-id arrays (`models.data.arrays`), for a training
+# process without TensorFlow: `<PREPARED_DIR>/<split>-<examples>/`, each
+# holding `ARRAYS_FILE` and one raw file per array.
+PREPARED_DIR = "prepared"
+ARRAYS_FILE = "arrays.json"
+# In `PREPARED_DIR`: which folders the last preparation wrote, and the flags
+# that chose their examples (`models.training.array_training`).
+PREPARED_MANIFEST_FILE = "prepared.json"
 # The decoding settings chosen on validation, and the grid.
 SEARCH_TUNING_FILE = "search_tuning.json"
 # The lengths chosen from the training data (`models.training.chosen_lengths`).
@@ -89,6 +97,13 @@ def member_dir_name(rank):
 def member_rank(name):
     """The rank of the member whose folder is named `name` (`member_dir_name`)."""
     return int(name.removeprefix(MEMBER_PREFIX))
+
+
+def prepared_arrays_dir(run_dir, split, examples):
+    """The prepared arrays of `examples` pairs of `split` in the run folder
+    (`models.data.arrays`): named by the count, so that a run with another
+    `--max-train-examples` prepares its own."""
+    return Path(run_dir) / PREPARED_DIR / f"{split}-{examples}"
 
 
 def backup_metadata_path(member_dir):

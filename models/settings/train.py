@@ -27,6 +27,9 @@ from models.settings.startup import verbose_field
 # How greedy search's end penalty is chosen (`TuningSettings.greedy_length`).
 GREEDY_LENGTHS = ("rouge", "teacher")
 STRATEGIES = ("default", "mirrored", "multi_worker")
+# The backends `train.py` trains the members on (`--backend`); torch is
+# named to be refused with its reason (`TrainSettings._check_backend`).
+BACKENDS = ("tensorflow", "jax", "torch")
 # `models.training.distill.TARGETS`, which the distillation reads.
 DISTILL_TARGETS = ("teacher", "mixed", "inter", "inter-mixed")
 
@@ -69,6 +72,20 @@ class RunSettings:
     strategy: str = _flag("default", "tf.distribute strategy", **choices(STRATEGIES))
     cpu_devices: int = _flag(
         1, "split the CPU into N logical devices (to try --strategy mirrored)"
+    )
+    backend: str = _flag(
+        "tensorflow",
+        "the Keras backend the members train on: jax trains them in a "
+        "process without TensorFlow, on the prepared arrays (implies "
+        "--prepare-arrays); TensorFlow prepares the data, tunes, exports "
+        "and scores",
+        **choices(BACKENDS),
+    )
+    prepare_arrays: bool = _flag(
+        False,
+        "also write the training and validation examples as token-id arrays "
+        "into <run>/prepared/ (models.data.arrays), read without TensorFlow",
+        action="store_true",
     )
 
     def run_path(self):
@@ -199,11 +216,41 @@ class TrainSettings:
                 f"`greedy_length` must be one of {', '.join(GREEDY_LENGTHS)}. "
                 f"Received: greedy_length={self.tuning.greedy_length!r}"
             )
+        self._check_backend()
         teacher = self.distillation.distill_from
         if self.tuning.greedy_length == "teacher" and not teacher:
             raise UserError(
                 "`--greedy-length teacher` keeps a distillation teacher's "
                 "length, and needs `--distill-from`. Received: distill_from=None"
+            )
+
+    def _check_backend(self):
+        """Refuses, on a backend other than TensorFlow, the stages that only
+        TensorFlow runs."""
+        backend = self.run.backend
+        if backend == "tensorflow":
+            return
+        if backend == "torch":
+            raise UserError(
+                "`--backend torch` is not offered: Keras runs the summarizer "
+                "eagerly on torch, a training step 8 times and a validation "
+                "search 24 times slower than on JAX (BENCHMARKS.md): use "
+                "--backend jax or tensorflow. Received: backend='torch'"
+            )
+        tensorflow_only = {
+            "risk_updates": self.risk.risk_updates or None,
+            "distill_from": self.distillation.distill_from,
+            "init_from": self.distillation.init_from,
+            "strategy": None if self.run.strategy == "default" else self.run.strategy,
+        }
+        given = {k: v for k, v in tensorflow_only.items() if v is not None}
+        if given:
+            received = ", ".join(f"{k}={v!r}" for k, v in given.items())
+            raise UserError(
+                f"`--backend {backend}` trains without minimum-risk "
+                "fine-tuning, distillation, --init-from and tf.distribute "
+                "strategies, which run on TensorFlow only: drop them or use "
+                f"--backend tensorflow. Received: backend={backend!r}, {received}"
             )
 
 

@@ -14,11 +14,14 @@ import tensorflow as tf
 
 from models import text
 from models.settings.model import check_normalization
-from models.text import END, PAD, RESERVED, START, UNK
-
-PAD_ID, UNK_ID, START_ID, END_ID = (RESERVED.index(t) for t in (PAD, UNK, START, END))
-# Gigaword's own unknown-word markers: read as <unk>, never copied.
-DATA_UNK_TOKENS = tuple(sorted(text.UNK_ALIASES))
+from models.text.ids import (  # noqa: F401
+    DATA_UNK_TOKENS,
+    END_ID,
+    PAD_ID,
+    RESERVED,
+    START_ID,
+    UNK_ID,
+)
 
 
 class TextFeatures(tf.Module):

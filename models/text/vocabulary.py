@@ -5,17 +5,7 @@ from collections.abc import Mapping
 
 import tensorflow as tf
 
-# The reserved tokens, defined here only: the vocabulary starts with them in
-# this order, so their ids are their positions (`models.text.features`).
-PAD = "<pad>"
-UNK = "<unk>"
-START = "<s>"
-END = "</s>"
-RESERVED = (PAD, UNK, START, END)
-
-# Gigaword writes rare words as `<unk>` (harvardnlp files) or `UNK` (TFDS, which
-# rewrites train/validation); both mean the vocabulary's unknown entry.
-UNK_ALIASES = frozenset({"<unk>", "UNK", "unk", "<UNK>"})
+from models.text.ids import END, PAD, RESERVED, START, UNK, UNK_ALIASES  # noqa: F401
 
 
 def _count_tokens(source):

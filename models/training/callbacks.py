@@ -5,6 +5,11 @@ Ctrl-C between two steps.
 `models.training.fit.fit` puts them in order; each docstring says where it goes.
 Keras' "epoch" is one validation interval of the schedule
 (`models.training.schedule`): its epoch index is the number of validations done.
+
+Keras and numpy only, on any backend: a training process without
+TensorFlow (`train.py --backend jax`) uses them too. TensorFlow is imported
+only where a TensorFlow run needs it (a multi-worker reduction, a summary
+writer).
 """
 
 import contextlib
@@ -14,9 +19,8 @@ import time
 from pathlib import Path
 
 import keras
-import tensorflow as tf
+import numpy as np
 
-from models.decoding.headline_module import headline_search
 from models.model.summarizer import in_multi_worker_mode
 from models.scoring.metrics import mean_rouge
 from models.settings.folder_layout import (
@@ -25,7 +29,6 @@ from models.settings.folder_layout import (
     callback_state_path,
 )
 from models.settings.json_files import read_json, write_json
-from models.settings.search import SearchOptions
 
 # The key of `Backup`'s callback state file under which each state is kept by
 # the validations done when it was saved.
@@ -201,10 +204,13 @@ class TrainingCap(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         over = self.validation_done()
-        strategy = self.model.distribute_strategy
+        # Only TensorFlow's models have a strategy.
+        strategy = getattr(self.model, "distribute_strategy", None)
         if in_multi_worker_mode(strategy):
             # Workers stop at the same validation, or the others would wait
             # for the stopped one: the first to run out stops them all.
+            import tensorflow as tf
+
             over = bool(strategy.reduce("SUM", tf.constant(over, tf.int32), None))
         if over:
             self.model.stop_training = True
@@ -229,7 +235,7 @@ class IntervalSeeds(keras.callbacks.Callback):
         states = [v for v in self.model.variables if _is_seed_state(v)]
         for index, state in enumerate(states):
             value = (self.seed * 1_000_003 + epoch * 1_009 + index) % (2**31 - 1)
-            state.assign(tf.constant([value, 0], dtype=state.dtype))
+            state.assign(np.array([value, 0], dtype=state.dtype))
 
 
 def _is_seed_state(variable):
@@ -347,9 +353,11 @@ class AveragedWeights(keras.callbacks.Callback):
         if self._raw is not None:
             return
         variables = self.model.trainable_variables
-        self._raw = [tf.identity(v) for v in variables]
+        self._raw = [keras.ops.convert_to_numpy(v) for v in variables]
         for variable, average in zip(variables, self._averages(), strict=True):
-            variable.assign(average)
+            # A copy: on JAX an assigned variable would share the average's
+            # buffer, which a compiled step then donates (deletes) with it.
+            variable.assign(keras.ops.convert_to_numpy(average))
 
     def swap_out(self):
         if self._raw is None:
@@ -374,27 +382,38 @@ class AveragedWeights(keras.callbacks.Callback):
 
 
 class ValidationRouge(keras.callbacks.Callback):
-    """ROUGE of greedy headlines on a validation sample at each validation."""
+    """ROUGE of greedy headlines on a validation sample at each validation.
 
-    def __init__(self, features, documents, summaries, log_dir=None):
+    Args:
+        headlines: `headlines(model) -> list of str`: the sample's greedy
+            headlines, normalized (the data's form), by `model` as it
+            stands; the TensorFlow run's decode text
+            (`models.decoding.headline_module.headline_search`), the JAX
+            run's prepared ids (`models.decoding.id_search`).
+        summaries: The sample's references, str.
+        log_dir: Where TensorBoard's scalars go (None: nowhere). TensorFlow
+            writes them; on another backend they are not written.
+    """
+
+    def __init__(self, headlines, summaries, log_dir=None):
         super().__init__()
-        self.features = features
-        self.documents = list(documents)
-        self.summaries = summaries
-        self._greedy = None
-        self.writer = tf.summary.create_file_writer(str(log_dir)) if log_dir else None
+        self.headlines = headlines
+        self.summaries = list(summaries)
+        self.writer = None
+        if log_dir and keras.backend.backend() == "tensorflow":
+            import tensorflow as tf
+
+            self.writer = tf.summary.create_file_writer(str(log_dir))
 
     def on_epoch_end(self, epoch, logs=None):
-        if self._greedy is None:
-            self._greedy = headline_search(
-                self.model, self.features, SearchOptions(), 1
-            )
-        headlines = self._greedy(self.documents)
+        headlines = self.headlines(self.model)
         scores = mean_rouge(headlines, self.summaries, ("rouge1", "rouge2", "rougeL"))
         for key, value in scores.items():
             if logs is not None:
                 logs[f"val_{key}"] = value
             if self.writer:
+                import tensorflow as tf
+
                 with self.writer.as_default():
                     tf.summary.scalar(f"val_{key}", value, step=epoch)
         print(

@@ -6,16 +6,22 @@ same command again after an interruption (Ctrl-C, kill -9) resumes from the
 last backup: the same vocabulary and schedule, the weights, the optimizer
 and its step counter. The data comes from `models.data`, the schedule from
 `models.training.schedule`, the callbacks from `models.training.callbacks`.
+
+Keras and numpy at import: the fit loop and its callbacks serve a training
+process without TensorFlow too (`models.training.array_training`); what
+reads the `tf.data` pipeline imports TensorFlow when called.
 """
 
 import contextlib
 import dataclasses
+import typing
 from pathlib import Path
 
 import keras
-import tensorflow as tf
+import numpy as np
 
 from models import data
+from models.model.members import MemberEnd, write_end
 from models.model.run_folder import (
     load_config_and_vocabulary,
     load_run,
@@ -29,12 +35,12 @@ from models.settings.folder_layout import (
     BEST_WEIGHTS_FILE,
     CONFIG_FILE,
     LOGS_DIR,
+    MODEL_FILE,
     TRAIN_OPTIONS_FILE,
     VOCABULARY_FILE,
 )
-from models.settings.json_files import write_json
+from models.settings.json_files import whole_file, write_json
 from models.settings.model import SummarizerConfig
-from models.text.features import TextFeatures
 from models.training.callbacks import (
     AveragedWeights,
     Backup,
@@ -47,6 +53,11 @@ from models.training.callbacks import (
     uses_ema,
 )
 from models.training.schedule import Schedule, check_run_folder
+
+if typing.TYPE_CHECKING:  # annotations only: TensorFlow is not imported
+    import tensorflow as tf
+
+    from models.text.features import TextFeatures
 
 
 @dataclasses.dataclass
@@ -82,9 +93,9 @@ class RunData:
     run_dir: Path
     chief: bool  # the one worker (of several) that keeps and exports
     config: SummarizerConfig
-    features: TextFeatures
-    examples: tf.data.Dataset  # the training split's examples, cached
-    validation_batches: tf.data.Dataset
+    features: "TextFeatures"
+    examples: "tf.data.Dataset"  # the training split's examples, cached
+    validation_batches: "tf.data.Dataset"
     # Validation (document, summary) pairs for ROUGE at each validation.
     sample: tuple[tuple[bytes, bytes], ...]
     schedule: Schedule
@@ -126,9 +137,8 @@ def build_model(config, options, strategy=None):
     with scope:
         model = HeadlineSummarizer(config)
         dummy = {
-            "source_ids": tf.ones([1, 2], tf.int32),
-            "source_ext_ids": tf.ones([1, 2], tf.int32),
-            "target_in": tf.ones([1, 2], tf.int32),
+            name: np.ones([1, 2], np.int32)
+            for name in ("source_ids", "source_ext_ids", "target_in")
         }
         model(dummy)
         average = (
@@ -253,10 +263,15 @@ def _fit_callbacks(model, run_dir, options, callbacks, schedule, cap, on_validat
             save_freq=options.checkpoint_every or "epoch",
             tracked=[checkpoint, stopping, *decay],
         ),
-        # Per validation: with a batch frequency, Keras records only on those
-        # batches, and drops the interval's scalars (and ValidationRouge's).
-        keras.callbacks.TensorBoard(str(run_dir / LOGS_DIR), update_freq="epoch"),
     ]
+    if keras.backend.backend() == "tensorflow":
+        # Keras' TensorBoard callback writes with TensorFlow: another
+        # backend's run has no logs. Per validation: with a batch frequency,
+        # Keras records only on those batches, and drops the interval's
+        # scalars (and ValidationRouge's).
+        all_callbacks.append(
+            keras.callbacks.TensorBoard(str(run_dir / LOGS_DIR), update_freq="epoch")
+        )
     if on_validation is not None:
         all_callbacks.insert(
             all_callbacks.index(stopping) + 1, ValidationReport(on_validation, stopping)
@@ -322,8 +337,7 @@ def train_member(
     if run.sample:
         callbacks.append(
             ValidationRouge(
-                run.features,
-                [d for d, _ in run.sample],
+                _greedy_headlines(run.features, [d for d, _ in run.sample]),
                 [s.decode("utf-8") for _, s in run.sample],
                 log_dir=folder / LOGS_DIR / "rouge",
             )
@@ -347,6 +361,47 @@ def train_member(
         on_validation=on_validation,
     )
     return model, end
+
+
+def _greedy_headlines(features, documents):
+    """`ValidationRouge`'s headlines on TensorFlow: the greedy search of the
+    export's graph on `documents`, traced at the first validation."""
+    from models.decoding.headline_module import headline_search
+    from models.settings.search import SearchOptions
+
+    searches = {}
+
+    def headlines(model):
+        if model not in searches:
+            searches[model] = headline_search(model, features, SearchOptions(), 1)
+        return searches[model](documents)
+
+    return headlines
+
+
+def finish_member(folder, model, fit_end, schedule, save=True):
+    """The `MemberEnd` of a member whose training has finished (`fit_end`,
+    a `FitEnd`); with `save`, its `model.keras` and then its record are
+    written into `folder` (`models.model.members`)."""
+    end = MemberEnd(
+        validations=fit_end.validations,
+        examples=schedule.examples(fit_end.validations),
+        reason="early_stopping" if fit_end.early_stopped else "example_limit",
+        best=fit_end.best,
+        best_validation=fit_end.best_validation,
+        best_examples=(
+            schedule.examples(fit_end.best_validation)
+            if fit_end.best_validation
+            else None
+        ),
+        monitor=fit_end.monitor,
+        backend=keras.backend.backend(),
+    )
+    if save:
+        with whole_file(Path(folder) / MODEL_FILE) as partial:
+            model.save(partial)
+        write_end(folder, end)
+    return end
 
 
 class IntervalCheck(keras.callbacks.Callback):

@@ -1,0 +1,219 @@
+"""`train.py --backend jax` end to end, across its two processes: a
+TensorFlow process prepares a tiny run, a process with JAX and no
+TensorFlow trains its member (killed with SIGKILL and resumed in one run),
+and TensorFlow exports and scores it.
+
+This module runs in the TensorFlow leg. The JAX process runs the Python in
+`KERAS_ATTN_JAX_PYTHON` (.ci/run sets it to its venv without TensorFlow),
+or this one where it has JAX; with neither the module fails, never skips.
+"""
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
+
+import numpy as np  # noqa: E402
+from e2e import ROOT, run, train_command, write_org_data  # noqa: E402
+
+# Three validations of 8 batches of 8; the export's greedy search is the
+# validation's (`SearchOptions()`: at most 20 tokens, nothing tuned).
+FLAGS = (
+    "--validate-every",
+    "64",
+    "--train-examples",
+    "192",
+    "--min-train-examples",
+    "192",
+    "--learning-rate",
+    "0.01",
+    "--max-length",
+    "20",
+    "--min-length",
+    "0",
+    "--max-eval-examples",
+    "8",
+    "--normalization",
+    "gigaword",
+    "--backend",
+    "jax",
+)
+# Runs train.py as `python train.py`, then says whether TensorFlow was ever
+# imported into the process.
+WRAPPER = """
+import runpy, sys
+sys.path.insert(0, {root!r})
+sys.argv = ["train.py", *sys.argv[1:]]
+try:
+    runpy.run_path({train!r}, run_name="__main__")
+    code = 0
+except SystemExit as exit:
+    code = exit.code
+print("tensorflow imported:", "tensorflow" in sys.modules, file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def jax_python():
+    given = os.environ.get("KERAS_ATTN_JAX_PYTHON")
+    if given:
+        return given
+    if importlib.util.find_spec("jax") is not None:
+        return sys.executable
+    pytest.fail(
+        "train.py --backend jax needs a Python with JAX: set "
+        "KERAS_ATTN_JAX_PYTHON to one (.ci/run sets it to its venv without "
+        "TensorFlow)"
+    )
+
+
+def jax_process(tmp_path, run_dir, **popen):
+    """The JAX training process on `run_dir` (started, not waited for)."""
+    wrapper = tmp_path / "jax_train.py"
+    wrapper.write_text(WRAPPER.format(root=str(ROOT), train=str(ROOT / "train.py")))
+    command = train_command(tmp_path, *FLAGS)
+    command[command.index("--run-dir") + 1] = str(run_dir)
+    env = {
+        **os.environ,
+        "KERAS_BACKEND": "jax",
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+        "JAX_DISABLE_MOST_OPTIMIZATIONS": "1",
+    }
+    return subprocess.Popen(
+        [jax_python(), str(wrapper), *command[2:]],
+        cwd=ROOT,
+        env=env,
+        text=True,
+        **popen,
+    )
+
+
+def finished(process):
+    out, _ = process.communicate(timeout=600)
+    assert process.returncode == 0, out[-3000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The prepared run, trained once without a break (`run`) and once
+    killed after its first validation and resumed (`killed`)."""
+    tmp_path = tmp_path_factory.mktemp("jax")
+    write_org_data(tmp_path / "data")
+    prepared = run(train_command(tmp_path, *FLAGS))
+    assert prepared.returncode == 0, prepared.stderr[-3000:]
+    assert "the data is prepared; jax is not installed here" in prepared.stderr
+    run_dir = tmp_path / "run"
+    shutil.copytree(run_dir, tmp_path / "killed")
+    whole = jax_process(
+        tmp_path, run_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    log = open(tmp_path / "killed.log", "w")  # noqa: SIM115
+    killed = jax_process(tmp_path, tmp_path / "killed", stdout=log, stderr=log)
+    metadata = tmp_path / "killed" / "backup" / "training_metadata.json"
+    while killed.poll() is None and not _validations(metadata):
+        time.sleep(0.5)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    log.close()
+    assert killed.returncode == -signal.SIGKILL, (tmp_path / "killed.log").read_text()
+    whole_out = finished(whole)
+    resumed_out = finished(
+        jax_process(
+            tmp_path,
+            tmp_path / "killed",
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+    )
+    return tmp_path, whole_out, resumed_out
+
+
+def _validations(metadata):
+    try:
+        return json.loads(metadata.read_text())["epoch"] >= 1
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+def test_the_jax_process_trains_without_tensorflow(runs):
+    tmp_path, out, _ = runs
+    assert "tensorflow imported: False" in out
+    assert "member 1/1: training on jax (seed 0, from validation 1)" in out
+    assert "validation 3 (192 examples): ROUGE-1" in out
+    end = json.loads((tmp_path / "run" / "training_end.json").read_text())
+    assert end["backend"] == "jax"
+    assert (end["validations"], end["reason"]) == (3, "example_limit")
+
+
+def test_a_killed_jax_process_resumes_to_the_same_weights(runs):
+    import h5py
+
+    tmp_path, _, resumed = runs
+    assert "tensorflow imported: False" in resumed
+    assert re.search("training on jax \\(seed 0, from validation [23]\\)", resumed)
+    # The best weights, and the last backup: raw weights and the optimizer.
+    for name in ("best.weights.h5", "backup/latest.weights.h5"):
+        with (
+            h5py.File(tmp_path / "run" / name) as whole,
+            h5py.File(tmp_path / "killed" / name) as cut,
+        ):
+            arrays = _datasets(whole)
+            assert len(arrays) > 10, arrays
+            for array in arrays:
+                np.testing.assert_array_equal(whole[array][()], cut[array][()])
+
+
+def _datasets(h5):
+    import h5py
+
+    names = []
+    h5.visititems(
+        lambda name, item: (
+            names.append(name) if isinstance(item, h5py.Dataset) else None
+        )
+    )
+    return names
+
+
+def test_tensorflow_exports_the_jax_member_with_its_validation_rouge(runs):
+    import tensorflow as tf
+
+    from models import data
+    from models.scoring.metrics import mean_rouge
+    from models.settings.data import DataSource
+
+    tmp_path, _, _ = runs
+    command = train_command(tmp_path, *FLAGS)
+    command.remove("--backend")
+    command.remove("jax")
+    result = run(command)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "finished earlier (3 validations, example_limit, on jax)" in result.stderr
+    version = tmp_path / "export" / "1"
+    metrics = json.loads((version / "metrics.json").read_text())
+    assert metrics["training"]["backend"] == "jax"
+    # The export's greedy search on the validation ROUGE sample scores what
+    # the JAX process's search scored with the same (best) weights.
+    end = json.loads((tmp_path / "run" / "training_end.json").read_text())
+    sample = json.loads((tmp_path / "run" / "prepared" / "rouge-4.json").read_text())
+    pairs = list(
+        data.load_split("validation", DataSource.recorded(tmp_path / "run"))
+        .take(4)
+        .as_numpy_iterator()
+    )
+    assert [s.decode() for _, s in pairs] == sample["references"]
+    greedy = tf.saved_model.load(str(version)).signatures["greedy"]
+    out = greedy(documents=tf.constant([d for d, _ in pairs]))
+    headlines = [h.decode() for h in out["normalized_headlines"].numpy()]
+    rouge1 = mean_rouge(headlines, sample["references"], ("rouge1",))["rouge1"]
+    assert abs(rouge1 - end["best"]) <= 0.01, (headlines, end)
