@@ -131,10 +131,13 @@ def load_array_run(settings):
     )
 
 
-def train_member_on_arrays(folder, run, options, *, cap=None, on_validation=None):
+def train_member_on_arrays(
+    folder, run, options, *, cap=None, on_validation=None, callbacks=()
+):
     """Trains (or resumes) one member in `folder` on `run`'s arrays, as
     `models.training.fit.train_member` on TensorFlow; returns
-    `(model, FitEnd)`."""
+    `(model, FitEnd)`. `callbacks`: more Keras callbacks for its fit
+    (benchmarks.gpu_check times the steps)."""
     folder.mkdir(parents=True, exist_ok=True)
     keras.utils.set_random_seed(options.seed)
     validations, _ = backed_up_state(folder)
@@ -160,7 +163,7 @@ def train_member_on_arrays(folder, run, options, *, cap=None, on_validation=None
         validation_batches,
         folder,
         options,
-        [rouge],
+        [rouge, *callbacks],
         schedule=run.schedule,
         cap=cap,
         on_validation=on_validation,
