@@ -90,7 +90,7 @@ def test_more_training_between_two_calls_changes_the_ids(model, src):
     options = {"strategy": "beam", "beam_size": 2, "max_length": toy.LENGTH + 1}
     before = numpy(model.generate(src, **options).ids)
     try:
-        toy.train(model, 40, task=copy_task)
+        toy.train(model, 15, task=copy_task)
         after = numpy(model.generate(src, **options).ids)
         # The compiled search read the new weights: the eager search's ids.
         eager = toy.hand_written_search(model, src, "beam", beam_size=2)

@@ -12,7 +12,19 @@ import keras
 from keras import ops
 
 from keras_attn.arguments import deserialize_layer
+from keras_attn.copy.distributions import (
+    pointer_generator_distribution,
+    pointer_generator_log_distribution,
+)
 from keras_attn.decoding.compiled import CompiledFunction
+from keras_attn.decoding.copying import (
+    attended_memory,
+    check_copy_arguments,
+    check_source_ids,
+    copy_layer,
+    memory_values,
+    oov_slots,
+)
 from keras_attn.recurrent.rnn import AttentionRNN
 from keras_attn.recurrent.wrapper import AttentionCellWrapper
 from keras_attn.search.checks import check_ids_in_vocabulary, check_stop_ids
@@ -68,6 +80,15 @@ class AttentionDecoder(keras.layers.Layer):
             or an `AttentionRNN` that runs one.
         output_layer: A Keras layer from the cell's outputs to the vocabulary's
             logits, `(..., V)` (a `Dense(V)`).
+        copy: None (no copy), True, or a `PointerGenerator`: the decoder
+            then copies source words (See et al. 2017's pointer-generator)
+            over the extended vocabulary, its `V` words and `num_oov` slots
+            for the source's out-of-vocabulary words (ids `V + k`). The
+            cell's `return_alignments` is turned on.
+        num_oov: With copy, the number of OOV slots, a Python int; None
+            (default): the source's length, which must then be static.
+        unk_id: With copy, the id the target embedding reads for an
+            extended id (a copied word fed back), in `[0, V)`.
         **kwargs: Base `Layer` arguments.
 
     Call arguments:
@@ -78,9 +99,15 @@ class AttentionDecoder(keras.layers.Layer):
         initial_state: Optional initial state(s) of the wrapped cell (the
             encoder's final states).
         training: Passed to the layers.
+        source_ids: int `(batch, Tv)`, the source in the extended
+            vocabulary; required with copy.
 
     Returns:
-        The logits `(batch, T, V)`.
+        The logits `(batch, T, V)`; with copy, the probabilities over the
+        extended vocabulary, float32 `(batch, T, V + num_oov)`, to train
+        with `keras.losses.SparseCategoricalCrossentropy()` (from
+        probabilities): `-log P(target)`, `pointer_generator_nll` of the
+        decoder's parts.
 
     Examples:
         >>> import keras
@@ -102,7 +129,16 @@ class AttentionDecoder(keras.layers.Layer):
         (2, 6)
     """
 
-    def __init__(self, embedding, cell, output_layer, **kwargs):
+    def __init__(
+        self,
+        embedding,
+        cell,
+        output_layer,
+        copy=None,
+        num_oov=None,
+        unk_id=None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         cell = deserialize_layer(cell)
         rnn = cell if isinstance(cell, AttentionRNN) else None
@@ -117,6 +153,14 @@ class AttentionDecoder(keras.layers.Layer):
         self.embedding = deserialize_layer(embedding)
         self.rnn = rnn
         self.output_layer = deserialize_layer(output_layer)
+        self.copy = copy_layer(copy)
+        self.num_oov = num_oov
+        self.unk_id = unk_id
+        self.vocab_size = None
+        if self.copy is not None:
+            self.vocab_size = check_copy_arguments(
+                self.output_layer, rnn.cell, num_oov, unk_id
+            )
         self.seed_generator = keras.random.SeedGenerator()
         self._compiled = CompiledFunction(self, self._generate_function)
 
@@ -126,8 +170,17 @@ class AttentionDecoder(keras.layers.Layer):
         return self.rnn.cell
 
     def call(
-        self, target_ids, memory, memory_mask=None, initial_state=None, training=None
+        self,
+        target_ids,
+        memory,
+        memory_mask=None,
+        initial_state=None,
+        training=None,
+        source_ids=None,
     ):
+        if self.copy is not None:
+            source_ids = check_source_ids(source_ids, memory)
+            target_ids = self.in_vocabulary(target_ids)
         embedded = self.embedding(target_ids, training=training)
         hidden = self.rnn(
             [embedded, memory],
@@ -135,16 +188,42 @@ class AttentionDecoder(keras.layers.Layer):
             memory_mask=memory_mask,
             training=training,
         )
+        attention = None
         if self.cell.return_alignments:
-            hidden = hidden[0]
-        return self.output_layer(hidden, training=training)
+            hidden, attention = hidden
+        logits = self.output_layer(hidden, training=training)
+        if self.copy is None:
+            return logits
+        context = attended_memory(attention, ops.cast(memory, hidden.dtype))
+        p_gen = self.copy([context, hidden, embedded])
+        return pointer_generator_distribution(
+            p_gen,
+            logits,
+            attention,
+            source_ids,
+            num_oov=oov_slots(self.num_oov, source_ids),
+            from_logits=True,
+        )
 
-    def initial_search_state(self, memory, memory_mask=None, initial_state=None):
+    def in_vocabulary(self, ids):
+        """`ids` with the extended ones (`>= V`, copied words) as `unk_id`:
+        what the target embedding reads when the decoder copies."""
+        ids = ops.cast(ids, "int32")
+        return ops.where(ops.less(ids, self.vocab_size), ids, self.unk_id)
+
+    def initial_search_state(
+        self, memory, memory_mask=None, initial_state=None, source_ids=None
+    ):
         """The step's states before the first token: the cell's, with the
-        memory projected once (`get_initial_state_with_memory`)."""
-        return self.cell.get_initial_state_with_memory(
+        memory projected once (`get_initial_state_with_memory`); with copy,
+        the dict `{"cell": those, "source_ids": source_ids}` (the search
+        reorders the source's ids with the rows)."""
+        states = self.cell.get_initial_state_with_memory(
             memory, memory_mask, initial_state
         )
+        if self.copy is None:
+            return states
+        return {"cell": states, "source_ids": check_source_ids(source_ids, memory)}
 
     def step(self, ids, states):
         """One token: `(logits, states)`, or `(logits, states, attention)`
@@ -152,13 +231,37 @@ class AttentionDecoder(keras.layers.Layer):
 
         Args:
             ids: int32 `(N,)`, the previous token of each row.
-            states: The cell's states (`initial_search_state`'s first).
+            states: `initial_search_state`'s, or the previous step's.
+
+        With copy, the scores are the log-probabilities over the extended
+        vocabulary (`pointer_generator_log_distribution`), `(N, V +
+        num_oov)`, and the ids may be extended ones (embedded as `unk_id`).
         """
+        if self.copy is not None:
+            return self.copy_step(ids, states)
         output, states = self.cell(self.embedding(ids), states)
         if not self.cell.return_alignments:
             return self.output_layer(output), states
         output, attention = self.cell.split_output(output)
         return self.output_layer(output), states, attention
+
+    def copy_step(self, ids, states):
+        """`step` of a copying decoder: `(log_probs, states, attention)`."""
+        source_ids = states["source_ids"]
+        embedded = self.embedding(self.in_vocabulary(ids))
+        output, cell_states = self.cell(embedded, states["cell"])
+        output, attention = self.cell.split_output(output)
+        logits = self.output_layer(output)
+        values = memory_values(self.cell, cell_states, ops.shape(attention)[1])
+        p_gen = self.copy([attended_memory(attention, values), output, embedded])
+        log_probs = pointer_generator_log_distribution(
+            p_gen,
+            logits,
+            attention,
+            source_ids,
+            num_oov=oov_slots(self.num_oov, source_ids),
+        )
+        return log_probs, {"cell": cell_states, "source_ids": source_ids}, attention
 
     def search(
         self,
@@ -170,6 +273,7 @@ class AttentionDecoder(keras.layers.Layer):
         end_id,
         max_length,
         strategy="greedy",
+        source_ids=None,
         **options,
     ):
         """`generate`'s search, uncompiled: for a caller that compiles it
@@ -177,7 +281,9 @@ class AttentionDecoder(keras.layers.Layer):
         search, options = search_options(strategy, options)
         if strategy == "sampling" and options.get("seed") is None:
             options["seed"] = self.seed_generator
-        states = self.initial_search_state(memory, memory_mask, initial_state)
+        states = self.initial_search_state(
+            memory, memory_mask, initial_state, source_ids
+        )
         start_ids = ops.full((ops.shape(memory)[0],), start_id, "int32")
         return search(
             self.step,
@@ -185,7 +291,8 @@ class AttentionDecoder(keras.layers.Layer):
             start_ids,
             end_id,
             max_length,
-            from_logits=True,
+            # A copying step gives log-probabilities, the others logits.
+            from_logits=self.copy is None,
             **options,
         )
 
@@ -200,6 +307,7 @@ class AttentionDecoder(keras.layers.Layer):
         max_length,
         strategy="greedy",
         compiled=True,
+        source_ids=None,
         **options,
     ):
         """Generates sequences from the encoder's memory.
@@ -216,6 +324,8 @@ class AttentionDecoder(keras.layers.Layer):
                 TensorFlow, a `jax.jit` that takes the current weights as
                 arguments on JAX, without gradients on torch; traced once
                 per input signature and options. False runs it eagerly.
+            source_ids: int `(batch, Tv)`, the source in the extended
+                vocabulary; required with copy (ignored without).
             **options: The strategy's arguments (`keras_attn.greedy_search`,
                 `beam_search`, `sampling_search`): `stop_ids`, `min_length`,
                 `banned_ids`, `no_repeat_ngram_size`, `processors`;
@@ -234,10 +344,16 @@ class AttentionDecoder(keras.layers.Layer):
             max_length=max_length,
             strategy=strategy,
         )
-        self._build_for(memory, memory_mask, initial_state)
+        if self.copy is None:
+            source_ids = None
+        else:
+            source_ids = check_source_ids(source_ids, memory)
+        self._build_for(memory, memory_mask, initial_state, source_ids)
         if not compiled:
-            return self.search(memory, memory_mask, initial_state, **options)
-        return self._compiled(options, memory, memory_mask, initial_state)
+            return self.search(
+                memory, memory_mask, initial_state, source_ids=source_ids, **options
+            )
+        return self._compiled(options, memory, memory_mask, initial_state, source_ids)
 
     def check_options(self, strategy, end_id, options):
         """Refuses a mistaken `generate` argument in one line, eagerly, before
@@ -250,17 +366,19 @@ class AttentionDecoder(keras.layers.Layer):
         check_ids_in_vocabulary(end_id, stop_ids, vocab)
 
     def _generate_function(self, options):
-        def generate(memory, memory_mask, initial_state):
-            return self.search(memory, memory_mask, initial_state, **options)
+        def generate(memory, memory_mask, initial_state, source_ids):
+            return self.search(
+                memory, memory_mask, initial_state, source_ids=source_ids, **options
+            )
 
         return generate
 
-    def _build_for(self, memory, memory_mask, initial_state):
+    def _build_for(self, memory, memory_mask, initial_state, source_ids):
         """Builds the layers eagerly (a compiled search creates no weights)."""
         if self.built:
             return
         ids = ops.zeros((ops.shape(memory)[0], 1), "int32")
-        self(ids, memory, memory_mask, initial_state)
+        self(ids, memory, memory_mask, initial_state, source_ids=source_ids)
 
     def get_config(self):
         config = super().get_config()
@@ -269,4 +387,10 @@ class AttentionDecoder(keras.layers.Layer):
             cell=keras.saving.serialize_keras_object(self.rnn),
             output_layer=keras.saving.serialize_keras_object(self.output_layer),
         )
+        if self.copy is not None:
+            config.update(
+                copy=keras.saving.serialize_keras_object(self.copy),
+                num_oov=self.num_oov,
+                unk_id=self.unk_id,
+            )
         return config

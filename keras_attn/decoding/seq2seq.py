@@ -32,7 +32,11 @@ class Seq2SeqModel(keras.Model):
         training: Passed to the layers.
 
     Returns:
-        The teacher-forced logits `(batch, T, V)`.
+        The teacher-forced logits `(batch, T, V)`; with a copying decoder,
+        the probabilities over the extended vocabulary `(batch, T, V +
+        num_oov)`: the sources are then in the extended vocabulary (the
+        encoder reads ids `>= V` as the decoder's `unk_id`), and
+        `generate` returns extended ids.
 
     Examples:
         >>> import keras
@@ -70,6 +74,10 @@ class Seq2SeqModel(keras.Model):
     def encode(self, source_ids, training=None):
         """`(memory, memory_mask, states)` of `source_ids` (`states`: None
         when the encoder returns the memory alone)."""
+        if self.decoder.copy is not None:
+            # The source in the extended vocabulary: the encoder reads a
+            # word out of the vocabulary as the decoder's `unk_id`.
+            source_ids = self.decoder.in_vocabulary(source_ids)
         encoded = self.encoder(source_ids, training=training)
         states = None
         if isinstance(encoded, (list, tuple)):
@@ -79,7 +87,21 @@ class Seq2SeqModel(keras.Model):
     def call(self, inputs, training=None):
         source_ids, target_in = inputs
         memory, mask, states = self.encode(source_ids, training=training)
-        return self.decoder(target_in, memory, mask, states, training=training)
+        return self.decoder(
+            target_in,
+            memory,
+            mask,
+            states,
+            training=training,
+            source_ids=self.copied_ids(source_ids),
+        )
+
+    def copied_ids(self, source_ids):
+        """The source's extended ids the decoder copies from, or None
+        without copy."""
+        if self.decoder.copy is None:
+            return None
+        return ops.cast(source_ids, "int32")
 
     def generate(self, source_ids, *, max_length=None, strategy="greedy", **options):
         """Encodes `source_ids` and generates their targets, compiled.
@@ -123,7 +145,9 @@ class Seq2SeqModel(keras.Model):
 
         def generate(source_ids):
             memory, mask, states = self.encode(source_ids)
-            return self.decoder.search(memory, mask, states, **options)
+            return self.decoder.search(
+                memory, mask, states, source_ids=self.copied_ids(source_ids), **options
+            )
 
         return generate
 
