@@ -6,12 +6,18 @@ writes `org_data/{train,dev,test}.{src,tgt}.txt` (one pair per line, the
 layout `train.py --data-dir` reads) of made-up news sentences with job cuts,
 software versions, prices, percentages and years, whose reference headlines
 repeat those figures and the names' capitals. Gigaword's own text masks
-every digit as `#`, so it cannot show what masking costs; this can:
+every digit as `#`, so it cannot show what masking costs; this can
+(BENCHMARKS.md, "Normalization"), at the size it was measured with:
 
     python train.py --dataset digits --data-dir /tmp/digits_data \
-        --normalization gigaword ...
-    python train.py --dataset digits --data-dir /tmp/digits_data \
-        --normalization general ...
+        --normalization {gigaword|general} --vocab-size 2000 \
+        --embedding-dim 64 --hidden-size 128 --attention-units 64 \
+        --batch-size 32 --max-source-length 40 --max-target-length 16 \
+        --validate-every 1600 --train-examples 9600 \
+        --validation-rouge-examples 50 --no-tune-decoding \
+        --max-eval-examples 500 --seed 0
+    python -m models.evaluation --model-dir <export> --dataset digits \
+        --data-dir /tmp/digits_data --max-examples 500 --n-heatmaps 0 --readable
 """
 
 from __future__ import annotations

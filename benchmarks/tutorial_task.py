@@ -68,8 +68,8 @@ def keras_attn_model(vocab, hidden=HIDDEN, dropout=0.1):
 def greedy_decoder(model, max_length=MAX_LENGTH):
     """`decode(source) -> ids (batch, max_length)`: `keras_attn_model`'s
     greedy search, the memory projected once, one cell step a token. The
-    end token ends no row (`end_id=-1`), so that every row runs
-    `max_length` steps, as the tutorial's loop does."""
+    end token is banned, so that every row runs `max_length` steps, as the
+    tutorial's loop does."""
     source_embedding = model.get_layer("source_embedding")
     encoder = model.get_layer("encoder")
     target_embedding = model.get_layer("target_embedding")
@@ -85,7 +85,13 @@ def greedy_decoder(model, max_length=MAX_LENGTH):
         states = cell.get_initial_state_with_memory(memory, initial_state=[state])
         start_ids = ops.full((ops.shape(source)[0],), SOS, dtype="int32")
         return ka.greedy_search(
-            step, states, start_ids, -1, max_length, check_log_probs=False
+            step,
+            states,
+            start_ids,
+            EOS,
+            max_length,
+            processors=[ka.BannedIds([EOS])],
+            check_log_probs=False,
         ).ids
 
     return decode

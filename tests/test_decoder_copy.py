@@ -1,13 +1,14 @@
 """`AttentionDecoder(copy=True)`: the pointer-generator decoder on a toy
 whose targets are partly source words outside the output vocabulary.
 
-The toy (benchmarks/toy_copy.py) is fitted once per backend until greedy
+The toy (tests/copy_toy.py) is fitted once per backend until greedy
 `generate` echoes most fresh sources, OOV slots included; then `generate`
 is held against the search over the decoder's own `step`, eager against
 compiled, the teacher-forced output against the step and against
 `pointer_generator_nll`, and a reloaded `.keras` model against the original.
 """
 
+import copy_toy as toy
 import keras
 import numpy as np
 import pytest
@@ -15,7 +16,6 @@ from keras import ops
 from one_line_errors import one_line
 
 import keras_attn as ka
-from benchmarks import toy_copy as toy
 
 STEPS = 60
 
