@@ -44,10 +44,20 @@ def main(folder, out, *hosts):
     batches = ArrayBatches(
         PreparedArrays(folder), BATCH, source_buckets(LENGTH), LENGTH, shard=shard
     )
-    losses = [
-        float(model.train_on_batch(*batches[step], return_dict=True)["loss"])
-        for step in range(2)
-    ]
+    # `fit`, as training does: Keras' data adapter takes the `PyDataset`
+    # under the distribution.
+    losses = []
+    record = keras.callbacks.LambdaCallback(
+        on_train_batch_end=lambda batch, logs: losses.append(float(logs["loss"]))
+    )
+    model.fit(
+        batches,
+        epochs=1,
+        steps_per_epoch=2,
+        callbacks=[record],
+        shuffle=False,
+        verbose=0,
+    )
     print("devices", len(keras.distribution.list_devices()), "losses", losses)
     if shard[0] == 0:
         weights = {v.path: np.asarray(v.value) for v in model.weights}

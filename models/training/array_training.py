@@ -241,7 +241,9 @@ def _train_members(settings, run, shard):
             shard=shard,
         )
         if fit_end.finished:
-            finish_member(folder, model, fit_end, run.schedule, save=shard[0] == 0)
+            # Every process saves (a save gathers the weights, in step): the
+            # others into their scratch copy.
+            finish_member(folder, model, fit_end, run.schedule)
             progress.member_done(rank, fit_end.validations)
             finished += 1
     progress.finish()

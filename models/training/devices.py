@@ -12,7 +12,9 @@ and every batch is split by rows over the devices. The global batch stays
 reads its own rows of every global batch (`ArrayBatches`' `shard`), which
 the JAX trainer assembles into the global batch
 (`jax.make_array_from_process_local_data`). Process 0 keeps the run folder;
-the others train in step in a scratch copy of it (`worker_run_dir`).
+the others train in step in a scratch copy of it (`worker_run_dir`), where
+they save what process 0 saves (a save gathers the weights: every process
+takes part).
 """
 
 import os
@@ -76,8 +78,10 @@ def data_parallel(batch_size):
                 "(each takes an equal share of every batch). "
                 f"Received: batch_size={batch_size}"
             )
+        # Not Keras' sharding, which takes a `tf.data.Dataset` only: each
+        # process's `ArrayBatches` reads its own rows.
         keras.distribution.set_distribution(
-            keras.distribution.DataParallel(devices=devices)
+            keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False)
         )
     import jax
 
