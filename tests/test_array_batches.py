@@ -230,3 +230,25 @@ def test_empty_rows_leave_the_summarizers_loss_as_it_is(tmp_path):
     alone = float(model.compute_loss(three, target_out[:3], model(three)))
     assert np.isfinite(padded)
     np.testing.assert_allclose(padded, alone, rtol=1e-5)
+
+
+def test_the_shards_of_a_batch_are_its_rows_in_order(arrays):
+    # Each process of a multi-host run reads its own rows of every global
+    # batch; together, in process order, they are the batch.
+    whole = ArrayBatches(arrays, 4, BOUNDARIES, 64, seed=3, passes=1)
+    shards = [
+        ArrayBatches(arrays, 4, BOUNDARIES, 64, seed=3, passes=1, shard=(k, 2))
+        for k in range(2)
+    ]
+    assert len(shards[1]) == len(whole)
+    for i in range(len(whole)):
+        inputs, target_out = whole[i]
+        parts = [shard[i] for shard in shards]
+        assert [p[1].shape[0] for p in parts] == [2, 2]
+        np.testing.assert_array_equal(np.concatenate([p[1] for p in parts]), target_out)
+        for name, value in inputs.items():
+            np.testing.assert_array_equal(
+                np.concatenate([p[0][name] for p in parts]), value
+            )
+    with pytest.raises(ValueError, match="Received: shard=\\(0, 3\\)"):
+        ArrayBatches(arrays, 4, BOUNDARIES, 64, shard=(0, 3))

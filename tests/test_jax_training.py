@@ -123,7 +123,7 @@ def runs(tmp_path_factory):
     log = open(tmp_path / "killed.log", "w")  # noqa: SIM115
     killed = jax_process(tmp_path, tmp_path / "killed", stdout=log, stderr=log)
     metadata = tmp_path / "killed" / "backup" / "training_metadata.json"
-    while killed.poll() is None and not _validations(metadata):
+    while killed.poll() is None and not backed_up_validations(metadata):
         time.sleep(0.5)
     killed.send_signal(signal.SIGKILL)
     killed.wait()
@@ -141,7 +141,7 @@ def runs(tmp_path_factory):
     return tmp_path, whole_out, resumed_out
 
 
-def _validations(metadata):
+def backed_up_validations(metadata):
     try:
         return json.loads(metadata.read_text())["epoch"] >= 1
     except (OSError, ValueError, KeyError):
@@ -159,16 +159,21 @@ def test_the_jax_process_trains_without_tensorflow(runs):
 
 
 def test_a_killed_jax_process_resumes_to_the_same_weights(runs):
-    import h5py
-
     tmp_path, _, resumed = runs
     assert "tensorflow imported: False" in resumed
     assert re.search("training on jax \\(seed 0, from validation [23]\\)", resumed)
-    # The best weights, and the last backup: raw weights and the optimizer.
+    assert_same_weights(tmp_path / "run", tmp_path / "killed")
+
+
+def assert_same_weights(run_dir, other_dir):
+    """The best weights, and the last backup (raw weights and the
+    optimizer), of two run folders are equal."""
+    import h5py
+
     for name in ("best.weights.h5", "backup/latest.weights.h5"):
         with (
-            h5py.File(tmp_path / "run" / name) as whole,
-            h5py.File(tmp_path / "killed" / name) as cut,
+            h5py.File(run_dir / name) as whole,
+            h5py.File(other_dir / name) as cut,
         ):
             arrays = _datasets(whole)
             assert len(arrays) > 10, arrays

@@ -220,6 +220,30 @@ def test_torch_is_refused_with_its_reason(capsys):
     )
 
 
+def test_the_multi_host_flags_are_jaxs(capsys):
+    assert train.main(["--num-processes", "2", "--process-id", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "train.py: error: --coordinator, --num-processes and --process-id "
+        "start a multi-host run on JAX: add --backend jax, or use --strategy "
+        "multi_worker with TF_CONFIG on TensorFlow. Received: coordinator=None, "
+        "num_processes=2, process_id=0\n"
+    )
+
+
+def test_a_multi_host_run_needs_all_three_flags():
+    from models.settings.errors import UserError
+    from models.training import devices
+
+    with pytest.raises(UserError) as error:
+        devices.start_processes("127.0.0.1:1", 2, None)
+    assert str(error.value) == (
+        "A multi-host run needs all of --coordinator, --num-processes and "
+        "--process-id. Received: coordinator=127.0.0.1:1, num_processes=2, "
+        "process_id=None"
+    )
+
+
 @pytest.mark.tf_only  # `models.text` is TensorFlow's
 def test_the_smallest_vocabulary_is_the_reserved_tokens():
     from models import text

@@ -233,6 +233,9 @@ class ArrayBatches(keras.utils.PyDataset):
             validation).
         target_length: The targets' padded length; the longest of `arrays`
             by default.
+        shard: `(index, count)`: each batch is its `index`-th of `count`
+            equal row blocks (`batch_size` must divide by `count`), the rows
+            that process `index` of a multi-host run reads.
         **kwargs: `keras.utils.PyDataset`'s (`workers`, ...).
     """
 
@@ -248,6 +251,7 @@ class ArrayBatches(keras.utils.PyDataset):
         passes=None,
         shuffle=True,
         target_length=None,
+        shard=(0, 1),
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -268,6 +272,15 @@ class ArrayBatches(keras.utils.PyDataset):
             if target_length is not None
             else max(1, int(arrays.target_lengths.max(initial=1)))
         )
+        index, count = (int(v) for v in shard)
+        if not 0 <= index < count or self.batch_size % count:
+            raise ValueError(
+                "`shard` must be `(index, count)` with 0 <= index < count and "
+                f"`batch_size`={self.batch_size} divisible by count. "
+                f"Received: shard={shard}"
+            )
+        rows = self.batch_size // count
+        self.rows = (index * rows, (index + 1) * rows)
         self.pass_size = count_pass_batches(
             arrays.source_lengths, self.batch_size, self.boundaries
         )
@@ -316,7 +329,8 @@ class ArrayBatches(keras.utils.PyDataset):
         return self.batch(self._batches_of_pass(index)[batch])
 
     def batch(self, examples):
-        """The padded batch of the examples at indices `examples`."""
+        """The padded batch of the examples at indices `examples` (the
+        rows of `shard`)."""
         lengths = self.arrays.source_lengths[examples]
         bucket = int(bucket_of(lengths[:1], self.boundaries)[0])
         width = self.pad_lengths[bucket]
@@ -325,7 +339,9 @@ class ArrayBatches(keras.utils.PyDataset):
                 f"Sources must be cut at `max_source_length`={self.pad_lengths[-1]}. "
                 f"Received: a source of {int(lengths.max())} tokens"
             )
-        rows, arrays = self.batch_size, self.arrays.arrays
+        first, last = self.rows
+        examples, arrays = examples[first:last], self.arrays.arrays
+        rows = last - first
         out = {
             name: np.zeros(
                 (rows, width if name in SOURCE_ARRAYS else self.target_length), np.int32

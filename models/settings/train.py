@@ -81,6 +81,17 @@ class RunSettings:
         "and scores",
         **choices(BACKENDS),
     )
+    coordinator: str | None = _flag(
+        None,
+        "host:port of process 0 of a multi-host JAX run (with "
+        "--num-processes and --process-id; jax.distributed.initialize)",
+    )
+    num_processes: int | None = _flag(
+        None, "the processes of a multi-host JAX run, one a host"
+    )
+    process_id: int | None = _flag(
+        None, "this process's index in a multi-host JAX run (0 keeps the run)"
+    )
     prepare_arrays: bool = _flag(
         False,
         "also write the training and validation examples as token-id arrays "
@@ -228,6 +239,15 @@ class TrainSettings:
         """Refuses, on a backend other than TensorFlow, the stages that only
         TensorFlow runs."""
         backend = self.run.backend
+        hosts = (self.run.coordinator, self.run.num_processes, self.run.process_id)
+        if backend == "tensorflow" and any(v is not None for v in hosts):
+            raise UserError(
+                "--coordinator, --num-processes and --process-id start a "
+                "multi-host run on JAX: add --backend jax, or use "
+                "--strategy multi_worker with TF_CONFIG on TensorFlow. "
+                f"Received: coordinator={hosts[0]}, num_processes={hosts[1]}, "
+                f"process_id={hosts[2]}"
+            )
         if backend == "tensorflow":
             return
         if backend == "torch":

@@ -15,6 +15,7 @@ what a TensorFlow process reads to tune, export and score, as when it
 trained them itself.
 """
 
+import contextlib
 import dataclasses
 from pathlib import Path
 
@@ -33,6 +34,7 @@ from models.settings.folder_layout import (
 )
 from models.settings.json_files import read_json
 from models.settings.search import SearchOptions
+from models.training import devices
 from models.training.callbacks import TrainingCap, ValidationRouge, backed_up_state
 from models.training.fit import build_model, finish_member, fit
 from models.training.progress import CommandProgress
@@ -132,12 +134,21 @@ def load_array_run(settings):
 
 
 def train_member_on_arrays(
-    folder, run, options, *, cap=None, on_validation=None, callbacks=()
+    folder,
+    run,
+    options,
+    *,
+    cap=None,
+    on_validation=None,
+    callbacks=(),
+    shard=(0, 1),
 ):
     """Trains (or resumes) one member in `folder` on `run`'s arrays, as
     `models.training.fit.train_member` on TensorFlow; returns
     `(model, FitEnd)`. `callbacks`: more Keras callbacks for its fit
-    (benchmarks.gpu_check times the steps)."""
+    (benchmarks.gpu_check times the steps). `shard`: `(process, processes)`,
+    the rows of every global batch this process reads
+    (`models.training.devices`)."""
     folder.mkdir(parents=True, exist_ok=True)
     keras.utils.set_random_seed(options.seed)
     validations, _ = backed_up_state(folder)
@@ -149,9 +160,16 @@ def train_member_on_arrays(
         length,
         seed=options.seed,
         start=run.schedule.start(validations),
+        shard=shard,
     )
     validation_batches = ArrayBatches(
-        run.validation, size, run.boundaries, length, passes=1, shuffle=False
+        run.validation,
+        size,
+        run.boundaries,
+        length,
+        passes=1,
+        shuffle=False,
+        shard=shard,
     )
     rouge = ValidationRouge(
         run.headlines, run.headlines.references, log_dir=folder / LOGS_DIR / "rouge"
@@ -172,13 +190,31 @@ def train_member_on_arrays(
 
 
 def train_members(settings):
-    """Trains the run's unfinished members on the backend Keras runs on;
+    """Trains the run's unfinished members on the backend Keras runs on,
+    over every device of every process (`models.training.devices`);
     returns the number of members finished."""
+    hosts = settings.run
+    devices.start_processes(hosts.coordinator, hosts.num_processes, hosts.process_id)
+    shard = devices.data_parallel(settings.training.batch_size)
+    with contextlib.ExitStack() as cleanup:
+        run = load_array_run(settings)
+        folder = devices.run_folder(run.run_dir, shard[0], cleanup)
+        return _train_members(settings, dataclasses.replace(run, run_dir=folder), shard)
+
+
+def _train_members(settings, run, shard):
+    """`train_members` of `run` (its `run_dir` the folder this process
+    writes) on this process's `shard` of every batch."""
     options = settings.training
     backend = keras.backend.backend()
     progress = CommandProgress(options.ensemble)
     progress.stage("data", "reading the prepared examples")
-    run = load_array_run(settings)
+    if shard[1] > 1:
+        print(
+            f"Process {shard[0]} of {shard[1]}: "
+            f"{len(keras.distribution.list_devices())} devices in all",
+            flush=True,
+        )
     print(
         f"Resuming run {run.run_dir} on {backend}: vocabulary "
         f"{run.config.vocab_size} words, {len(run.train):,} training examples",
@@ -211,8 +247,11 @@ def train_members(settings):
             dataclasses.replace(options, seed=seed, jit_compile=True),
             cap=cap,
             on_validation=lambda *report, k=rank: progress.validation(k, *report),
+            shard=shard,
         )
         if fit_end.finished:
+            # Every process saves (a save gathers the weights, in step): the
+            # others into their scratch copy.
             finish_member(folder, model, fit_end, run.schedule)
             progress.member_done(rank, fit_end.validations)
             finished += 1
