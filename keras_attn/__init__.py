@@ -78,7 +78,7 @@ from keras_attn.training import (
     rouge_n,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "AttentionCellWrapper",

@@ -23,7 +23,7 @@ import pytest
 pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
 
 from e2e import ROOT, run, train_command, write_org_data  # noqa: E402
-from test_jax_training import (  # noqa: E402
+from jax_runs import (  # noqa: E402
     FLAGS,
     assert_same_weights,
     backed_up_validations,

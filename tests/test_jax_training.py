@@ -3,107 +3,28 @@ TensorFlow process prepares a tiny run, a process with JAX and no
 TensorFlow trains its member (killed with SIGKILL and resumed in one run),
 and TensorFlow exports and scores it.
 
-This module runs in the TensorFlow leg. The JAX process runs the Python in
-`KERAS_ATTN_JAX_PYTHON` (.ci/run sets it to its venv without TensorFlow),
-or this one where it has JAX; with neither the module fails, never skips.
+This module runs in the TensorFlow leg; the JAX process is `jax_runs`'.
 """
 
-import importlib.util
 import json
-import os
 import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
 pytestmark = [pytest.mark.tf_only, pytest.mark.slow]
 
-import numpy as np  # noqa: E402
-from e2e import ROOT, run, train_command, write_org_data  # noqa: E402
-
-# Three validations of 8 batches of 8; the export's greedy search is the
-# validation's (`SearchOptions()`: at most 20 tokens, nothing tuned).
-FLAGS = (
-    "--validate-every",
-    "64",
-    "--train-examples",
-    "192",
-    "--min-train-examples",
-    "192",
-    "--learning-rate",
-    "0.01",
-    "--max-length",
-    "20",
-    "--min-length",
-    "0",
-    "--max-eval-examples",
-    "8",
-    # `general` keeps the digits of the data's words (`w12`): `gigaword`
-    # makes them `#`, and every headline scored 0, which the hand-off test
-    # below would match whatever the export decoded.
-    "--normalization",
-    "general",
-    "--backend",
-    "jax",
+from e2e import run, train_command, write_org_data  # noqa: E402
+from jax_runs import (  # noqa: E402
+    FLAGS,
+    assert_same_weights,
+    backed_up_validations,
+    finished,
+    jax_process,
 )
-# Runs train.py as `python train.py`, then says whether TensorFlow was ever
-# imported into the process.
-WRAPPER = """
-import runpy, sys
-sys.path.insert(0, {root!r})
-sys.argv = ["train.py", *sys.argv[1:]]
-try:
-    runpy.run_path({train!r}, run_name="__main__")
-    code = 0
-except SystemExit as exit:
-    code = exit.code
-print("tensorflow imported:", "tensorflow" in sys.modules, file=sys.stderr)
-sys.exit(code)
-"""
-
-
-def jax_python():
-    given = os.environ.get("KERAS_ATTN_JAX_PYTHON")
-    if given:
-        return given
-    if importlib.util.find_spec("jax") is not None:
-        return sys.executable
-    pytest.fail(
-        "train.py --backend jax needs a Python with JAX: set "
-        "KERAS_ATTN_JAX_PYTHON to one (.ci/run sets it to its venv without "
-        "TensorFlow)"
-    )
-
-
-def jax_process(tmp_path, run_dir, **popen):
-    """The JAX training process on `run_dir` (started, not waited for)."""
-    wrapper = tmp_path / "jax_train.py"
-    wrapper.write_text(WRAPPER.format(root=str(ROOT), train=str(ROOT / "train.py")))
-    command = train_command(tmp_path, *FLAGS)
-    command[command.index("--run-dir") + 1] = str(run_dir)
-    env = {
-        **os.environ,
-        "KERAS_BACKEND": "jax",
-        "TF_CPP_MIN_LOG_LEVEL": "3",
-        "JAX_DISABLE_MOST_OPTIMIZATIONS": "1",
-    }
-    return subprocess.Popen(
-        [jax_python(), str(wrapper), *command[2:]],
-        cwd=ROOT,
-        env=env,
-        text=True,
-        **popen,
-    )
-
-
-def finished(process):
-    out, _ = process.communicate(timeout=600)
-    assert process.returncode == 0, out[-3000:]
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -141,13 +62,6 @@ def runs(tmp_path_factory):
     return tmp_path, whole_out, resumed_out
 
 
-def backed_up_validations(metadata):
-    try:
-        return json.loads(metadata.read_text())["epoch"] >= 1
-    except (OSError, ValueError, KeyError):
-        return False
-
-
 def test_the_jax_process_trains_without_tensorflow(runs):
     tmp_path, out, _ = runs
     assert "tensorflow imported: False" in out
@@ -163,34 +77,6 @@ def test_a_killed_jax_process_resumes_to_the_same_weights(runs):
     assert "tensorflow imported: False" in resumed
     assert re.search("training on jax \\(seed 0, from validation [23]\\)", resumed)
     assert_same_weights(tmp_path / "run", tmp_path / "killed")
-
-
-def assert_same_weights(run_dir, other_dir):
-    """The best weights, and the last backup (raw weights and the
-    optimizer), of two run folders are equal."""
-    import h5py
-
-    for name in ("best.weights.h5", "backup/latest.weights.h5"):
-        with (
-            h5py.File(run_dir / name) as whole,
-            h5py.File(other_dir / name) as cut,
-        ):
-            arrays = _datasets(whole)
-            assert len(arrays) > 10, arrays
-            for array in arrays:
-                np.testing.assert_array_equal(whole[array][()], cut[array][()])
-
-
-def _datasets(h5):
-    import h5py
-
-    names = []
-    h5.visititems(
-        lambda name, item: (
-            names.append(name) if isinstance(item, h5py.Dataset) else None
-        )
-    )
-    return names
 
 
 def test_tensorflow_exports_the_jax_member_with_its_validation_rouge(runs):
