@@ -17,6 +17,7 @@ import tensorflow as tf  # noqa: E402
 
 from models.decoding import headline_module as inference  # noqa: E402
 from models.export import saved_model as export_lib  # noqa: E402
+from models.settings import version_folders  # noqa: E402
 
 _DOCUMENTS = tf.TensorSpec([None], tf.string)
 
@@ -73,7 +74,8 @@ def _fail_renaming(monkeypatch):
     def replace(src, dst):
         raise KeyboardInterrupt  # Ctrl-C at the last moment
 
-    monkeypatch.setattr(export_lib.os, "replace", replace)
+    # The version folder is renamed into place where its rules live.
+    monkeypatch.setattr(version_folders.os, "replace", replace)
     return KeyboardInterrupt, None
 
 

@@ -80,14 +80,14 @@ class AttentionDecoder(keras.layers.Layer):
             or an `AttentionRNN` that runs one.
         output_layer: A Keras layer from the cell's outputs to the vocabulary's
             logits, `(..., V)` (a `Dense(V)`).
-        copy: None (no copy), True, or a `PointerGenerator`: the decoder
-            then copies source words (See et al. 2017's pointer-generator)
-            over the extended vocabulary, its `V` words and `num_oov` slots
-            for the source's out-of-vocabulary words (ids `V + k`). The
-            cell's `return_alignments` is turned on.
-        num_oov: With copy, the number of OOV slots, a Python int; None
+        copy: A `PointerGenerator`, True (a new one) or None (no copy):
+            with one, the decoder copies source words (See et al. 2017's
+            pointer-generator) over the extended vocabulary, its `V` words
+            and `num_oov` slots for the source's out-of-vocabulary words
+            (ids `V + k`). The cell's `return_alignments` is turned on.
+        num_oov: Python int, with copy: the number of OOV slots; None
             (default): the source's length, which must then be static.
-        unk_id: With copy, the id the target embedding reads for an
+        unk_id: int, with copy: the id the target embedding reads for an
             extended id (a copied word fed back), in `[0, V)`.
         **kwargs: Base `Layer` arguments.
 
