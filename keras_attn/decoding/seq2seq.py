@@ -69,7 +69,7 @@ class Seq2SeqModel(keras.Model):
         self.start_id = start_id
         self.end_id = end_id
         self.pad_id = pad_id
-        self._compiled = CompiledFunction(self, self._generate_function)
+        self._compiled = CompiledFunction(self, self.generate_function)
 
     def encode(self, source_ids, training=None):
         """`(memory, memory_mask, states)` of `source_ids` (`states`: None
@@ -150,8 +150,6 @@ class Seq2SeqModel(keras.Model):
             )
 
         return generate
-
-    _generate_function = generate_function
 
     def get_config(self):
         config = super().get_config()
