@@ -58,15 +58,21 @@ def check_copy_arguments(output_layer, cell, num_oov, unk_id):
             "as that word. "
             f"Received: unk_id={unk_id!r}"
         )
-    if not cell.return_alignments:
-        if cell.built:
-            raise ValueError(
-                "`return_alignments` must be True in a built cell of a copying "
-                "AttentionDecoder, which reads the attention weights. "
-                "Received: return_alignments=False"
-            )
-        cell.return_alignments = True
+    read_alignments(cell, "a copying AttentionDecoder")
     return vocab
+
+
+def read_alignments(cell, reader):
+    """Turns on `cell.return_alignments` for `reader` (words for the error),
+    which reads the weights; a built cell without them is refused."""
+    if cell.return_alignments:
+        return
+    if cell.built:
+        raise ValueError(
+            f"`return_alignments` must be True in a built cell of {reader}, "
+            "which reads the attention weights. Received: return_alignments=False"
+        )
+    cell.return_alignments = True
 
 
 def check_source_ids(source_ids, memory):

@@ -12,6 +12,7 @@ import keras
 from keras import ops
 
 from keras_attn.arguments import deserialize_layer
+from keras_attn.copy.coverage import coverage_loss
 from keras_attn.copy.distributions import (
     pointer_generator_distribution,
     pointer_generator_log_distribution,
@@ -24,7 +25,9 @@ from keras_attn.decoding.copying import (
     copy_layer,
     memory_values,
     oov_slots,
+    read_alignments,
 )
+from keras_attn.layers.masking import keras_mask
 from keras_attn.recurrent.rnn import AttentionRNN
 from keras_attn.recurrent.wrapper import AttentionCellWrapper
 from keras_attn.search.checks import check_ids_in_vocabulary, check_stop_ids
@@ -33,6 +36,21 @@ from keras_attn.search.strategies import beam_search, greedy_search, sampling_se
 STRATEGIES = {"greedy": greedy_search, "beam": beam_search, "sampling": sampling_search}
 # What `generate` passes to every search itself.
 _GIVEN = ("step", "initial_state", "start_ids", "end_id", "max_length", "from_logits")
+
+
+def teaches_in_parallel(cell):
+    """Whether a decoder may teacher-force `cell` in parallel: a Luong cell
+    without input feeding, whose attention reads each step's state alone (a
+    coverage attention reads the steps before)."""
+    return (
+        cell.style == "luong" and not cell.input_feeding and not cell.carries_coverage
+    )
+
+
+def static_shape(x):
+    """`x`'s shape with None for every size not a Python int (JAX's shape
+    inference gives symbolic ones, which a build must not record)."""
+    return tuple(d if isinstance(d, int) else None for d in x.shape)
 
 
 def search_options(strategy, options):
@@ -89,6 +107,12 @@ class AttentionDecoder(keras.layers.Layer):
             (default): the source's length, which must then be static.
         unk_id: int, with copy: the id the target embedding reads for an
             extended id (a copied word fed back), in `[0, V)`.
+        coverage_loss_weight: float >= 0, with a cell over a
+            `CoverageAttention` (whose states carry the coverage): the
+            weight of See et al.'s coverage loss, `sum_i min(a^t_i, c^t_i)`
+            averaged over the target steps (those the target embedding's
+            mask keeps), which `call` adds to the model's losses (`add_loss`);
+            0 adds none. The cell's `return_alignments` is turned on.
         **kwargs: Base `Layer` arguments.
 
     Call arguments:
@@ -137,6 +161,7 @@ class AttentionDecoder(keras.layers.Layer):
         copy=None,
         num_oov=None,
         unk_id=None,
+        coverage_loss_weight=1.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -161,8 +186,24 @@ class AttentionDecoder(keras.layers.Layer):
             self.vocab_size = check_copy_arguments(
                 self.output_layer, rnn.cell, num_oov, unk_id
             )
+        if not isinstance(coverage_loss_weight, (int, float)) or not (
+            coverage_loss_weight >= 0
+        ):
+            raise ValueError(
+                "`coverage_loss_weight` must be a number >= 0. Received: "
+                f"coverage_loss_weight={coverage_loss_weight!r}"
+            )
+        self.coverage_loss_weight = float(coverage_loss_weight)
+        if rnn.cell.carries_coverage and self.coverage_loss_weight:
+            read_alignments(rnn.cell, "an AttentionDecoder with a coverage loss")
         self.seed_generator = keras.random.SeedGenerator()
         self._compiled = CompiledFunction(self, self._generate_function)
+        if teaches_in_parallel(rnn.cell):
+            # The cell's own recurrence over the whole target, for `call`;
+            # after `rnn` in the attributes, so saved files keep their paths.
+            self.teacher_rnn = keras.layers.RNN(
+                rnn.cell.cell, return_sequences=True, dtype=self.dtype_policy
+            )
 
     @property
     def cell(self):
@@ -182,15 +223,22 @@ class AttentionDecoder(keras.layers.Layer):
             source_ids = check_source_ids(source_ids, memory)
             target_ids = self.in_vocabulary(target_ids)
         embedded = self.embedding(target_ids, training=training)
-        hidden = self.rnn(
-            [embedded, memory],
-            initial_state=initial_state,
-            memory_mask=memory_mask,
-            training=training,
-        )
-        attention = None
-        if self.cell.return_alignments:
-            hidden, attention = hidden
+        if teaches_in_parallel(self.cell):
+            hidden, attention = self.attend_after_cell(
+                embedded, memory, memory_mask, initial_state, training
+            )
+        else:
+            hidden = self.rnn(
+                [embedded, memory],
+                initial_state=initial_state,
+                memory_mask=memory_mask,
+                training=training,
+            )
+            attention = None
+            if self.cell.return_alignments:
+                hidden, attention = hidden
+        if self.cell.carries_coverage and self.coverage_loss_weight:
+            self.add_coverage_loss(attention, keras_mask(embedded))
         logits = self.output_layer(hidden, training=training)
         if self.copy is None:
             return logits
@@ -204,6 +252,42 @@ class AttentionDecoder(keras.layers.Layer):
             num_oov=oov_slots(self.num_oov, source_ids),
             from_logits=True,
         )
+
+    def attend_after_cell(self, embedded, memory, memory_mask, initial_state, training):
+        """`call`'s outputs and alignments for a cell whose attention never
+        enters its recurrence (`teaches_in_parallel`): the wrapped cell over
+        the whole target first, then the attention over all its steps at
+        once, as the cell's steps would give them one by one."""
+        cell = self.cell
+        if not self.rnn.built:  # the cell's weights, from the memory's width
+            self.rnn.build([static_shape(embedded), static_shape(memory)])
+        # Keras fills no mask in a call with `initial_state`: pass the
+        # target's (masked steps keep the state, as in `AttentionRNN`).
+        states = self.teacher_rnn(
+            embedded,
+            initial_state=initial_state,
+            mask=keras_mask(embedded),
+            training=training,
+        )
+        if memory_mask is None:
+            memory_mask = keras_mask(memory)
+        context, attention = cell.attention(
+            [states, ops.cast(memory, states.dtype)],
+            value_mask=memory_mask,
+            return_attention_scores=True,
+            training=training,
+        )
+        if cell.output_attention:
+            states = cell.attentional_state(context, states)
+        return states, attention
+
+    def add_coverage_loss(self, attention, target_mask):
+        """Adds `coverage_loss_weight` times the coverage loss of the
+        teacher-forced alignments `(batch, T, Tv)`: the coverage of step `t`
+        is the sum of the weights before it, as the cell carried it."""
+        coverage = ops.cumsum(attention, axis=1) - attention
+        loss = coverage_loss(attention, coverage, mask=target_mask)
+        self.add_loss(self.coverage_loss_weight * loss)
 
     def in_vocabulary(self, ids):
         """`ids` with the extended ones (`>= V`, copied words) as `unk_id`:
@@ -387,6 +471,8 @@ class AttentionDecoder(keras.layers.Layer):
             cell=keras.saving.serialize_keras_object(self.rnn),
             output_layer=keras.saving.serialize_keras_object(self.output_layer),
         )
+        if self.cell.carries_coverage:
+            config["coverage_loss_weight"] = self.coverage_loss_weight
         if self.copy is not None:
             config.update(
                 copy=keras.saving.serialize_keras_object(self.copy),

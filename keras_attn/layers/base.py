@@ -63,7 +63,10 @@ def _check_memory_batch(query, values):
         values: The memory's values, `(batch, Tv, value_dim)`.
     """
     rows, memory_rows = query.shape[0], values.shape[0]
-    if None in (rows, memory_rows) or int(rows) == int(memory_rows):
+    # Only static sizes compare: JAX's shape inference gives symbolic ones.
+    if not (isinstance(rows, int) and isinstance(memory_rows, int)):
+        return
+    if rows == memory_rows:
         return
     raise ValueError(
         f"`query` must have the batch size of `memory`, {int(memory_rows)} "

@@ -68,6 +68,12 @@ class LuongAttentionCell(AttentionCellWrapper):
             memory's width.
         output_attention: If True, the output is `h~_t`; if False, `s_t`
             (`h~_t` is still fed to the next step, in a state of its own).
+        input_feeding: If True (TFA's `AttentionWrapper`), the cell reads
+            `[y_t; h~_{t-1}]`; if False, `y_t` alone: Luong et al.'s global
+            attention without input feeding (OpenNMT's `input_feed 0`),
+            whose attention never enters the recurrence, so a decoder may
+            teacher-force the cell over the whole sequence first and attend
+            over all steps at once.
         kernel_initializer: Initializer of `W_c`.
         **kwargs: Base `Layer` arguments.
 
@@ -96,6 +102,7 @@ class LuongAttentionCell(AttentionCellWrapper):
         style=None,
         use_attention_layer=True,
         output_attention=True,
+        input_feeding=True,
         attention_units=None,
         attention_activation="tanh",
         kernel_initializer="glorot_uniform",
@@ -107,6 +114,7 @@ class LuongAttentionCell(AttentionCellWrapper):
             style,
             use_attention_layer=use_attention_layer,
             output_attention=output_attention,
+            input_feeding=input_feeding,
             attention_units=attention_units,
             attention_activation=attention_activation,
             kernel_initializer=kernel_initializer,

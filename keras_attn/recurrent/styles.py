@@ -67,7 +67,9 @@ class Style:
         """States the style carries between steps, before the memory's."""
         return []
 
-    def step(self, cell, inputs, prev_output, cell_states, extra, memory, training):
+    def step(
+        self, cell, inputs, prev_output, cell_states, extra, memory, training, score
+    ):
         """One step: `(output, weights, new_cell_states, new_extra)`.
 
         Args:
@@ -79,6 +81,8 @@ class Style:
             memory: The `AttentionMemory` the states carry (None for
                 `style="self"`, which attends over its own states).
             training: Whether dropout applies.
+            score: The score's extra inputs, for `attention.step` (the
+                coverage of a coverage attention, say).
         """
         raise NotImplementedError(f"{self.__class__.__name__} must implement `step`.")
 
@@ -99,9 +103,11 @@ class BahdanauStyle(Style):
     def query_dim(self, cell):
         return cell._cell_state_sizes[0]
 
-    def step(self, cell, inputs, prev_output, cell_states, extra, memory, training):
+    def step(
+        self, cell, inputs, prev_output, cell_states, extra, memory, training, score
+    ):
         context, weights = cell.attention.step(
-            cell_states[0], memory, training=training
+            cell_states[0], memory, training=training, **score
         )
         joined = _concat(inputs, context)
         output, new_cell = cell._call_cell(joined, cell_states, training)
@@ -202,8 +208,10 @@ class LuongStyle(AttentionalStateStyle):
     """`s_t = cell(s_{t-1}, [y_t; h~_{t-1}])`, `c_t = attend(s_t, memory)`.
 
     Its arguments, beyond `AttentionalStateStyle`'s: `use_attention_layer`
-    (False: `h~_t = c_t`, no `W_c`) and `output_attention` (False: the output
-    is `s_t`, and `h~_t` is fed forward in a state of its own).
+    (False: `h~_t = c_t`, no `W_c`), `output_attention` (False: the output
+    is `s_t`, and `h~_t` is fed forward in a state of its own) and
+    `input_feeding` (False: `s_t = cell(s_{t-1}, y_t)`, Luong et al.'s
+    global attention without input feeding, OpenNMT's `input_feed 0`).
     """
 
     name = "luong"
@@ -212,10 +220,16 @@ class LuongStyle(AttentionalStateStyle):
         **AttentionalStateStyle.arguments,
         "use_attention_layer": True,
         "output_attention": True,
+        "input_feeding": True,
     }
 
     def configure(
-        self, cell, use_attention_layer=True, output_attention=True, **arguments
+        self,
+        cell,
+        use_attention_layer=True,
+        output_attention=True,
+        input_feeding=True,
+        **arguments,
     ):
         if not use_attention_layer and arguments.get("attention_units") is not None:
             raise ValueError(
@@ -223,9 +237,19 @@ class LuongStyle(AttentionalStateStyle):
                 "`use_attention_layer=False` does not have. Received: "
                 f"attention_units={arguments['attention_units']!r}"
             )
+        if not isinstance(input_feeding, bool):
+            raise ValueError(
+                f"`input_feeding` must be True or False. Received: "
+                f"input_feeding={input_feeding!r}"
+            )
         super().configure(cell, **arguments)
         cell.use_attention_layer = use_attention_layer
         cell.output_attention = output_attention
+        cell.input_feeding = input_feeding
+
+    def feeds_state(self, cell):
+        """Whether `h~_t` travels to the next step in a state of its own."""
+        return cell.input_feeding and not cell.output_attention
 
     def attention_size(self, cell):
         """Width of `h~_t`, fed to the next step."""
@@ -237,10 +261,12 @@ class LuongStyle(AttentionalStateStyle):
         return self.attention_size(cell) if cell.output_attention else cell.units
 
     def cell_input_dim(self, cell):
+        if not cell.input_feeding:
+            return cell._input_dim
         return cell._input_dim + self.attention_size(cell)
 
     def extra_state_sizes(self, cell):
-        feed = [] if cell.output_attention else [self.attention_size(cell)]
+        feed = [self.attention_size(cell)] if self.feeds_state(cell) else []
         return [*feed, *super().extra_state_sizes(cell)]
 
     def build_output_layer(self, cell):
@@ -248,7 +274,7 @@ class LuongStyle(AttentionalStateStyle):
             super().build_output_layer(cell)
 
     def initial_step_states(self, cell, batch_size, dtype):
-        if cell.output_attention:
+        if not self.feeds_state(cell):
             return []
         return [ops.zeros((batch_size, self.attention_size(cell)), dtype=dtype)]
 
@@ -257,13 +283,21 @@ class LuongStyle(AttentionalStateStyle):
             return super().attentional_state(cell, context, state)
         return as_dtype(context, state.dtype)
 
-    def step(self, cell, inputs, prev_output, cell_states, extra, memory, training):
-        feed = prev_output if cell.output_attention else extra[0]
-        state, new_cell = cell._call_cell(_concat(inputs, feed), cell_states, training)
-        context, weights = cell.attention.step(state, memory, training=training)
+    def step(
+        self, cell, inputs, prev_output, cell_states, extra, memory, training, score
+    ):
+        if cell.input_feeding:
+            feed = prev_output if cell.output_attention else extra[0]
+            inputs = _concat(inputs, feed)
+        state, new_cell = cell._call_cell(inputs, cell_states, training)
+        context, weights = cell.attention.step(
+            state, memory, training=training, **score
+        )
         attention = self.attentional_state(cell, context, state)
         if cell.output_attention:
             return attention, weights, new_cell, extra
+        if not cell.input_feeding:
+            return state, weights, new_cell, extra
         feed = as_dtype(attention, extra[0].dtype)
         return state, weights, new_cell, [feed, *extra[1:]]
 
@@ -276,6 +310,7 @@ class LuongStyle(AttentionalStateStyle):
             **config,
             "use_attention_layer": cell.use_attention_layer,
             "output_attention": cell.output_attention,
+            "input_feeding": cell.input_feeding,
         }
 
 
@@ -325,7 +360,9 @@ class SelfStyle(AttentionalStateStyle):
             ops.zeros((batch_size, 1), dtype=dtype),
         ]
 
-    def step(self, cell, inputs, prev_output, cell_states, extra, memory, training):
+    def step(
+        self, cell, inputs, prev_output, cell_states, extra, memory, training, score
+    ):
         value_buf, key_buf, count = extra
         length, units, key_dim = cell.max_length, cell.units, cell._key_dim
         # Buffer slot j holds s_{t-L+j}; the last `count` slots are filled.
@@ -337,7 +374,9 @@ class SelfStyle(AttentionalStateStyle):
             mask=ops.cast(count, "float32") > (length - 1) - positions,
         )
         state, new_cell = cell._call_cell(inputs, cell_states, training)
-        context, weights = cell.attention.step(state, memory, training=training)
+        context, weights = cell.attention.step(
+            state, memory, training=training, **score
+        )
         new_keys = cell.attention.prepare_memory(ops.expand_dims(state, 1)).keys
         new_extra = [
             _concat(value_buf[:, units:], state),

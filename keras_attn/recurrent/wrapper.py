@@ -14,50 +14,45 @@ the styles do differently:
 (`keras_attn.recurrent.cells`) are the same cell with the style fixed and the
 style's arguments in their signatures.
 
-Keras 3's `RNN` layer has no `constants` argument, so the encoder memory
-travels in the cell's *states*: `get_initial_state_with_memory` projects the
-memory once (`attention.prepare_memory`) and returns the full initial state
-list; every step reads the projected keys back from the states and calls
-`attention.step`, so the memory is never re-projected per step. A loop that
-runs the cell itself passes the memory read out of the states once to every
-step instead (`call(..., memory=cell.memory_from_states(states))`), so
-nothing of a call is kept on the layer and one cell runs any number of loops
-at once. Every state
-is rank 2 `(batch, n)` (the memory is flattened), because the JAX and PyTorch
-loops broadcast an input mask `(batch, 1)` against each state, and the first
-state is always the cell's last output, which the JAX loop repeats at masked
-steps.
+The memory travels in the cell's states (`keras_attn.recurrent.memory_states`,
+with the coverage of a coverage attention). A loop that runs the cell itself
+passes the memory read out of the states once to every step
+(`call(..., memory=cell.memory_from_states(states))`), so nothing of a call
+is kept on the layer and one cell runs any number of loops at once. The
+first state is always the cell's last output, which the JAX loop repeats at
+masked steps.
 """
 
 import keras
 from keras import ops, tree
 
 from keras_attn.arguments import check_constructor, deserialize_layer
-from keras_attn.layers.base import AttentionMemory, BaseAttention
+from keras_attn.layers.base import BaseAttention
 from keras_attn.layers.masking import as_dtype, check_mask, keras_mask
 from keras_attn.recurrent.dropout_masks import draw_dropout_masks
+from keras_attn.recurrent.memory_states import (
+    MEMORY_STATES,
+    add_to_coverage,
+    has_coverage,
+    initial_memory_states,
+    memory_state_sizes,
+    read_coverage,
+    read_memory,
+)
 from keras_attn.recurrent.styles import (
     STYLE_OBJECTS,
+    AttentionalStateStyle,
     drop_other_styles_arguments,
     take_style_arguments,
 )
+from keras_attn.recurrent.wrapped_cell import (
+    calls_cell_directly,
+    flat_size,
+    flat_states,
+    initial_cell_states,
+)
 
 STYLES = tuple(STYLE_OBJECTS)
-
-
-def _flat_size(size):
-    return [int(s) if s is not None else None for s in tree.flatten(size)]
-
-
-def _flat_states(states):
-    """A cell's new states as a flat list; `tree.flatten` only when nested."""
-    if not isinstance(states, (list, tuple, dict)):
-        return [states]
-    if isinstance(states, dict) or any(
-        isinstance(s, (list, tuple, dict)) for s in states
-    ):
-        return tree.flatten(states)
-    return list(states)
 
 
 def _is_pair_of_shapes(shape):
@@ -88,9 +83,14 @@ class AttentionCellWrapper(keras.layers.Layer):
     output; `split_output` separates them. `AttentionRNN` does it for you.
 
     States (a flat list, all `(batch, n)`): the last output, the wrapped
-    cell's states, then the style's own states (for a memory: the flattened
-    projected keys, the flattened memory values and the memory mask as 0/1
-    floats).
+    cell's states, then the style's own states (for a memory: the coverage
+    with a `CoverageAttention`, then the flattened projected keys, the
+    flattened memory values and the memory mask as 0/1 floats).
+
+    With a `CoverageAttention` (See et al. 2017) the cell carries the
+    coverage, the sum of the earlier steps' weights, which enters each
+    step's score: the attention cannot repeat what it has covered, in
+    training (`AttentionRNN`) as in a search, whose beams reorder it.
 
     Args:
         cell: A Keras RNN cell (a layer with `state_size` and
@@ -159,11 +159,17 @@ class AttentionCellWrapper(keras.layers.Layer):
                 f"(DotAttention, BahdanauAttention, ...). Received: "
                 f"attention={attention!r}"
             )
+        if not style.uses_memory and has_coverage(attention):
+            raise ValueError(
+                f'A coverage attention sums the weights over a memory; style="'
+                f"{style.name}\" attends over the cell's own states, a new "
+                f"memory at each step. Received: attention={attention!r}"
+            )
         self.cell = cell
         self.attention = attention
         self.memory_dim = memory_dim
         self.return_alignments = return_alignments
-        self._cell_state_sizes = _flat_size(cell.state_size)
+        self._cell_state_sizes = flat_size(cell.state_size)
         self._cell_nested_state = isinstance(cell.state_size, (list, tuple))
         # A cell whose states nest (a `StackedRNNCells` with an `LSTMCell`:
         # a list within the list) takes them back in its `state_size`'s shape.
@@ -215,12 +221,19 @@ class AttentionCellWrapper(keras.layers.Layer):
         return self._base_output_size + self._memory_length
 
     @property
+    def carries_coverage(self):
+        """Whether the states carry a coverage (See et al. 2017): the cell
+        attends over a memory with an attention that has `coverage_step`
+        (`CoverageAttention`), and adds each step's weights to it."""
+        return self._style.uses_memory and has_coverage(self.attention)
+
+    @property
     def state_size(self):
-        return [
-            self.output_size,
-            *self._cell_state_sizes,
-            *self._style.extra_state_sizes(self),
-        ]
+        extra = self._style.extra_state_sizes(self)
+        if self._style.uses_memory:
+            extra = extra[:-MEMORY_STATES]
+            extra += memory_state_sizes(self.carries_coverage)
+        return [self.output_size, *self._cell_state_sizes, *extra]
 
     # ----------------------------------------------------------- build
 
@@ -286,14 +299,6 @@ class AttentionCellWrapper(keras.layers.Layer):
 
     # ----------------------------------------------------------- states
 
-    def _initial_cell_states(self, batch_size, dtype):
-        init = getattr(self.cell, "get_initial_state", None)
-        if init is not None:
-            states = tree.flatten(init(batch_size=batch_size))
-        else:
-            states = [ops.zeros((batch_size, s)) for s in self._cell_state_sizes]
-        return [ops.cast(s, dtype) for s in states]
-
     def _draw_dropout_masks(self, batch_size):
         """Draws the wrapped cell's dropout masks for a batch.
 
@@ -310,7 +315,9 @@ class AttentionCellWrapper(keras.layers.Layer):
 
     def _check_cell_states(self, initial_state, batch_size, dtype):
         if initial_state is None:
-            return self._initial_cell_states(batch_size, dtype)
+            return initial_cell_states(
+                self.cell, self._cell_state_sizes, batch_size, dtype
+            )
         states = tree.flatten(initial_state)
         if len(states) != len(self._cell_state_sizes):
             raise ValueError(
@@ -419,9 +426,9 @@ class AttentionCellWrapper(keras.layers.Layer):
             output,
             *self._check_cell_states(initial_state, batch_size, dtype),
             *self._style.initial_step_states(self, batch_size, dtype),
-            ops.reshape(ops.cast(prepared.keys, dtype), (batch_size, -1)),
-            ops.reshape(memory, (batch_size, -1)),
-            ops.cast(prepared.mask, dtype),
+            *initial_memory_states(
+                self.attention, prepared, memory, dtype, self.carries_coverage
+            ),
         ]
 
     # ----------------------------------------------------------- step
@@ -444,22 +451,6 @@ class AttentionCellWrapper(keras.layers.Layer):
         size = self._base_output_size
         return outputs[..., :size], ops.cast(outputs[..., size:], "float32")
 
-    def _calls_cell_directly(self):
-        """Whether a step may call the wrapped cell's `call` itself.
-
-        `Layer.__call__` would only convert, autocast and build, which a
-        built Keras cell of the wrapper's dtype (no mixed precision), called
-        on the wrapper's tensors, does not need; on every step it costs more
-        than a GRU cell's own arithmetic.
-        """
-        cell = self.cell
-        return (
-            isinstance(cell, keras.layers.Layer)
-            and cell.built
-            and cell.compute_dtype == cell.variable_dtype == self.compute_dtype
-            and cell.activity_regularizer is None
-        )
-
     def _call_cell(self, inputs, states, training):
         if self._cell_state_structure is not None:
             states = tree.pack_sequence_as(self._cell_state_structure, list(states))
@@ -469,10 +460,10 @@ class AttentionCellWrapper(keras.layers.Layer):
         if getattr(self.cell, "_call_has_training_arg", False):
             kwargs["training"] = training
         if self._direct_cell_call is None:
-            self._direct_cell_call = self._calls_cell_directly()
+            self._direct_cell_call = calls_cell_directly(self.cell, self.compute_dtype)
         call = self.cell.call if self._direct_cell_call else self.cell
         output, new_states = call(inputs, states, **kwargs)
-        return output, _flat_states(new_states)
+        return output, flat_states(new_states)
 
     def memory_from_states(self, states):
         """The `AttentionMemory` a full list of states carries.
@@ -493,13 +484,7 @@ class AttentionCellWrapper(keras.layers.Layer):
         """
         if not self._style.uses_memory:
             return None
-        keys, values, mask = states[-3:]
-        batch, length = ops.shape(mask)
-        return AttentionMemory(
-            keys=ops.reshape(keys, (batch, length, self._key_dim)),
-            values=ops.reshape(values, (batch, length, self.memory_dim)),
-            mask=ops.cast(mask, "bool"),
-        )
+        return read_memory(states, self._key_dim, self.memory_dim)
 
     def call(self, inputs, states, training=None, memory=None):
         """One step: `(output, new_states)`.
@@ -525,6 +510,9 @@ class AttentionCellWrapper(keras.layers.Layer):
             prev_output = prev_output[:, : self._base_output_size]
         if memory is None:
             memory = self.memory_from_states(states)
+        score = {}
+        if self.carries_coverage:
+            score["coverage"] = read_coverage(states)
         output, weights, new_cell, new_extra = self._style.step(
             self,
             inputs,
@@ -533,7 +521,10 @@ class AttentionCellWrapper(keras.layers.Layer):
             states[1 + num_cell :],
             memory,
             training,
+            score,
         )
+        if self.carries_coverage:
+            new_extra = add_to_coverage(new_extra, score["coverage"], weights)
         output = as_dtype(output, states[0].dtype)
         if self.return_alignments:
             output = ops.concatenate([output, ops.cast(weights, output.dtype)], axis=-1)
@@ -543,6 +534,18 @@ class AttentionCellWrapper(keras.layers.Layer):
         return output, [output, *new_cell, *new_extra]
 
     # ----------------------------------------------------------- W_c
+
+    def attentional_state(self, context, state):
+        """`h~_t` from the context and the wrapped cell's output: `act(W_c
+        [c_t; s_t])` (Luong and self styles; `c_t` without `W_c`). Any
+        leading axes: one step `(batch, d)` or all steps `(batch, T, d)`."""
+        if not isinstance(self._style, AttentionalStateStyle):
+            raise ValueError(
+                "`attentional_state` needs a Luong or self style, which "
+                "combine the context and the state; this style outputs the "
+                f"cell's state. Received: style={self.style!r}"
+            )
+        return self._style.attentional_state(self, context, state)
 
     @property
     def attention_kernel(self):
