@@ -53,7 +53,8 @@ VOCABULARIES = {"50k": (50_000, 1), "10k": (10_000, 2)}
 # max(average_decay, 9 / (step + 10)), which is above 1e-3 up to step 8,990:
 # under the cap its documented 1e-4 gives the same average.
 AVERAGE_DECAY = 1e-3
-# The recipe's decoding (no length penalty) with keras-attn's validation beam.
+# The recipe's decoding (no length penalty) at beam 5, `SearchOptions`' beam
+# (keras-attn's own validation decodes greedily: no handicap copied here).
 DEV_DECODING = {**po.RECIPE_DECODING, "beam_size": 5}
 SEARCH_GRID = {"beam_size": (5, 10), "alpha": (0, 0.5, 1, 2, 3), "min_length": (0, 4)}
 STAGES = ("grid", "extras", "search", "test")
