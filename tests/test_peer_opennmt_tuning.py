@@ -1,0 +1,145 @@
+"""benchmarks.peer_opennmt_tuning's parts that run without OpenNMT-py."""
+
+import json
+
+import pytest
+
+from benchmarks import peer_opennmt_tuning as tuning
+
+
+def _table(*scores, every=391):
+    return [
+        {"step": every * (i + 1), "examples": 64 * every * (i + 1), "rouge1": score}
+        for i, score in enumerate(scores)
+    ]
+
+
+def test_grid_is_dropout_by_vocabulary():
+    points = tuning.grid_points()
+    assert list(points) == [
+        "dropout0.0-vocab50k",
+        "dropout0.0-vocab10k",
+        "dropout0.3-vocab50k",
+        "dropout0.3-vocab10k",
+    ]
+    assert points["dropout0.3-vocab10k"] == {
+        "dropout": 0.3,
+        "src_vocab_size": 10_000,
+        "tgt_vocab_size": 10_000,
+        "src_words_min_frequency": 2,
+        "tgt_words_min_frequency": 2,
+    }
+    assert points["dropout0.0-vocab50k"]["src_words_min_frequency"] == 1
+    extras = tuning.extra_points("dropout0.0-vocab50k", points["dropout0.0-vocab50k"])
+    assert extras["dropout0.0-vocab50k-average"]["average_decay"] == 1e-3
+    assert extras["dropout0.0-vocab50k-shared"]["share_embeddings"] is True
+    # Each extra changes one thing of the grid point.
+    for options in extras.values():
+        assert len(set(options) - set(points["dropout0.0-vocab50k"])) == 1
+
+
+def test_search_grid_is_beam_by_penalty_by_min_length():
+    options = tuning.search_options()
+    assert len(options) == 2 * 5 * 2
+    assert options[0] == {
+        "beam_size": 5,
+        "length_penalty": "wu",
+        "alpha": 0,
+        "min_length": 0,
+    }
+    assert {o["beam_size"] for o in options} == {5, 10}
+    assert {o["min_length"] for o in options} == {0, 4}
+
+
+def test_cap_and_checkpoints_are_keras_attn_members_in_steps_of_64():
+    assert tuning.CAP_EXAMPLES == 17 * 26_240 == 6_970 * 64
+    assert tuning.CHECKPOINT_EXAMPLES // tuning.BATCH == 391
+    assert tuning.DEV_DECODING == {"beam_size": 5, "length_penalty": "none"}
+
+
+def test_run_config_overrides_the_recipe(tmp_path):
+    options = tuning.grid_points()["dropout0.3-vocab10k"]
+    vocab = tmp_path / "vocab" / "vocab.txt"
+    config = tuning.run_config(tmp_path / "run", tmp_path, vocab, options, 6970, 391)
+    assert config["batch_size"] == 64 and config["train_steps"] == 6970
+    assert config["save_checkpoint_steps"] == config["valid_steps"] == 391
+    # Every checkpoint kept until scored; no early stopping by perplexity.
+    assert config["keep_checkpoint"] == -1
+    assert config["early_stopping"] == 0
+    assert "early_stopping_criteria" not in config
+    assert config["report_every"] == 97  # timed windows between validations
+    assert config["dropout"] == 0.3 and config["src_words_min_frequency"] == 2
+    assert config["src_vocab"] == config["tgt_vocab"] == str(vocab)
+    # The recipe's rest, at keras-attn's member's size.
+    assert (config["optim"], config["learning_rate"]) == ("adagrad", 0.15)
+    assert (config["word_vec_size"], config["hidden_size"]) == (128, 256)
+    assert config["copy_attn"] and config["share_vocab"]
+    json.dumps(config)  # written as YAML by way of JSON
+
+
+def test_a_run_stops_after_patience_checkpoints_without_a_better_one():
+    cap = 391 * 18
+    assert not tuning.finished([], 5, cap)
+    assert not tuning.finished(_table(30, 31, 30, 30, 30, 30), 5, cap)
+    assert tuning.finished(_table(30, 31, 30, 30, 30, 30, 30), 5, cap)
+    # An equal score is no better: the earliest best counts.
+    assert tuning.best_row(_table(30, 31, 31))["step"] == 782
+    assert tuning.finished(_table(31, 31, 31, 31, 31, 31), 5, cap)
+    # At the cap, whatever the patience.
+    assert tuning.finished(_table(*range(18)), 5, cap)
+    assert not tuning.finished(_table(*range(17)), 5, cap)
+    assert tuning.best_row([]) is None
+
+
+def test_resume_scores_the_unscored_and_keeps_best_and_latest():
+    table = _table(30, 33, 31)
+    checkpoints = {step: f"model_step_{step}.pt" for step in (391, 782, 1173, 1564)}
+    assert tuning.pending(checkpoints, table) == [1564]
+    # The best (782) is decoded in the search; the latest resumes training.
+    assert tuning.removable(checkpoints, table) == [391, 1173]
+    assert tuning.removable({}, []) == []
+
+
+def test_words_at_min_count_reads_onmt_build_vocab(tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("the\t30\n.\t7\nrare\t1\nonce\t1\n")
+    assert tuning.words_at_min_count(vocab, 1) == 4
+    assert tuning.words_at_min_count(vocab, 2) == 2
+
+
+def test_a_checkpoint_is_saved_once_its_zip_is_whole(tmp_path):
+    import zipfile
+
+    path = tmp_path / "model_step_391.pt"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("data.pkl", b"x" * 4096)
+    assert tuning.saved(path)
+    (tmp_path / "partial.pt").write_bytes(path.read_bytes()[:-30])
+    assert not tuning.saved(tmp_path / "partial.pt")
+
+
+def test_a_run_resumed_with_other_settings_is_refused(tmp_path):
+    args, _ = tuning.parse_args(["--work-dir", str(tmp_path), "--dev-examples", "50"])
+    run = tuning.Run("dropout0.0-vocab50k", {}, args)
+    run.record["table"] = _table(30)
+    run.save()
+    assert tuning.Run("dropout0.0-vocab50k", {}, args).record["table"] == _table(30)
+    args, _ = tuning.parse_args(["--work-dir", str(tmp_path)])
+    with pytest.raises(SystemExit, match="dev_examples=50"):
+        tuning.Run("dropout0.0-vocab50k", {}, args)
+
+
+def test_flags_must_be_known(capsys):
+    args, stages = tuning.parse_args(
+        ["--stages", "grid", "--grid", "dropout0.0-vocab10k"]
+    )
+    assert stages == ("grid",) and args.grid == ("dropout0.0-vocab10k",)
+    assert tuning.parse_args([])[0].grid == tuple(tuning.grid_points())
+    for argv, said in (
+        (["--stages", "grid,tune"], "Received: tune"),
+        (["--grid", "dropout0.5-vocab10k"], "Received: dropout0.5-vocab10k"),
+        (["--cap-examples", "640", "--checkpoint-examples", "1280"], "at most"),
+    ):
+        with pytest.raises(SystemExit):
+            tuning.parse_args(argv)
+        assert said in capsys.readouterr().err
