@@ -28,8 +28,8 @@ from pathlib import Path
 
 from benchmarks.common import machine_info, merge, run_measured
 from benchmarks.peer_opennmt import read_lines, score_headlines
-from models.settings.json_files import read_json, write_json
 from models.settings.fit import TrainOptions
+from models.settings.json_files import read_json, write_json
 from models.settings.model import SummarizerConfig
 
 YOYODYNE_VERSION = "0.5.27"
