@@ -108,7 +108,9 @@ def model_config(work_dir, train_steps):
             "accelerator": "cpu",
             "devices": 1,
             "max_steps": train_steps,
+            # One validation, at the end, even past the first epoch.
             "val_check_interval": train_steps,
+            "check_val_every_n_epoch": None,
             "num_sanity_val_steps": 0,
             "log_every_n_steps": 25,
             "gradient_clip_val": fit.clipnorm,
@@ -153,6 +155,8 @@ def make_venv(venv):
     venv = Path(venv)
     python = venv / "bin" / "python"
     if (venv / "bin" / "yoyodyne").exists():
+        if venv_versions(venv)["torch_cuda"] != "None":
+            raise SystemExit(f"{venv} holds a CUDA torch: remove it and run `venv`.")
         return
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip = [str(python), "-m", "pip", "install", "-q"]
@@ -169,7 +173,9 @@ def venv_versions(venv):
         "print(torch.__version__, m.version('yoyodyne'), torch.version.cuda)"
     )
     python = Path(venv) / "bin" / "python"
-    done = subprocess.run([python, "-c", code], capture_output=True, text=True)
+    done = subprocess.run(
+        [python, "-c", code], capture_output=True, text=True, check=True
+    )
     torch, yoyodyne, cuda = done.stdout.split()
     return {"torch": torch, "yoyodyne": yoyodyne, "torch_cuda": cuda}
 
@@ -368,12 +374,15 @@ def parse_args(argv=None):
 def main(argv=None):
     args, stages = parse_args(argv)
     work_dir = Path(args.work_dir)
-    result = {"yoyodyne": {}}
+    # A run is known by its folder's name: runs of other sizes or steps
+    # share one `--output`.
+    run = {}
+    result = {"yoyodyne_version": YOYODYNE_VERSION, "runs": {work_dir.name: run}}
     if "venv" in stages:
         make_venv(args.venv)
-        result["yoyodyne"]["venv"] = venv_versions(args.venv)
+        result["venv"] = venv_versions(args.venv)
     if "data" in stages:
-        result["yoyodyne"]["data"] = once(
+        run["data"] = once(
             work_dir / "data.json",
             lambda: {
                 "vocabulary_size": write_data(
@@ -382,19 +391,17 @@ def main(argv=None):
             },
         )
     if "train" in stages:
-        result["yoyodyne"]["training"] = once(
+        run["training"] = once(
             work_dir / "training.json",
             lambda: train(args, work_dir),
         )
     if "timing" in stages:
-        result["yoyodyne"]["timing"] = once(
+        run["timing"] = once(
             work_dir / "timing.json",
             lambda: timing(args, work_dir),
         )
     if "score" in stages:
-        result["yoyodyne"]["score"] = once(
-            work_dir / "score.json", lambda: score(args, work_dir)
-        )
+        run["score"] = once(work_dir / "score.json", lambda: score(args, work_dir))
     path = Path(args.output)
     write_json(path, merge(read_json(path, default={}), result))
     print(json.dumps(result, indent=2))
