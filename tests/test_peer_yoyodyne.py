@@ -23,6 +23,7 @@ def test_model_config_is_the_members_size(tmp_path):
     assert config["trainer"]["max_steps"] == config["trainer"]["val_check_interval"]
 
 
+@pytest.mark.tf_only
 def test_write_data_writes_rare_words_as_unk(tmp_path):
     org = tmp_path / "data" / "org_data"
     org.mkdir(parents=True)
