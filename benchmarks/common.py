@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import resource
 import statistics
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from models.settings.machine import machine
 
@@ -115,3 +118,53 @@ def markdown_table(header: list[str], rows: list[list[object]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(fmt(x) for x in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def resident_peak_mib(pid):
+    """The peak resident set size of a running process (`VmHWM`), MiB."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0.0
+    found = re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE)
+    return int(found.group(1)) / 1024 if found else 0.0
+
+
+def run_measured(command, log_path, env, should_stop=None, on_peak=None):
+    """Runs `command`, its output appended to `log_path`, watching it.
+
+    Args:
+        should_stop: called every second; when true, the process is ended.
+        on_peak: called with the process's peak RSS (MiB) each time it grows,
+            so that a killed run's peak is known too.
+
+    Returns:
+        `(exit status, wall seconds, peak RSS in MiB)` of that process.
+    """
+    peak = 0.0
+    with open(log_path, "a") as log:
+        start = time.perf_counter()
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=env
+        )
+        while not (ended := os.wait4(process.pid, os.WNOHANG))[0]:
+            if (now := resident_peak_mib(process.pid)) > peak:
+                peak = now
+                if on_peak is not None:
+                    on_peak(peak)
+            if should_stop is not None and should_stop():
+                process.terminate()
+            time.sleep(1)
+    _, status, usage = ended
+    wall = time.perf_counter() - start
+    return os.waitstatus_to_exitcode(status), wall, max(peak, usage.ru_maxrss / 1024)
+
+
+def merge(into, new):
+    """Merges the nested dict `new` into `into`, in place."""
+    for key, value in new.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            merge(into[key], value)
+        else:
+            into[key] = value
+    return into

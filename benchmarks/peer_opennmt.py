@@ -9,8 +9,9 @@ early stop, resuming from its latest checkpoint; its log, read by
 `parse_training_log`, decides the end), `translate` (the test set by the
 best checkpoint with the page's decoding and the export's: `--decodings`),
 `score` (ROUGE as keras-attn's exports are scored) and `timing`
-(headlines/s at batch 64, latency at batch 1). Results go to `--output`
-(JSON); the commands are in BENCHMARKS.md.
+(headlines/s at batch 64, latency at batch 1; with `--train-batch-size`,
+training examples/s at that batch too: `training_speed`). Results go to
+`--output` (JSON); the commands are in BENCHMARKS.md.
 
 The `venv` stage patches OpenNMT-py's copy attention (`COPY_PATCH`, issue
 76): training weighted each copy distribution by another position's gate,
@@ -32,10 +33,10 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from benchmarks import unified_diff
+from benchmarks.common import merge, run_measured
 from benchmarks.opennmt_training_log import parse_training_log, training_finished
 from models.settings.json_files import read_json, write_json
 
@@ -155,11 +156,13 @@ def recipe_config(size, run_dir, data_dir):
     }
 
 
-def write_config(size, run_dir, data_dir):
-    """Writes `run_dir/config.yml` (JSON is YAML) and returns its path."""
+def write_config(size, run_dir, data_dir, **overrides):
+    """Writes `run_dir/config.yml` (JSON is YAML), the recipe's but for
+    `overrides`, and returns its path."""
     path = Path(run_dir) / "config.yml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(recipe_config(size, run_dir, data_dir), indent=2))
+    config = {**recipe_config(size, run_dir, data_dir), **overrides}
+    path.write_text(json.dumps(config, indent=2))
     return path
 
 
@@ -176,46 +179,6 @@ def latest_checkpoint(run_dir):
     """The checkpoint of the highest step in `run_dir`, or None."""
     steps = checkpoint_steps(run_dir)
     return steps[max(steps)] if steps else None
-
-
-def resident_peak_mib(pid):
-    """The peak resident set size of a running process (`VmHWM`), MiB."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return 0.0
-    found = re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE)
-    return int(found.group(1)) / 1024 if found else 0.0
-
-
-def run_measured(command, log_path, env, should_stop=None, on_peak=None):
-    """Runs `command`, its output appended to `log_path`, watching it.
-
-    Args:
-        should_stop: called every second; when true, the process is ended.
-        on_peak: called with the process's peak RSS (MiB) each time it grows,
-            so that a killed run's peak is known too.
-
-    Returns:
-        `(exit status, wall seconds, peak RSS in MiB)` of that process.
-    """
-    peak = 0.0
-    with open(log_path, "a") as log:
-        start = time.perf_counter()
-        process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, env=env
-        )
-        while not (ended := os.wait4(process.pid, os.WNOHANG))[0]:
-            if (now := resident_peak_mib(process.pid)) > peak:
-                peak = now
-                if on_peak is not None:
-                    on_peak(peak)
-            if should_stop is not None and should_stop():
-                process.terminate()
-            time.sleep(1)
-    _, status, usage = ended
-    wall = time.perf_counter() - start
-    return os.waitstatus_to_exitcode(status), wall, max(peak, usage.ru_maxrss / 1024)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -332,9 +295,9 @@ def record_peak(run_dir, mib=0.0):
     return state.get("train_peak_rss_mib")
 
 
-def prepare(size, run_dir, data_dir, peer):
+def prepare(size, run_dir, data_dir, peer, **overrides):
     """Writes the config and builds the shared vocabulary once."""
-    config = write_config(size, run_dir, data_dir)
+    config = write_config(size, run_dir, data_dir, **overrides)
     if not (Path(run_dir) / "vocab.txt").exists():
         command = [peer.command("onmt_build_vocab"), "-config", config]
         subprocess.run([*command, "-n_sample", "-1"], check=True, env=peer.env())
@@ -373,6 +336,42 @@ def train(run_dir, peer):
         if status == 0 and resume == latest_checkpoint(run_dir):
             break  # it ended without a new checkpoint: the step limit
     return read_training_log(run_dir)
+
+
+def training_speed(size, run_dir, data_dir, peer, batch_size, steps):
+    """Examples/s of `steps` steps at `batch_size`, all else the recipe's: a
+    fresh run in `run_dir`, timed by its log's report windows (the first, the
+    warm-up, left out), and its peak RSS. One validation at the end leaves a
+    checkpoint that `opennmt_timing` decodes with when `size` has no
+    training of its own."""
+    run_dir = Path(run_dir)
+    if not (run_dir / f"model_step_{steps}.pt").exists():
+        every = max(1, steps // 6)
+        config = prepare(
+            size,
+            run_dir,
+            data_dir,
+            peer,
+            **{"batch_size": batch_size, "train_steps": steps, "report_every": every},
+            **{"valid_steps": steps, "save_checkpoint_steps": steps},
+        )
+        command = [peer.command("onmt_train"), "-config", config]
+        status, _, _ = run_measured(
+            command,
+            run_dir / "train.log",
+            peer.env(),
+            on_peak=lambda mib: record_peak(run_dir, mib),
+        )
+        if status != 0:
+            raise SystemExit(f"onmt_train exited with {status}; see {run_dir}")
+    log = read_training_log(run_dir)
+    return {
+        "batch_size": batch_size,
+        "steps": steps,
+        "timed_examples": log.examples,
+        "examples_per_s": round(log.examples / log.seconds, 2),
+        "train_peak_rss_mib": record_peak(run_dir),
+    }
 
 
 def best_checkpoints(run_dir, n):
@@ -477,12 +476,14 @@ def opennmt_timing(run_dir, peer, data_dir, latency_documents, export_dir=None):
     log, scratch = run_dir / "timing.log", run_dir / "timing.out.txt"
     options = export_decoding(export_dir)
     batch = translate(peer, model, source, scratch, options, 64, log)
+    headlines = read_lines(scratch)
     one = translate(peer, model, first, scratch, options, 1, log)
     return {
         "headlines_per_s_batch_64": 1000 / batch["ms_per_headline"],
         "latency_ms_batch_1": one["ms_per_headline"],
         "decoding_peak_rss_mib": batch["peak_rss_mib"],
-        "checkpoint": Path(model[0]).name,
+        "checkpoint": str(Path(model[0]).relative_to(run_dir.parent)),
+        "mean_headline_words": sum(len(h.split()) for h in headlines) / len(headlines),
     }
 
 
@@ -503,16 +504,6 @@ def training_summary(run_dir):
     }
 
 
-def merge(into, new):
-    """Merges the nested dict `new` into `into`, in place."""
-    for key, value in new.items():
-        if isinstance(value, dict) and isinstance(into.get(key), dict):
-            merge(into[key], value)
-        else:
-            into[key] = value
-    return into
-
-
 def run_size(size, args, stages):
     """Runs `stages` for one size; returns its part of the result."""
     run_dir, peer = Path(args.work_dir) / size, Peer(args.venv, args.threads)
@@ -531,9 +522,18 @@ def run_size(size, args, stages):
         outputs = translate_test(run_dir, peer, args.data_dir, export, args.decodings)
         if "score" in stages:
             part["test"] = score_outputs(args.data_dir, outputs)
+    decoded = run_dir
+    if "timing" in stages and args.train_batch_size:
+        batch, steps = args.train_batch_size, args.train_steps
+        speed_dir = Path(args.work_dir) / f"{size}-batch{batch}"
+        part[f"training_batch_{batch}"] = training_speed(
+            size, speed_dir, args.data_dir, peer, batch, steps
+        )
+        if not (run_dir.exists() and checkpoint_steps(run_dir)):
+            decoded = speed_dir
     if "timing" in stages:
         latency = args.latency_documents
-        part["timing"] = opennmt_timing(run_dir, peer, args.data_dir, latency, export)
+        part["timing"] = opennmt_timing(decoded, peer, args.data_dir, latency, export)
     return part
 
 
@@ -550,6 +550,12 @@ def parse_args(argv=None):
     add("--keras-export", type=Path, help="the export whose search to decode with")
     add("--decodings", default=",".join(DECODINGS), help="comma-separated DECODINGS")
     add("--latency-documents", type=int, default=100)
+    add(
+        "--train-batch-size",
+        type=int,
+        help="timing: the training speed too, at this batch (a fresh run)",
+    )
+    add("--train-steps", type=int, default=150, help="of --train-batch-size")
     add("--output", type=Path, default=DEFAULT_OUTPUT)
     args = parser.parse_args(argv)
     stages = ("timing",) if args.only_timing else tuple(args.stages.split(","))

@@ -54,6 +54,12 @@ def test_write_config_writes_yaml_that_reads_back(tmp_path):
     written = json.loads(path.read_text())  # JSON is YAML
     assert written["hidden_size"] == 512
     assert written["save_model"] == str(tmp_path / "run" / "model")
+    # A timing run changes the batch alone; the recipe's other options stay.
+    path = peer_opennmt.write_config(
+        "member", tmp_path / "b64", tmp_path, batch_size=64
+    )
+    written = json.loads(path.read_text())
+    assert (written["batch_size"], written["optim"]) == (64, "adagrad")
 
 
 def test_size_must_be_known():
