@@ -75,6 +75,10 @@ class LuongAttentionCell(AttentionCellWrapper):
             teacher-force the cell over the whole sequence first and attend
             over all steps at once.
         kernel_initializer: Initializer of `W_c`.
+        attention_layer: A Keras layer with an int `units` (a `Dense`), or
+            None: it makes `h~_t` from `[c_t; s_t]` in place of `W_c` and
+            the activation (TFA's `attention_layer`); `h~_t` is then
+            `(batch, units)`.
         **kwargs: Base `Layer` arguments.
 
     Examples:
@@ -106,12 +110,14 @@ class LuongAttentionCell(AttentionCellWrapper):
         attention_units=None,
         attention_activation="tanh",
         kernel_initializer="glorot_uniform",
+        attention_layer=None,
         **kwargs,
     ):
         super().__init__(
             cell,
             attention,
             style,
+            attention_layer=attention_layer,
             use_attention_layer=use_attention_layer,
             output_attention=output_attention,
             input_feeding=input_feeding,
@@ -143,6 +149,9 @@ class SelfAttentionCell(AttentionCellWrapper):
         attention_units: Width of `h~_t`. Defaults to the cell's `units`.
         attention_activation: Activation of `h~_t`.
         kernel_initializer: Initializer of `W_c`.
+        attention_layer: A Keras layer with an int `units`, or None: it
+            makes `h~_t` from `[c_t; s_t]` in place of `W_c` and the
+            activation.
         **kwargs: Base `Layer` arguments.
 
     Examples:
@@ -168,12 +177,14 @@ class SelfAttentionCell(AttentionCellWrapper):
         attention_units=None,
         attention_activation="tanh",
         kernel_initializer="glorot_uniform",
+        attention_layer=None,
         **kwargs,
     ):
         super().__init__(
             cell,
             attention,
             style,
+            attention_layer=attention_layer,
             max_length=max_length,
             attention_units=attention_units,
             attention_activation=attention_activation,

@@ -13,7 +13,7 @@ the cell's, and the object holds the functions in which the styles differ.
 import keras
 from keras import ops
 
-from keras_attn.arguments import describe
+from keras_attn.arguments import describe, deserialize_layer
 from keras_attn.layers.base import AttentionMemory
 from keras_attn.layers.masking import as_dtype
 
@@ -148,13 +148,16 @@ class AttentionalStateStyle(Style):
 
     Its arguments: `attention_units` (width of `h~_t`, the cell's `units` by
     default), `attention_activation` (Luong's `tanh`; None for the linear
-    layer of TFA's `attention_layer_size`) and `kernel_initializer` (`W_c`'s).
+    layer of TFA's `attention_layer_size`), `kernel_initializer` (`W_c`'s),
+    or `attention_layer`, a Keras layer with `units` that makes `h~_t` from
+    `[c_t; s_t]` itself (TFA's `attention_layer`).
     """
 
     arguments = {
         "attention_units": None,
         "attention_activation": "tanh",
         "kernel_initializer": "glorot_uniform",
+        "attention_layer": None,
     }
 
     def configure(
@@ -163,6 +166,7 @@ class AttentionalStateStyle(Style):
         attention_units=None,
         attention_activation="tanh",
         kernel_initializer="glorot_uniform",
+        attention_layer=None,
     ):
         if attention_units is not None and (
             not isinstance(attention_units, int) or attention_units <= 0
@@ -171,9 +175,20 @@ class AttentionalStateStyle(Style):
                 "`attention_units` must be a positive integer or None. "
                 f"Received: attention_units={attention_units!r}"
             )
+        cell.attention_layer = deserialize_layer(attention_layer)
+        if cell.attention_layer is not None:
+            check_attention_layer(
+                cell.attention_layer,
+                attention_units,
+                attention_activation,
+                kernel_initializer,
+            )
+            attention_units = cell.attention_layer.units
         cell.attention_units = attention_units or cell.units
         cell.attention_activation = keras.activations.get(attention_activation)
         cell.kernel_initializer = keras.initializers.get(kernel_initializer)
+        if cell.attention_layer is not None:
+            return  # `W_c` is the layer's
         cell._output_kernel = OutputKernel(
             cell.attention_units,
             cell.kernel_initializer,
@@ -185,16 +200,28 @@ class AttentionalStateStyle(Style):
         return cell.attention_units
 
     def build_output_layer(self, cell):
-        if not cell._output_kernel.built:
-            cell._output_kernel.build((None, cell.memory_dim + cell.units))
+        width = cell.memory_dim + cell.units
+        if cell.attention_layer is not None:
+            if not cell.attention_layer.built:
+                cell.attention_layer.build((None, width))
+        elif not cell._output_kernel.built:
+            cell._output_kernel.build((None, width))
 
     def attentional_state(self, cell, context, state):
-        """`h~_t = act(W_c [c_t; s_t])`."""
-        kernel = as_dtype(cell._output_kernel.kernel, state.dtype)
+        """`h~_t = act(W_c [c_t; s_t])`, or `attention_layer([c_t; s_t])`."""
         joined = ops.concatenate([as_dtype(context, state.dtype), state], -1)
+        if cell.attention_layer is not None:
+            return as_dtype(cell.attention_layer(joined), state.dtype)
+        kernel = as_dtype(cell._output_kernel.kernel, state.dtype)
         return cell.attention_activation(ops.matmul(joined, kernel))
 
     def config(self, cell):
+        if cell.attention_layer is not None:
+            return {
+                "attention_layer": keras.saving.serialize_keras_object(
+                    cell.attention_layer
+                )
+            }
         return {
             "attention_units": cell.attention_units,
             "attention_activation": keras.activations.serialize(
@@ -202,6 +229,31 @@ class AttentionalStateStyle(Style):
             ),
             "kernel_initializer": keras.initializers.serialize(cell.kernel_initializer),
         }
+
+
+def check_attention_layer(layer, attention_units, activation, initializer):
+    """A one-line ValueError for an `attention_layer` without int `units`, or
+    given with the arguments of the `W_c` it replaces."""
+    if not isinstance(layer, keras.layers.Layer) or not isinstance(
+        getattr(layer, "units", None), int
+    ):
+        raise ValueError(
+            "`attention_layer` must be a Keras layer with an int `units` (a "
+            "Dense): it makes the attentional state from [context; state]. "
+            f"Received: attention_layer={describe(layer)}"
+        )
+    given = {
+        "attention_units": attention_units not in (None, layer.units),
+        "attention_activation": activation != "tanh",
+        "kernel_initializer": initializer != "glorot_uniform",
+    }
+    for name, differs in given.items():
+        if differs:
+            raise ValueError(
+                f"`{name}` belongs to the kernel `W_c` that `attention_layer` "
+                f"replaces: set it on the layer. Received: {name} with "
+                f"attention_layer={describe(layer)}"
+            )
 
 
 class LuongStyle(AttentionalStateStyle):
@@ -236,6 +288,13 @@ class LuongStyle(AttentionalStateStyle):
                 "`attention_units` sets the width of `W_c`, which "
                 "`use_attention_layer=False` does not have. Received: "
                 f"attention_units={arguments['attention_units']!r}"
+            )
+        if not use_attention_layer and arguments.get("attention_layer") is not None:
+            raise ValueError(
+                "`use_attention_layer=False` outputs the context itself; an "
+                "`attention_layer` would replace `W_c`, which it does not "
+                "have. Received: attention_layer="
+                f"{describe(arguments['attention_layer'])}"
             )
         if not isinstance(input_feeding, bool):
             raise ValueError(

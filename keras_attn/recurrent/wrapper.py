@@ -552,7 +552,8 @@ class AttentionCellWrapper(keras.layers.Layer):
         """`W_c`, `(memory_dim + units, attention_units)`: Luong and self styles."""
         if self._output_kernel is None:
             raise AttributeError(
-                f'style="{self.style}" has no `attention_kernel` (no `W_c`).'
+                f'style="{self.style}" has no `attention_kernel`: no `W_c`, or '
+                "an `attention_layer` in its place."
             )
         return self._output_kernel.kernel
 
