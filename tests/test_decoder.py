@@ -215,3 +215,27 @@ def test_a_decoder_needs_a_cell_over_a_memory():
     )
     with pytest.raises(ValueError, match=r"^`cell` must be an AttentionCellWrapper"):
         ka.AttentionDecoder(keras.layers.Embedding(5, 4), cell, keras.layers.Dense(5))
+
+
+def test_a_memory_mask_of_none_may_be_given_by_position():
+    # Keras fills a None `memory_mask` from the memory by keyword; given by
+    # position it must not collide.
+    def fresh():
+        keras.utils.set_random_seed(4)
+        return ka.AttentionDecoder(
+            keras.layers.Embedding(12, 8),
+            ka.BahdanauAttentionCell(keras.layers.GRUCell(8), ka.BahdanauAttention(8)),
+            keras.layers.Dense(12),
+        )
+
+    memory = np.random.default_rng(0).random((2, 5, 8), dtype="float32")
+    state = np.zeros((2, 8), "float32")
+    ids = np.array([[1, 4], [1, 5]], "int32")
+    by_keyword = numpy(fresh()(ids, memory, initial_state=[state]))
+    np.testing.assert_allclose(numpy(fresh()(ids, memory, None, [state])), by_keyword)
+    options = dict(start_id=1, end_id=2, max_length=4)
+    generated = fresh().generate(memory, None, [state], **options)
+    expected = fresh().generate(memory, initial_state=[state], **options)
+    np.testing.assert_array_equal(numpy(generated.ids), numpy(expected.ids))
+    with pytest.raises(TypeError, match="Received: 7"):
+        fresh()(ids, memory, None, [state], False, None, 0)

@@ -28,9 +28,11 @@ from keras_attn.decoding.copying import (
     read_alignments,
 )
 from keras_attn.layers.masking import keras_mask
+from keras_attn.recurrent.memory_states import split_memory_states
 from keras_attn.recurrent.rnn import AttentionRNN
 from keras_attn.recurrent.wrapper import AttentionCellWrapper
 from keras_attn.search.checks import check_ids_in_vocabulary, check_stop_ids
+from keras_attn.search.loop import tile_batch
 from keras_attn.search.strategies import beam_search, greedy_search, sampling_search
 
 STRATEGIES = {"greedy": greedy_search, "beam": beam_search, "sampling": sampling_search}
@@ -205,6 +207,19 @@ class AttentionDecoder(keras.layers.Layer):
                 rnn.cell.cell, return_sequences=True, dtype=self.dtype_policy
             )
 
+    def __call__(self, target_ids, memory, *args, **kwargs):
+        # Keras fills `memory_mask` from `memory`'s mask by keyword when it
+        # is None, which collides with a None given by position: the
+        # arguments after `memory` go by keyword.
+        names = ("memory_mask", "initial_state", "training", "source_ids")
+        if len(args) > len(names):
+            raise TypeError(
+                f"AttentionDecoder takes at most {2 + len(names)} positional "
+                f"arguments. Received: {2 + len(args)}"
+            )
+        kwargs.update(zip(names[: len(args)], args, strict=True))
+        return super().__call__(target_ids, memory, **kwargs)
+
     @property
     def cell(self):
         """The `AttentionCellWrapper` that runs each step."""
@@ -368,9 +383,12 @@ class AttentionDecoder(keras.layers.Layer):
         states = self.initial_search_state(
             memory, memory_mask, initial_state, source_ids
         )
+        step = self.step
+        if strategy == "beam":
+            step, states = self.beam_step(states, options["beam_size"])
         start_ids = ops.full((ops.shape(memory)[0],), start_id, "int32")
         return search(
-            self.step,
+            step,
             states,
             start_ids,
             end_id,
@@ -379,6 +397,28 @@ class AttentionDecoder(keras.layers.Layer):
             from_logits=self.copy is None,
             **options,
         )
+
+    def beam_step(self, states, beam_size):
+        """`(step, states)` for a beam search: what stays fixed per source
+        (the memory's states; the source's ids with copy) leaves the states
+        the beam reorders at every step, tiled once for the step to read."""
+        if self.copy is None:
+            carried, fixed = split_memory_states(states)
+        else:
+            carried, fixed = split_memory_states(states["cell"])
+            fixed = (fixed, states["source_ids"])
+        fixed = tile_batch(fixed, beam_size)
+
+        def step(ids, carried):
+            if self.copy is None:
+                outputs = self.step(ids, [*carried, *fixed])
+                return (outputs[0], split_memory_states(outputs[1])[0], *outputs[2:])
+            memory_states, source_ids = fixed
+            full = {"cell": [*carried, *memory_states], "source_ids": source_ids}
+            log_probs, new, attention = self.copy_step(ids, full)
+            return log_probs, split_memory_states(new["cell"])[0], attention
+
+        return step, carried
 
     def generate(
         self,

@@ -75,3 +75,11 @@ def add_to_coverage(states, coverage, weights):
     """`states` with the coverage `coverage + weights` in its place."""
     coverage = coverage + as_dtype(weights, coverage.dtype)
     return [*states[: -MEMORY_STATES - 1], coverage, *states[-MEMORY_STATES:]]
+
+
+def split_memory_states(states):
+    """`(carried, memory)`: a cell's states before the memory's three, and
+    those three, which no step changes (a beam search may keep them out of
+    the states it reorders and join them again for each step)."""
+    states = list(states)
+    return states[:-MEMORY_STATES], states[-MEMORY_STATES:]
