@@ -253,9 +253,10 @@ class TrainSettings:
         if backend == "torch":
             raise UserError(
                 "`--backend torch` is not offered: Keras runs the summarizer "
-                "eagerly on torch, a training step 8 times and a validation "
-                "search 24 times slower than on JAX (BENCHMARKS.md): use "
-                "--backend jax or tensorflow. Received: backend='torch'"
+                "eagerly on torch, 0.6 times JAX's examples/s and a validation "
+                "search 2.9 times as long (BENCHMARKS.md), and no run on it has "
+                "been tested: use --backend jax or tensorflow. "
+                "Received: backend='torch'"
             )
         tensorflow_only = {
             "risk_updates": self.risk.risk_updates or None,
