@@ -25,7 +25,7 @@ from keras_attn.copy import (
     shortlist_log_distribution,
     target_probabilities,
 )
-from keras_attn.decoding import AttentionDecoder, Seq2SeqModel
+from keras_attn.decoding import AttentionDecoder, DecoderOutputs, Seq2SeqModel
 from keras_attn.layers import (
     BahdanauAttention,
     BaseAttention,
@@ -83,6 +83,7 @@ __version__ = "0.2.0"
 __all__ = [
     "AttentionCellWrapper",
     "AttentionDecoder",
+    "DecoderOutputs",
     "AttentionRNN",
     "BahdanauAttention",
     "BahdanauAttentionCell",

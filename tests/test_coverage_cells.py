@@ -68,7 +68,7 @@ def test_the_cells_weights_are_the_coverage_attentions_over_its_states():
 
 def test_the_decoder_adds_the_weighted_coverage_loss():
     model = coverage_decoder(coverage_loss_weight=0.5)
-    assert not hasattr(model, "teacher_rnn")  # coverage keeps the loop
+    assert hasattr(model, "teacher_rnn")  # the attention carries the coverage
     model(TARGET_IN, MEMORY, MEMORY_MASK, initial_state=STATE)
     (loss,) = model.losses
     _, alignments = model.rnn(

@@ -33,9 +33,10 @@ def test_step_is_the_mean_distribution_and_attention(overrides):
         lp, st, att = member.step(ids, s, m, member.output_kernel())
         expected_p += np.exp(ops.convert_to_numpy(lp)) / 2
         expected_attention += ops.convert_to_numpy(att) / 2
-        for key in st:  # each member's state goes on as its own
+        for got, want in zip(member_state, st, strict=True):
+            # each member's state goes on as its own
             np.testing.assert_allclose(
-                ops.convert_to_numpy(member_state[key]), ops.convert_to_numpy(st[key])
+                ops.convert_to_numpy(got), ops.convert_to_numpy(want)
             )
     probs = np.exp(ops.convert_to_numpy(log_probs))
     np.testing.assert_allclose(probs, expected_p, rtol=1e-5, atol=1e-7)

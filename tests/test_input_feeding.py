@@ -28,7 +28,7 @@ def luong_cell(input_feeding, output_attention=True, attention=None):
     )
 
 
-def decoder(copy=None, **cell_arguments):
+def decoder(copy=None, copy_gate_state="output", **cell_arguments):
     keras.utils.set_random_seed(1)
     return ka.AttentionDecoder(
         keras.layers.Embedding(20, 8),
@@ -37,6 +37,7 @@ def decoder(copy=None, **cell_arguments):
         copy=copy,
         unk_id=3 if copy else None,
         num_oov=5 if copy else None,
+        copy_gate_state=copy_gate_state,
     )
 
 
@@ -74,9 +75,13 @@ def test_input_feeding_must_be_a_bool():
         luong_cell("no")
 
 
-@pytest.mark.parametrize("output_attention", [True, False])
-def test_the_parallel_teacher_forcing_is_the_step_by_step_decoder(output_attention):
-    model = decoder(output_attention=output_attention)
+@pytest.mark.parametrize(
+    "cell_arguments",
+    [{}, {"output_attention": False}, {"attention": ka.CoverageAttention(6)}],
+    ids=["h~", "s_t", "coverage"],
+)
+def test_the_parallel_teacher_forcing_is_the_step_by_step_decoder(cell_arguments):
+    model = decoder(**cell_arguments)
     logits = N(model(TARGET_IN_VOCABULARY, MEMORY, MEMORY_MASK, initial_state=STATE))
     assert hasattr(model, "teacher_rnn")
     states = model.initial_search_state(MEMORY, MEMORY_MASK, STATE)
@@ -84,21 +89,23 @@ def test_the_parallel_teacher_forcing_is_the_step_by_step_decoder(output_attenti
     for t in range(TARGET_IN_VOCABULARY.shape[1]):
         step_logits, states = model.step(
             ops.convert_to_tensor(TARGET_IN_VOCABULARY[:, t]), states
-        )
+        )[:2]  # a coverage cell's step also gives its alignments
         steps.append(N(step_logits))
     np.testing.assert_allclose(np.stack(steps, 1), logits, rtol=1e-5, atol=1e-5)
-    recurrent = model.output_layer(
-        model.rnn(
-            [model.embedding(TARGET_IN_VOCABULARY), MEMORY],
-            STATE,
-            memory_mask=MEMORY_MASK,
-        )
+    hidden = model.rnn(
+        [model.embedding(TARGET_IN_VOCABULARY), MEMORY],
+        STATE,
+        memory_mask=MEMORY_MASK,
     )
+    if model.cell.return_alignments:
+        hidden = hidden[0]
+    recurrent = model.output_layer(hidden)
     np.testing.assert_allclose(N(recurrent), logits, rtol=1e-5, atol=1e-5)
 
 
-def test_the_parallel_copy_distribution_is_the_step_by_step_one():
-    model = decoder(copy=True)
+@pytest.mark.parametrize("copy_gate_state", ["output", "cell"])
+def test_the_parallel_copy_distribution_is_the_step_by_step_one(copy_gate_state):
+    model = decoder(copy=True, copy_gate_state=copy_gate_state)
     probabilities = N(
         model(TARGET_IN, MEMORY, MEMORY_MASK, initial_state=STATE, source_ids=SOURCE)
     )
@@ -112,12 +119,40 @@ def test_the_parallel_copy_distribution_is_the_step_by_step_one():
     np.testing.assert_allclose(np.stack(steps, 1), probabilities, atol=1e-6)
 
 
-def test_a_coverage_attention_keeps_the_recurrent_loop():
-    cell = luong_cell(False, attention=ka.CoverageAttention(8))
-    model = ka.AttentionDecoder(
-        keras.layers.Embedding(20, 8), cell, keras.layers.Dense(20)
+def test_the_copy_gate_reads_the_state_it_is_given():
+    model = decoder(copy=True, copy_gate_state="cell")
+    outputs = model.teacher_forced_outputs(
+        TARGET_IN, MEMORY, MEMORY_MASK, initial_state=STATE
     )
-    assert not hasattr(model, "teacher_rnn")
+    embedded = model.embedding(TARGET_IN_VOCABULARY)
+    cell_outputs = model.teacher_rnn(embedded, initial_state=STATE)
+    context = np.einsum("btv,bvd->btd", N(outputs.attention), MEMORY)
+    w_h, w_s, w_x = (N(k) for k in model.copy.kernels)
+    # By hand: See et al.'s p_gen = sigmoid(w_h c_t + w_s s_t + w_x x_t + b).
+    logit = context @ w_h + N(cell_outputs) @ w_s + N(embedded) @ w_x
+    expected = 1 / (1 + np.exp(-(logit + N(model.copy.bias))))
+    np.testing.assert_allclose(N(outputs.copy_gate), expected, rtol=1e-5, atol=1e-6)
+    hidden = model.cell.attentional_state(ops.convert_to_tensor(context), cell_outputs)
+    np.testing.assert_allclose(N(outputs.hidden), N(hidden), rtol=1e-5, atol=1e-5)
+
+
+def test_the_copy_gate_reads_s_t_only_beside_a_luong_cells_output():
+    bahdanau = ka.BahdanauAttentionCell(
+        keras.layers.GRUCell(16), ka.BahdanauAttention(8)
+    )
+    for cell in (luong_cell(True), bahdanau):
+        with pytest.raises(ValueError, match=r"copy_gate_state='cell'.*Received"):
+            ka.AttentionDecoder(
+                keras.layers.Embedding(20, 8),
+                cell,
+                keras.layers.Dense(20),
+                copy=True,
+                unk_id=3,
+                num_oov=5,
+                copy_gate_state="cell",
+            )
+    with pytest.raises(ValueError, match=r"Received: copy_gate_state='state'"):
+        decoder(copy=True, copy_gate_state="state")
 
 
 def test_a_saved_decoder_without_input_feeding_gives_the_same_logits(tmp_path):

@@ -119,7 +119,7 @@ def test_label_smoothing_adds_the_cross_entropy_against_uniform(overrides):
     smoothed.set_weights(plain.get_weights())
     outputs = plain(inputs)
     # By hand: the vocabulary's log-softmax, its mean over the words.
-    logits = ops.convert_to_numpy(plain.vocabulary_logits(outputs["features"]))
+    logits = ops.convert_to_numpy(plain.vocabulary_output.logits(outputs["features"]))
     log_softmax = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
     uniform = -log_softmax.mean(-1)
     log_z = np.log(np.exp(logits).sum(-1))

@@ -62,6 +62,27 @@ def check_copy_arguments(output_layer, cell, num_oov, unk_id):
     return vocab
 
 
+def check_copy_gate_state(copy_gate_state, cell):
+    """`copy_gate_state`, or a one-line ValueError: `"output"`, or `"cell"`
+    (the wrapped cell's output `s_t`, which only a Luong cell without input
+    feeding has beside its output in every pass)."""
+    if copy_gate_state not in ("output", "cell"):
+        raise ValueError(
+            "`copy_gate_state` must be 'output' (the cell's output) or 'cell' "
+            "(the wrapped cell's output). Received: "
+            f"copy_gate_state={copy_gate_state!r}"
+        )
+    if copy_gate_state == "cell" and (cell.style != "luong" or cell.input_feeding):
+        raise ValueError(
+            "`copy_gate_state='cell'` reads the wrapped cell's output s_t "
+            "beside a Luong cell's h~_t, which a Luong cell without input "
+            "feeding gives; a Bahdanau cell's output is s_t already ('output'). "
+            f"Received: style={cell.style!r}, "
+            f"input_feeding={getattr(cell, 'input_feeding', None)!r}"
+        )
+    return copy_gate_state
+
+
 def read_alignments(cell, reader):
     """Turns on `cell.return_alignments` for `reader` (words for the error),
     which reads the weights; a built cell without them is refused."""
@@ -112,11 +133,12 @@ def oov_slots(num_oov, source_ids):
 
 
 def attended_memory(attention, values):
-    """`sum_i a_i h_i`: `(..., Tv)` weights over `(batch, Tv, d)` values."""
+    """`sum_i a_i h_i`: `(..., Tv)` weights over `(batch, Tv, d)` values,
+    a batched matmul as the attention layers' own context."""
     attention = ops.cast(attention, values.dtype)
     if len(attention.shape) == 2:
-        return ops.einsum("bv,bvd->bd", attention, values)
-    return ops.einsum("btv,bvd->btd", attention, values)
+        return ops.matmul(attention[:, None, :], values)[:, 0]
+    return ops.matmul(attention, values)
 
 
 def memory_values(cell, states, length):

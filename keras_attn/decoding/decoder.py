@@ -6,7 +6,7 @@ project) and hands it to the model-free searches of `keras_attn.search`;
 `generate` runs the search compiled (`keras_attn.decoding.compiled`).
 """
 
-import inspect
+from typing import Any, NamedTuple
 
 import keras
 from keras import ops
@@ -21,65 +21,65 @@ from keras_attn.decoding.compiled import CompiledFunction
 from keras_attn.decoding.copying import (
     attended_memory,
     check_copy_arguments,
+    check_copy_gate_state,
     check_source_ids,
     copy_layer,
     memory_values,
     oov_slots,
     read_alignments,
 )
+from keras_attn.decoding.strategy_options import search_options
 from keras_attn.layers.masking import keras_mask
 from keras_attn.recurrent.memory_states import split_memory_states
 from keras_attn.recurrent.rnn import AttentionRNN
 from keras_attn.recurrent.wrapper import AttentionCellWrapper
 from keras_attn.search.checks import check_ids_in_vocabulary, check_stop_ids
 from keras_attn.search.loop import tile_batch
-from keras_attn.search.strategies import beam_search, greedy_search, sampling_search
 
-STRATEGIES = {"greedy": greedy_search, "beam": beam_search, "sampling": sampling_search}
-# What `generate` passes to every search itself.
-_GIVEN = ("step", "initial_state", "start_ids", "end_id", "max_length", "from_logits")
+
+class DecoderOutputs(NamedTuple):
+    """What the decoder gives its output head, at one step or all of them.
+
+    Attributes:
+        hidden: The output layer's inputs, `(batch, [T,] d)`: the cell's
+            outputs.
+        attention: float32 `(batch, [T,] Tv)`, the attention weights; None
+            when the cell returns no alignments.
+        copy_gate: `p_gen`, `(batch, [T,] 1)`; None without copy.
+
+    Example:
+        >>> import keras
+        >>> import numpy as np
+        >>> import keras_attn as ka
+        >>> decoder = ka.AttentionDecoder(
+        ...     keras.layers.Embedding(10, 8),
+        ...     ka.LuongAttentionCell(keras.layers.GRUCell(16),
+        ...         ka.DotAttention(), input_feeding=False),
+        ...     keras.layers.Dense(10), copy=True, num_oov=5, unk_id=3)
+        >>> memory = np.random.rand(2, 5, 16).astype("float32")
+        >>> target_in = np.array([[1, 4, 12], [1, 6, 0]], "int32")
+        >>> outputs = decoder.teacher_forced_outputs(target_in, memory)
+        >>> [tuple(x.shape) for x in outputs]
+        [(2, 3, 16), (2, 3, 5), (2, 3, 1)]
+    """
+
+    hidden: Any
+    attention: Any = None
+    copy_gate: Any = None
 
 
 def teaches_in_parallel(cell):
     """Whether a decoder may teacher-force `cell` in parallel: a Luong cell
-    without input feeding, whose attention reads each step's state alone (a
-    coverage attention reads the steps before)."""
-    return (
-        cell.style == "luong" and not cell.input_feeding and not cell.carries_coverage
-    )
+    without input feeding, whose attention reads each step's state alone
+    (a coverage attention, given all the steps' states, carries its
+    coverage through them itself)."""
+    return cell.style == "luong" and not cell.input_feeding
 
 
 def static_shape(x):
     """`x`'s shape with None for every size not a Python int (JAX's shape
     inference gives symbolic ones, which a build must not record)."""
     return tuple(d if isinstance(d, int) else None for d in x.shape)
-
-
-def search_options(strategy, options):
-    """`(search, options)` for `strategy`, or a one-line ValueError.
-
-    Args:
-        strategy: `"greedy"`, `"beam"` or `"sampling"`.
-        options: The keyword arguments meant for the search (`beam_size`,
-            `stop_ids`, `processors`, ...).
-    """
-    if strategy not in STRATEGIES:
-        raise ValueError(
-            f"`strategy` must be one of {sorted(STRATEGIES)}. Received: "
-            f"strategy={strategy!r}"
-        )
-    search = STRATEGIES[strategy]
-    allowed = set(inspect.signature(search).parameters) - set(_GIVEN)
-    for name in options:
-        if name not in allowed:
-            raise ValueError(
-                f"`{name}` is no argument of strategy={strategy!r}, which takes "
-                f"{sorted(allowed)}. Received: {name}={options[name]!r}"
-            )
-    options = dict(options)
-    if strategy == "beam":
-        options.setdefault("beam_size", 4)
-    return search, options
 
 
 @keras.saving.register_keras_serializable(package="keras_attn")
@@ -109,6 +109,12 @@ class AttentionDecoder(keras.layers.Layer):
             (default): the source's length, which must then be static.
         unk_id: int, with copy: the id the target embedding reads for an
             extended id (a copied word fed back), in `[0, V)`.
+        copy_gate_state: With copy, the state the gate `p_gen` reads beside
+            the context and the input: `"output"` (default), the cell's
+            output (`h~_t` for a Luong cell, OpenNMT's choice; `s_t` for
+            a Bahdanau cell), or `"cell"`, the wrapped cell's own output
+            `s_t` (See et al. 2017's decoder state), for a Luong cell
+            without input feeding.
         coverage_loss_weight: float >= 0, with a cell over a
             `CoverageAttention` (whose states carry the coverage): the
             weight of See et al.'s coverage loss, `sum_i min(a^t_i, c^t_i)`
@@ -163,6 +169,7 @@ class AttentionDecoder(keras.layers.Layer):
         copy=None,
         num_oov=None,
         unk_id=None,
+        copy_gate_state="output",
         coverage_loss_weight=1.0,
         **kwargs,
     ):
@@ -188,6 +195,7 @@ class AttentionDecoder(keras.layers.Layer):
             self.vocab_size = check_copy_arguments(
                 self.output_layer, rnn.cell, num_oov, unk_id
             )
+        self.copy_gate_state = check_copy_gate_state(copy_gate_state, rnn.cell)
         if not isinstance(coverage_loss_weight, (int, float)) or not (
             coverage_loss_weight >= 0
         ):
@@ -236,12 +244,43 @@ class AttentionDecoder(keras.layers.Layer):
     ):
         if self.copy is not None:
             source_ids = check_source_ids(source_ids, memory)
+        outputs = self.teacher_forced_outputs(
+            target_ids, memory, memory_mask, initial_state, training
+        )
+        logits = self.output_layer(outputs.hidden, training=training)
+        if self.copy is None:
+            return logits
+        return pointer_generator_distribution(
+            outputs.copy_gate,
+            logits,
+            outputs.attention,
+            source_ids,
+            num_oov=oov_slots(self.num_oov, source_ids),
+            from_logits=True,
+        )
+
+    def teacher_forced_outputs(
+        self, target_ids, memory, memory_mask=None, initial_state=None, training=None
+    ):
+        """`call` before the output layer: a `DecoderOutputs` of all steps,
+        for a model whose output head is its own (a sampled softmax, a
+        shortlist). Adds the coverage loss as `call` does.
+
+        Args:
+            target_ids, memory, memory_mask, initial_state, training: As
+                `call` takes them.
+        """
+        if self.copy is not None:
             target_ids = self.in_vocabulary(target_ids)
         embedded = self.embedding(target_ids, training=training)
+        cell_output = context = None
         if teaches_in_parallel(self.cell):
-            hidden, attention = self.attend_after_cell(
+            cell_output, context, attention = self.attend_after_cell(
                 embedded, memory, memory_mask, initial_state, training
             )
+            hidden = cell_output
+            if self.cell.output_attention:
+                hidden = self.cell.attentional_state(context, cell_output)
         else:
             hidden = self.rnn(
                 [embedded, memory],
@@ -254,25 +293,26 @@ class AttentionDecoder(keras.layers.Layer):
                 hidden, attention = hidden
         if self.cell.carries_coverage and self.coverage_loss_weight:
             self.add_coverage_loss(attention, keras_mask(embedded))
-        logits = self.output_layer(hidden, training=training)
         if self.copy is None:
-            return logits
-        context = attended_memory(attention, ops.cast(memory, hidden.dtype))
-        p_gen = self.copy([context, hidden, embedded])
-        return pointer_generator_distribution(
-            p_gen,
-            logits,
-            attention,
-            source_ids,
-            num_oov=oov_slots(self.num_oov, source_ids),
-            from_logits=True,
-        )
+            return DecoderOutputs(hidden, attention)
+        if context is None:
+            context = attended_memory(attention, ops.cast(memory, hidden.dtype))
+        gate = self.copy_gate(context, hidden, cell_output, embedded)
+        return DecoderOutputs(hidden, attention, gate)
+
+    def copy_gate(self, context, output, cell_output, embedded):
+        """`p_gen` from the context, the state `copy_gate_state` names (the
+        cell's `output` or the wrapped cell's `cell_output`) and the
+        embedded input, at one step or all."""
+        state = cell_output if self.copy_gate_state == "cell" else output
+        return self.copy([ops.cast(context, output.dtype), state, embedded])
 
     def attend_after_cell(self, embedded, memory, memory_mask, initial_state, training):
-        """`call`'s outputs and alignments for a cell whose attention never
-        enters its recurrence (`teaches_in_parallel`): the wrapped cell over
-        the whole target first, then the attention over all its steps at
-        once, as the cell's steps would give them one by one."""
+        """`(cell_outputs, contexts, alignments)` of all steps, for a cell
+        whose attention never enters its recurrence (`teaches_in_parallel`):
+        the wrapped cell over the whole target first, then the attention
+        over all its steps at once, as the cell's steps would give them one
+        by one."""
         cell = self.cell
         if not self.rnn.built:  # the cell's weights, from the memory's width
             self.rnn.build([static_shape(embedded), static_shape(memory)])
@@ -292,9 +332,7 @@ class AttentionDecoder(keras.layers.Layer):
             return_attention_scores=True,
             training=training,
         )
-        if cell.output_attention:
-            states = cell.attentional_state(context, states)
-        return states, attention
+        return states, context, attention
 
     def add_coverage_loss(self, attention, target_mask):
         """Adds `coverage_loss_weight` times the coverage loss of the
@@ -338,29 +376,54 @@ class AttentionDecoder(keras.layers.Layer):
         """
         if self.copy is not None:
             return self.copy_step(ids, states)
-        output, states = self.cell(self.embedding(ids), states)
+        outputs, states = self.step_outputs(ids, states)
+        logits = self.output_layer(outputs.hidden)
+        if outputs.attention is None:
+            return logits, states
+        return logits, states, outputs.attention
+
+    def step_outputs(self, ids, cell_states):
+        """One token before the output layer: `(DecoderOutputs, states)`,
+        for a model whose output head is its own.
+
+        Args:
+            ids: int32 `(N,)`, the previous token of each row (extended ids
+                allowed with copy).
+            cell_states: The cell's states (`initial_search_state`'s
+                without copy, its `"cell"` entry with copy).
+        """
+        if self.copy is not None:
+            ids = self.in_vocabulary(ids)
+        embedded = self.embedding(ids)
+        output, cell_states = self.cell(embedded, cell_states)
         if not self.cell.return_alignments:
-            return self.output_layer(output), states
+            return DecoderOutputs(output), cell_states
         output, attention = self.cell.split_output(output)
-        return self.output_layer(output), states, attention
+        if self.copy is None:
+            return DecoderOutputs(output, attention), cell_states
+        values = memory_values(self.cell, cell_states, ops.shape(attention)[1])
+        context = attended_memory(attention, values)
+        # The wrapped cell's output is its first state (Keras' LSTM, GRU
+        # and SimpleRNN cells), the cell's states' second.
+        gate = self.copy_gate(context, output, cell_states[1], embedded)
+        return DecoderOutputs(output, attention, gate), cell_states
 
     def copy_step(self, ids, states):
         """`step` of a copying decoder: `(log_probs, states, attention)`."""
         source_ids = states["source_ids"]
-        embedded = self.embedding(self.in_vocabulary(ids))
-        output, cell_states = self.cell(embedded, states["cell"])
-        output, attention = self.cell.split_output(output)
-        logits = self.output_layer(output)
-        values = memory_values(self.cell, cell_states, ops.shape(attention)[1])
-        p_gen = self.copy([attended_memory(attention, values), output, embedded])
+        outputs, cell_states = self.step_outputs(ids, states["cell"])
         log_probs = pointer_generator_log_distribution(
-            p_gen,
-            logits,
-            attention,
+            outputs.copy_gate,
+            self.output_layer(outputs.hidden),
+            outputs.attention,
             source_ids,
             num_oov=oov_slots(self.num_oov, source_ids),
         )
-        return log_probs, {"cell": cell_states, "source_ids": source_ids}, attention
+        return (
+            log_probs,
+            {"cell": cell_states, "source_ids": source_ids},
+            outputs.attention,
+        )
 
     def search(
         self,
@@ -518,5 +581,6 @@ class AttentionDecoder(keras.layers.Layer):
                 copy=keras.saving.serialize_keras_object(self.copy),
                 num_oov=self.num_oov,
                 unk_id=self.unk_id,
+                copy_gate_state=self.copy_gate_state,
             )
         return config

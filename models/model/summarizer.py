@@ -1,8 +1,10 @@
 """The headline summarizer: a bidirectional encoder, an attentional decoder.
 
-The decoder follows OpenNMT's interface: `call` is the teacher-forced
-forward pass over a whole headline, `step` decodes one token. Both use the
-same layers; `step` attends over a memory that `encode` projected once.
+The decoder is keras_attn's `AttentionDecoder` over a Luong cell without
+input feeding: `call` takes its teacher-forced outputs over a whole headline
+(the loss may sample the output layer), `step` its one-token outputs over a
+memory that `initial_decoder_state` projected once, with the output head
+the searches need (a kernel made once, a shortlist).
 
 Architecture (Luong et al. 2015, with See et al. 2017's copy and coverage):
 
@@ -25,7 +27,9 @@ from keras_attn.copy.distributions import (
     pointer_generator_log_distribution,
 )
 from keras_attn.copy.shortlist import shortlist_log_distribution
+from keras_attn.recurrent.memory_states import split_memory_states
 from models.model.sampled_softmax import log_uniform_candidates, sampled_log_partition
+from models.model.vocabulary_layers import TargetEmbedding, VocabularyOutput
 from models.settings.model import SummarizerConfig
 from models.text.ids import UNK_ID
 
@@ -86,7 +90,7 @@ class HeadlineSummarizer(keras.Model):
 
     Returns:
         dict of `features` `(batch, T, D)`, the output layer's inputs
-        (`vocabulary_logits` turns them into `(batch, T, V)` logits; the
+        (`vocabulary_output.logits` turns them into `(batch, T, V)` logits; the
         loss may sample the vocabulary instead), `attention` float32
         `(batch, T, S)`, and with copying `p_gen` `(batch, T, 1)`; with
         coverage, `coverage_loss` `(batch, T)`.
@@ -128,6 +132,7 @@ class HeadlineSummarizer(keras.Model):
         self.bridge = keras.layers.Dense(
             c.hidden_size, activation="tanh", name="bridge"
         )
+        # The decoder's cell is this layer's (which keeps its weights' path).
         self.decoder_rnn = rnn(
             c.hidden_size, return_sequences=True, return_state=True, name="decoder_rnn"
         )
@@ -151,8 +156,43 @@ class HeadlineSummarizer(keras.Model):
         self.samples_output = 0 < c.sampled_softmax < c.vocab_size
         if self.samples_output:
             self.sampling_seed = keras.random.SeedGenerator(0, name="sampling_seed")
+        # Its name sorts after the layers it is made of, so saved weights
+        # keep their paths (Keras saves a layer under the first attribute
+        # name that reaches it).
+        self.target_decoder = self.compose_decoder()
 
     # ------------------------------------------------------------- pieces
+
+    def compose_decoder(self):
+        """keras_attn's `AttentionDecoder` of the summarizer's layers: the
+        shared embedding, `decoder_rnn`'s cell under a Luong attention
+        without input feeding (`attentional` its `W_c`), the (tied) output
+        layer and the pointer, whose gate reads `s_t` as See et al.'s."""
+        c = self.config
+        return keras_attn.AttentionDecoder(
+            TargetEmbedding(
+                self.embedding, self.target_word_dropout, self.embedding_dropout
+            ),
+            keras_attn.LuongAttentionCell(
+                self.decoder_rnn.cell,
+                self.attention,
+                input_feeding=False,
+                attention_layer=self.attentional,
+                return_alignments=True,
+            ),
+            VocabularyOutput(
+                self.embedding,
+                self.output_projection,
+                self.output_dropout,
+                tied=c.tie_embeddings,
+            ),
+            copy=self.pointer,
+            num_oov=c.max_source_length if c.copy else None,
+            unk_id=UNK_ID if c.copy else None,
+            copy_gate_state="cell" if c.copy else "output",
+            coverage_loss_weight=0.0,  # `compute_loss` weighs it per token
+            name="target_decoder",
+        )
 
     @property
     def _state_count(self):
@@ -196,61 +236,16 @@ class HeadlineSummarizer(keras.Model):
         ]
         return memory, mask, initial_state
 
-    def _embed_target(self, ids, training=None):
-        # Copied words (extended ids) enter the decoder as <unk>.
-        ids = ops.cast(ids, "int32")
-        ids = ops.where(ids >= self.config.vocab_size, UNK_ID, ids)
-        # A plain lookup: the decoder needs no padding mask (the loss masks).
-        embedded = ops.take(self.embedding.embeddings, ids, axis=0)
-        embedded = self.target_word_dropout(embedded, training=training)
-        return self.embedding_dropout(embedded, training=training)
-
-    def _features(self, context, states, training):
-        """The output layer's inputs, from one or all steps."""
-        attentional = self.attentional(ops.concatenate([context, states], axis=-1))
-        features = self.output_dropout(attentional, training=training)
-        if self.config.tie_embeddings:
-            features = self.output_projection(features)
-        return features
-
-    def _output_rows(self):
-        """The output layer as `(rows (V, D), bias (V,) or None)`."""
-        if self.config.tie_embeddings:
-            return self.embedding.embeddings, None
-        return (
-            ops.transpose(self.output_projection.kernel),
-            self.output_projection.bias,
-        )
+    @property
+    def vocabulary_output(self):
+        """The decoder's output layer (`VocabularyOutput`)."""
+        return self.target_decoder.output_layer
 
     def output_kernel(self, shortlist=0):
-        """The output layer's `(D, V)` kernel.
-
-        Tied, it is the embedding matrix transposed: a decoding loop computes
-        it once and passes it to every `step`, whose matmul then reads a
-        `(D, V)` operand as stored instead of a transposed one.
-        `shortlist`: if > 0, the first `shortlist` columns only (see
-        `initial_decoder_state`).
-        """
-        if self.config.tie_embeddings:
-            kernel = ops.transpose(self.embedding.embeddings)
-        else:
-            kernel = self.output_projection.kernel
-        # Under a mixed policy the variable is float32, the features not.
-        kernel = ops.cast(kernel, self.compute_dtype)
-        return kernel[:, :shortlist] if shortlist else kernel
-
-    def vocabulary_logits(self, features, kernel=None):
-        """float32 `(..., V)` logits from `features` (`call`'s output).
-
-        `kernel`: `output_kernel()`, if already computed.
-        """
-        if kernel is None:
-            kernel = self.output_kernel()
-        logits = ops.matmul(features, kernel)
-        if not self.config.tie_embeddings:
-            # A shortlist's kernel has the first columns only.
-            logits = logits + self.output_projection.bias[: kernel.shape[-1]]
-        return ops.cast(logits, "float32")
+        """The output layer's `(D, V)` kernel, made once by a search for all
+        its `step`s; `shortlist`: if > 0, its first `shortlist` columns only
+        (see `initial_decoder_state`)."""
+        return self.vocabulary_output.kernel(shortlist)
 
     # ------------------------------------------------------------- forward
 
@@ -258,32 +253,21 @@ class HeadlineSummarizer(keras.Model):
         memory, mask, initial_state = self.encode(
             inputs["source_ids"], training=training
         )
-        embedded = self._embed_target(inputs["target_in"], training=training)
-        outputs = self.decoder_rnn(
-            embedded, initial_state=initial_state, training=training
+        outputs = self.target_decoder.teacher_forced_outputs(
+            inputs["target_in"], memory, mask, initial_state, training=training
         )
-        states = outputs[0]
-        result = {}
+        weights = outputs.attention
+        result = {
+            "features": self.vocabulary_output.features(
+                outputs.hidden, training=training
+            ),
+            "attention": weights,
+        }
         if self.config.coverage:
-            context, weights, coverage = self.attention(
-                [states, memory],
-                value_mask=mask,
-                return_attention_scores=True,
-                return_coverage=True,
-                training=training,
-            )
+            coverage = ops.cumsum(weights, axis=1) - weights
             result["coverage_loss"] = coverage_loss(weights, coverage, reduction="none")
-        else:
-            context, weights = self.attention(
-                [states, memory],
-                value_mask=mask,
-                return_attention_scores=True,
-                training=training,
-            )
-        result["features"] = self._features(context, states, training)
-        result["attention"] = weights
         if self.pointer is not None:
-            result["p_gen"] = self.pointer([context, states, embedded])
+            result["p_gen"] = outputs.copy_gate
         return result
 
     def target_log_probability(self, outputs, inputs, target_out, sampled=False):
@@ -305,7 +289,7 @@ class HeadlineSummarizer(keras.Model):
         ids = ops.where(in_vocab, target_out, fallback)
         features = outputs["features"]
         if sampled and self.samples_output:
-            rows, bias = self._output_rows()
+            rows, bias = self.vocabulary_output.rows()
             sampled_ids, log_q = log_uniform_candidates(
                 self.config.sampled_softmax, vocab_size, seed=self.sampling_seed
             )
@@ -313,7 +297,7 @@ class HeadlineSummarizer(keras.Model):
                 features, rows, bias, ids, sampled_ids, log_q
             )
         else:
-            logits = self.vocabulary_logits(features)
+            logits = self.vocabulary_output.logits(features)
             target_logits = ops.take_along_axis(
                 logits, ops.expand_dims(ids, -1), axis=-1
             )[..., 0]
@@ -338,7 +322,7 @@ class HeadlineSummarizer(keras.Model):
         for the price of one `(D,)` product, the mean row of the output layer,
         so a sampled softmax's `log Z` estimate is all it needs.
         """
-        rows, bias = self._output_rows()
+        rows, bias = self.vocabulary_output.rows()
         mean_row = ops.mean(ops.cast(rows, "float32"), axis=0)
         mean_logit = ops.matmul(ops.cast(features, "float32"), mean_row)
         if bias is not None:
@@ -409,29 +393,28 @@ class HeadlineSummarizer(keras.Model):
         faster, and approximate. `step` then takes `output_kernel(shortlist)`.
 
         Returns:
-            `(state, memory)`: `state` is a dict of tensors with the batch
-            first (what a beam search reorders); `memory` holds what stays
-            fixed per source: the projected keys, values, mask, and the
-            source's extended ids (and, shortlisting, the output layer's rows
-            of the source's words).
+            `(state, memory)`: `state` is the decoder cell's list of states
+            with the batch first (what a beam search reorders); `memory`
+            holds what stays fixed per source: the cell's memory states
+            (the projected keys, the values, the mask), the source's
+            extended ids (and, shortlisting, the output layer's rows of the
+            source's words).
         """
         values, mask, initial_state = self.encode(
             source_ids, training=False, by_length=by_length
         )
-        memory = {
-            "attention": self.attention.prepare_memory(values, value_mask=mask),
-            "source_ext_ids": source_ext_ids,
-        }
+        states = self.target_decoder.cell.get_initial_state_with_memory(
+            values, mask, initial_state
+        )
+        state, memory_states = split_memory_states(states)
+        memory = {"cell": memory_states, "source_ext_ids": source_ext_ids}
         if shortlist:
-            rows, bias = self._output_rows()
+            rows, bias = self.vocabulary_output.rows()
             in_vocab = ops.minimum(source_ext_ids, self.config.vocab_size - 1)
             rows = ops.cast(rows, self.compute_dtype)
             memory["source_rows"] = ops.take(rows, in_vocab, axis=0)
             if bias is not None:
                 memory["source_bias"] = ops.take(bias, in_vocab, axis=0)
-        state = {f"rnn_{i}": s for i, s in enumerate(initial_state)}
-        if self.config.coverage:
-            state["coverage"] = ops.zeros(ops.shape(source_ids), dtype="float32")
         return state, memory
 
     def step(self, ids, state, memory, output_kernel=None):
@@ -439,31 +422,22 @@ class HeadlineSummarizer(keras.Model):
 
         Args:
             ids: int32 `(N,)`: the previous tokens (extended ids allowed).
-            state: dict from `initial_decoder_state` or the previous step.
-            memory: the fixed memory, rows aligned with `ids`.
+            state: The states from `initial_decoder_state` or the previous
+                step.
+            memory: The fixed memory, rows aligned with `ids`.
             output_kernel: `output_kernel()`, computed once for all steps.
 
         Returns:
             `(log_probs, state, attention)`: float32 `(N, V)`, or
             `(N, V + S)` with copying; the new state; float32 `(N, S)`.
         """
-        embedded = self._embed_target(ids)
-        rnn_states = [state[f"rnn_{i}"] for i in range(self._state_count)]
-        output, new_rnn_states = self.decoder_rnn.cell(embedded, rnn_states)
-        if not isinstance(new_rnn_states, (list, tuple)):
-            new_rnn_states = [new_rnn_states]
-        score_kwargs = {}
-        if self.config.coverage:
-            score_kwargs["coverage"] = state["coverage"]
-        context, weights = self.attention.step(
-            output, memory["attention"], **score_kwargs
+        outputs, states = self.target_decoder.step_outputs(
+            ids, [*state, *memory["cell"]]
         )
-        features = self._features(context, output, False)
+        weights, p_gen = outputs.attention, outputs.copy_gate
+        features = self.vocabulary_output.features(outputs.hidden, training=False)
         # With a shortlist, `output_kernel` has its columns only.
-        logits = self.vocabulary_logits(features, output_kernel)
-        p_gen = None
-        if self.pointer is not None:
-            p_gen = self.pointer([context, output, embedded])
+        logits = self.vocabulary_output.logits(features, output_kernel)
         if "source_rows" in memory:
             log_probs = self._shortlist_log_probs(
                 features, logits, p_gen, weights, memory
@@ -479,10 +453,7 @@ class HeadlineSummarizer(keras.Model):
                 memory["source_ext_ids"],
                 num_oov=self.config.max_source_length,
             )
-        new_state = {f"rnn_{i}": s for i, s in enumerate(new_rnn_states)}
-        if self.config.coverage:
-            new_state["coverage"] = state["coverage"] + weights
-        return log_probs, new_state, weights
+        return log_probs, split_memory_states(states)[0], weights
 
     def _shortlist_log_probs(self, features, shortlist_logits, p_gen, weights, memory):
         source_logits = ops.einsum("nd,nsd->ns", features, memory["source_rows"])
