@@ -270,6 +270,9 @@ class AttentionDecoder(keras.layers.Layer):
             target_ids, memory, memory_mask, initial_state, training: As
                 `call` takes them.
         """
+        # A model may use the decoder through this method alone, never
+        # `__call__`, which marks a layer built once its weights exist.
+        self.built = True
         if self.copy is not None:
             target_ids = self.in_vocabulary(target_ids)
         embedded = self.embedding(target_ids, training=training)

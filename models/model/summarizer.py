@@ -132,10 +132,12 @@ class HeadlineSummarizer(keras.Model):
         self.bridge = keras.layers.Dense(
             c.hidden_size, activation="tanh", name="bridge"
         )
-        # The decoder's cell is this layer's (which keeps its weights' path).
+        # The decoder's cell is this layer's (which keeps its weights' path);
+        # the decoder runs the cell, never the layer: built here.
         self.decoder_rnn = rnn(
             c.hidden_size, return_sequences=True, return_state=True, name="decoder_rnn"
         )
+        self.decoder_rnn.build((None, None, c.embedding_dim))
         self.attention = make_attention(c)
         self.attentional = keras.layers.Dense(
             c.hidden_size, activation="tanh", use_bias=False, name="attentional"
