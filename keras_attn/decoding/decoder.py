@@ -59,8 +59,10 @@ class DecoderOutputs(NamedTuple):
         >>> memory = np.random.rand(2, 5, 16).astype("float32")
         >>> target_in = np.array([[1, 4, 12], [1, 6, 0]], "int32")
         >>> outputs = decoder.teacher_forced_outputs(target_in, memory)
-        >>> [tuple(x.shape) for x in outputs]
-        [(2, 3, 16), (2, 3, 5), (2, 3, 1)]
+        >>> tuple(outputs.hidden.shape), tuple(outputs.attention.shape)
+        ((2, 3, 16), (2, 3, 5))
+        >>> tuple(outputs.copy_gate.shape)
+        (2, 3, 1)
     """
 
     hidden: Any
