@@ -1,5 +1,6 @@
 """The summarizer's teacher-forced pass agrees with its one-token step."""
 
+import h5py
 import keras
 import numpy as np
 import pytest
@@ -164,3 +165,33 @@ def test_shortlist_step_renormalises_the_step_over_the_shortlist(overrides):
         gain = short[b, generated_only] - exact[b, generated_only]
         np.testing.assert_allclose(gain, gain[0], atol=2e-5)
         assert gain[0] > 0
+
+
+@pytest.mark.parametrize(
+    "overrides", [{}, dict(cell="gru", coverage=True, tie_embeddings=False)]
+)
+def test_saved_weights_keep_the_layers_paths(overrides, tmp_path):
+    # Runs saved before the decoder was keras_attn's load only if every
+    # weight stays under the summarizer's own attribute names: none under
+    # the decoder composed of them.
+    model = HeadlineSummarizer(tiny_config(**overrides))
+    model(tiny_batch()[0])
+    model.save_weights(tmp_path / "run.weights.h5")
+    holders = set()
+    with h5py.File(tmp_path / "run.weights.h5") as saved:
+        saved.visititems(
+            lambda name, item: (
+                holders.add(name.split("/")[0])
+                if isinstance(item, h5py.Dataset)
+                else None
+            )
+        )
+    assert holders == {
+        "attention",
+        "attentional",
+        "bridge",
+        "decoder_rnn",
+        "embedding",
+        "encoder",
+        "layers",
+    }, holders
