@@ -54,7 +54,7 @@ SEARCHES = {"greedy": 1, "beam": 5}  # beam width, keras-attn's export's
 # Run by the venv's python: yoyodyne's own command line with a callback
 # that writes, as JSON, the time at each training step's end (with its batch
 # size) and the wall time of each predicted batch.
-DRIVER = """import json, sys, time
+DRIVER = """import json, os, sys, time
 from lightning.pytorch.callbacks import Callback
 from yoyodyne.cli.main import main
 
@@ -82,6 +82,17 @@ class Clock(Callback):
 
     def on_train_end(self, trainer, module):
         self.dump()
+
+class LastCheckpoint(Callback):
+    \"\"\"Saves the last step's checkpoint as `stepN.ckpt` in `path`.\"\"\"
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def on_train_end(self, trainer, module):
+        path = os.path.join(self.path, f"step{trainer.global_step}.ckpt")
+        if not os.path.exists(path):
+            trainer.save_checkpoint(path)
 
 sys.argv[0] = "yoyodyne"
 main()
@@ -180,12 +191,12 @@ def venv_versions(venv):
     return {"torch": torch, "yoyodyne": yoyodyne, "torch_cuda": cuda}
 
 
-def write_data(data_dir, work_dir, vocabulary_size):
+def write_data(data_dir, work_dir, vocabulary_size, min_count=None):
     """The sample's splits as yoyodyne's TSV files in keras-attn's tokens,
     each word outside the training split's `vocabulary_size` most frequent
-    (seen twice at least: keras-attn's vocabulary) as `UNK`; 0 keeps every
-    word, as yoyodyne does. Returns the vocabulary's size (keras-attn's
-    reserved entries included), or None for 0."""
+    seen `min_count` times at least (keras-attn's vocabulary by default) as
+    `UNK`; 0 keeps every word, as yoyodyne does. Returns the vocabulary's
+    size (keras-attn's reserved entries included), or None for 0."""
     import tensorflow as tf
 
     from models import text
@@ -197,7 +208,7 @@ def write_data(data_dir, work_dir, vocabulary_size):
     known = None
     if vocabulary_size:
         train = tf.data.Dataset.from_tensor_slices(lines["train"])
-        min_count = TrainOptions().min_count
+        min_count = min_count or TrainOptions().min_count
         known = set(split_vocabulary(train, vocabulary_size, min_count=min_count))
 
     def words(texts):
@@ -270,12 +281,14 @@ def best_checkpoint(work_dir):
     return max(found, key=lambda p: p.stat().st_mtime)
 
 
-def decode(venv, work_dir, source, batch_size, beam_width, threads, tag):
-    """Decodes `source` (a TSV) at `batch_size`; returns seconds per batch
-    (the model's prediction loop, data loading aside), the headlines and
-    the peak RSS."""
+def decode(
+    venv, work_dir, source, batch_size, beam_width, threads, tag, checkpoint=None
+):
+    """Decodes `source` (a TSV) at `batch_size` by `checkpoint` (the latest
+    by default); returns seconds per batch (the model's prediction loop,
+    data loading aside), the headlines and the peak RSS."""
     output = Path(work_dir) / f"{tag}.txt"
-    args = ["--ckpt_path", best_checkpoint(work_dir)]
+    args = ["--ckpt_path", checkpoint or best_checkpoint(work_dir)]
     args += ["--data.predict", source, "--data.batch_size", batch_size]
     args += ["--model.init_args.beam_width", beam_width, "--prediction.path", output]
     clock, peak = run_driver(venv, work_dir, "predict", map(str, args), threads, tag)

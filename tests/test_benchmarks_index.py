@@ -52,6 +52,7 @@ def test_the_rule_finds_the_scripts_and_the_helpers():
     assert helpers == {
         *("common", "flops", "opennmt_training_log", "opennmt_copy_checks"),
         *("pytorch_fast", "tutorial_task", "unified_diff", "toy_reverse"),
+        "checkpoint_tuning",
     }
     # A helper is there because a script imports it.
     sources = "\n".join((BENCHMARKS / f"{s}.py").read_text() for s in scripts)
