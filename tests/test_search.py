@@ -26,7 +26,7 @@ from toy_search import (
 )
 
 import keras_attn as ka
-from keras_attn.search.loop import argmax_first
+from keras_attn.search.choosers import argmax_first
 from keras_attn.search.strategies import DecodingResult
 
 STARTS = [0, 2, 3, 4]
@@ -174,6 +174,33 @@ def test_greedy_takes_the_first_of_tied_tokens(drop_finished):
     )
     np.testing.assert_array_equal(result.ids[:, 0], [2, 0, 0])
     np.testing.assert_array_equal(result.lengths[:2], [1, 1])
+
+
+SEARCHES_OF_NO_ROWS = {
+    "greedy": lambda step, state, starts: ka.greedy_search(step, state, starts, END, 5),
+    "beam": lambda step, state, starts: ka.beam_search(step, state, starts, END, 5, 3),
+    "sampling": lambda step, state, starts: ka.sampling_search(
+        step, state, starts, END, 5, top_k=2, seed=1
+    ),
+    **{
+        f"greedy-drop-{mode}": lambda step, state, starts, mode=mode: ka.greedy_search(
+            step, state, starts, END, 5, drop_finished=mode
+        )
+        for mode in DROP_MODES[BACKEND]
+    },
+}
+
+
+@pytest.mark.parametrize("search", list(SEARCHES_OF_NO_ROWS))
+def test_a_batch_of_no_rows_decodes_to_no_rows(search):
+    # A server's batch may be empty; every backend returns empty results.
+    starts = ops.zeros((0,), "int32")
+    result = SEARCHES_OF_NO_ROWS[search](
+        make_step(*make_tables(seed=5)), initial_state(starts), starts
+    )
+    assert tuple(ops.shape(result.ids)) == (0, 5)
+    assert tuple(ops.shape(result.lengths)) == (0,)
+    assert tuple(ops.shape(result.scores)) == (0,)
 
 
 def test_argmax_first_takes_the_smallest_id_of_ties():

@@ -1,10 +1,10 @@
-"""The loop the search strategies share, and their choosers.
+"""The loop the search strategies share.
 
 `SearchLoop` runs a one-token step inside `keras.ops.while_loop`s: it applies
 the processors, lets a strategy's `choose` pick each row's extensions, and
 records the tokens, scores and extras in fixed-size buffers. Greedy search
-takes each row's best token (`argmax_first`) and may drop its ended rows
-(`run_dropping_finished`, `run_halving`).
+takes each row's best token (`choosers.argmax_first`) and may drop its ended
+rows (`run_dropping_finished`, `run_halving`).
 """
 
 from typing import Any, NamedTuple
@@ -22,10 +22,10 @@ from keras_attn.search.checks import (
     check_start_ids,
     check_step_rows,
 )
+from keras_attn.search.choosers import argmax_first
 from keras_attn.search.processors import apply_processors
 
 _NEG_INF = float("-inf")
-_INT32_MAX = 2**31 - 1
 
 
 class DecodingResult(NamedTuple):
@@ -126,73 +126,6 @@ def tile_batch(nested, beam_size):
         return with_keras_mask(tiled, mask)
 
     return keras.tree.map_structure(tile, nested)
-
-
-def argmax_first(scores, ids=None):
-    """Each row's maximum and the smallest id at it, as `argmax` picks ties.
-
-    From a max and a min rather than `argmax`: under XLA on CPU, `argmax`
-    is one reduction over value-index pairs, which runs more slowly than
-    two plain reductions. With `initial` values, an empty batch is no
-    error.
-
-    Args:
-        scores: float `(N, W)`.
-        ids: Optional int32 `(N, W)` or `(1, W)`, the id of each column (the
-            smallest id among a row's maxima is taken); default: the column
-            index.
-
-    Returns:
-        `(best, index)`: `(N, 1)` in the scores' dtype, and int32 `(N,)`. A
-        row with no maximum (NaN) gets the last column (the largest int32
-        with `ids`).
-    """
-    best = ops.max(scores, axis=-1, keepdims=True, initial=_NEG_INF)
-    if ids is None:
-        width = ops.shape(scores)[-1]
-        ids, fill = ops.arange(width, dtype="int32")[None], width - 1
-    else:
-        fill = _INT32_MAX
-    first = ops.where(scores == best, ids, fill)
-    return best, ops.min(first, axis=-1, initial=_INT32_MAX)
-
-
-# ------------------------------------------------------------------ choosers
-# `choose(candidates, log_probs, history, t) -> indices` (beam and sampling;
-# greedy takes `argmax_first` of the running scores): candidates `(B, K * V)`, the
-# running scores of every extension of every beam; log_probs `(B * K, V)`,
-# this step's processed log-probabilities; indices int32 `(B, K)` into the
-# candidates.
-
-
-def top_k_chooser(k):
-    def choose(candidates, log_probs, history, t):
-        return ops.cast(ops.top_k(candidates, k)[1], "int32")
-
-    return choose
-
-
-def sampler(warpers, uniforms):
-    """Draws each row's token from its warped log-probabilities, with
-    `uniforms[t]` `(B,)` at step `t` (`uniforms`: `(max_length, B)`)."""
-
-    def choose(candidates, log_probs, history, t):
-        log_probs = apply_processors(warpers, log_probs, history, t)
-        return draw(log_probs, ops.take(uniforms, t, axis=0))
-
-    return choose
-
-
-def draw(log_probs, uniforms):
-    """One token per row, by inverse CDF of `uniforms` `(B,)` in [0, 1):
-    int32 `(B, 1)`."""
-    cdf = ops.cumsum(ops.softmax(log_probs, axis=-1), axis=-1)
-    # Zero-probability tokens do not move the CDF, so they are never chosen.
-    below = ops.sum(ops.cast(cdf <= (uniforms * cdf[:, -1])[:, None], "int32"), -1)
-    return ops.minimum(below, ops.shape(log_probs)[1] - 1)[:, None]
-
-
-# ------------------------------------------------------------------ the loop
 
 
 class SearchLoop:

@@ -75,14 +75,8 @@ from keras_attn.search.checks import (
     check_start_ids,
     check_stop_ids,
 )
-from keras_attn.search.loop import (
-    BeamHistory,
-    DecodingResult,
-    SearchLoop,
-    sampler,
-    tile_batch,
-    top_k_chooser,
-)
+from keras_attn.search.choosers import sampler, top_k_chooser
+from keras_attn.search.loop import BeamHistory, DecodingResult, SearchLoop, tile_batch
 from keras_attn.search.processors import MinLength, constraints
 from keras_attn.search.warpers import sampling_warpers, split_warpers
 
