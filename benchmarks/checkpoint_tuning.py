@@ -247,6 +247,11 @@ def tuning_parser(description, peer, venv, work_dir, output):
     add("--work-dir", type=Path, default=work_dir, help="runs, outside git")
     add("--data-dir", type=Path, default=Path("../shared/data/gigaword_sample"))
     add("--output", type=Path, default=output)
+    add(
+        "--report",
+        action="store_true",
+        help="write the runs' tables as they stand, training nothing",
+    )
     return parser
 
 
@@ -279,17 +284,34 @@ def budget_settings(args):
     }
 
 
-def run_stages(args, stages, grid, *, train_runs, extra_points, search, test):
+def train_runs(make_run, points, args, train=True):
+    """Trains and scores each of `points` (`{name: options}`) by its
+    `make_run(name, options, args)`; returns `{name: run.summary()}`."""
+    summaries = {}
+    for name, options in points.items():
+        run = make_run(name, options, args)
+        if train:
+            run.train()
+        summaries[name] = run.summary()
+    return summaries
+
+
+def run_stages(args, stages, grid, *, make_run, extra_points, search, test):
     """The tuning's `stages` over `grid` (`{name: options}`) with a peer's
-    `train_runs(points, args)` (`{name: summary}`), `extra_points(name,
-    options)`, `search(args, summaries)` and `test(args, chosen)`: the
-    result's `grid`, `extras`, `search` and `test`. Earlier stages' runs are
-    read back (resumed if unfinished) for later ones."""
-    result, runs = {}, train_runs(grid, args)
+    `make_run(name, options, args)` (a `ScoredRun` with a `summary()`),
+    `extra_points(name, options)`, `search(args, summaries)` and `test(args,
+    chosen)`: the result's `grid`, `extras`, `search` and `test`. Earlier
+    stages' runs are read back (resumed if unfinished) for later ones. With
+    `args.report`, the grid's runs begun so far, as they stand, and nothing
+    trained."""
+    if args.report:
+        begun = {n: o for n, o in grid.items() if Path(args.work_dir, n).is_dir()}
+        return {"grid": train_runs(make_run, begun, args, train=False)}
+    result, runs = {}, train_runs(make_run, grid, args)
     result["grid"] = dict(runs) if "grid" in stages else {}
     if any(stage in stages for stage in ("extras", "search", "test")):
         name, _ = best_of(runs)
-        extras = train_runs(extra_points(name, grid[name]), args)
+        extras = train_runs(make_run, extra_points(name, grid[name]), args)
         result["extras"] = extras if "extras" in stages else {}
         runs.update(extras)
     if "search" in stages or "test" in stages:

@@ -135,7 +135,11 @@ class Run(ct.ScoredRun):
         """The run's table, best row, vocabulary and training speed."""
         table = self.record["table"]
         log = po.read_training_log(self.dir)
-        validations = {v[0]: v[1] for v in log.validations}
+        # A validation comes at a checkpoint, logged with the last reported
+        # step before it.
+        validations = {
+            -(-v[0] // self.every) * self.every: v[1] for v in log.validations
+        }
         for row in table:
             row["valid_ppl"] = validations.get(row["step"])
         logged = _VOCAB_LOG.findall((self.dir / "train.log").read_text())
@@ -186,18 +190,6 @@ def dev_rouge1(args, peer, checkpoint, out_dir, options=DEV_DECODING):
     speed = decode(peer, checkpoint, source, output, options)
     rouge = po.score_headlines(po.read_lines(output), references, n_bootstrap=1)
     return round(rouge["rouge1"]["f1"], 4), speed
-
-
-def train_runs(points, args):
-    """Trains and scores each of `points`; returns `{name: summary}`."""
-    peer = po.Peer(args.venv, args.threads)
-    po.prepare("member", Path(args.work_dir) / "vocab", args.data_dir, peer)
-    summaries = {}
-    for name, options in points.items():
-        run = Run(name, options, args)
-        run.train()
-        summaries[name] = run.summary()
-    return summaries
 
 
 def search(args, summaries):
@@ -263,13 +255,15 @@ def main(argv=None):
     po.make_venv(args.venv)
     po.patch_peer(args.venv)
     grid = {name: grid_points()[name] for name in args.grid}
+    peer = po.Peer(args.venv, args.threads)
+    po.prepare("member", Path(args.work_dir) / "vocab", args.data_dir, peer)
     result = {"opennmt_py": po.OPENNMT_VERSION, "machine": machine_info()}
     result["settings"] = {**ct.budget_settings(args), "dev_decoding": DEV_DECODING}
     stages = ct.run_stages(
         args,
         stages,
         grid,
-        train_runs=train_runs,
+        make_run=Run,
         extra_points=extra_points,
         search=search,
         test=test,

@@ -179,16 +179,6 @@ class Run(ct.ScoredRun):
         }
 
 
-def train_runs(points, args):
-    """Trains and scores each of `points`; returns `{name: summary}`."""
-    summaries = {}
-    for name, options in points.items():
-        run = Run(name, options, args)
-        run.train()
-        summaries[name] = run.summary()
-    return summaries
-
-
 def search(args, summaries):
     """Each of `BEAM_WIDTHS` on the best checkpoint; the chosen one."""
     name, best = ct.best_of(summaries)
@@ -251,7 +241,7 @@ def main(argv=None):
         args,
         stages,
         grid,
-        train_runs=train_runs,
+        make_run=Run,
         extra_points=extra_points,
         search=search,
         test=test,

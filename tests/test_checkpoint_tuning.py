@@ -182,42 +182,53 @@ def test_flags_must_be_known(capsys, tmp_path):
         assert said in capsys.readouterr().err
 
 
-def test_the_stages_run_the_grid_then_the_best_points_extras(tmp_path):
+class ScoreRun:
+    """A run whose best dev ROUGE-1 is its options' `score`; it records
+    what it trained in `trained`."""
+
     trained = []
 
-    def train_runs(points, args):
-        trained.append(list(points))
-        return {
-            name: {"best": {"rouge1": options["score"]}}
-            for name, options in points.items()
-        }
+    def __init__(self, name, options, args):
+        self.name, self.score = name, options["score"]
 
-    def extra_points(name, options):
-        return {f"{name}-average": {"score": options["score"] + 1}}
+    def train(self):
+        self.trained.append(self.name)
 
-    grid = {"a": {"score": 30}, "b": {"score": 32}}
-    result = ct.run_stages(
-        None,
-        ("grid", "extras", "search", "test"),
+    def summary(self):
+        return {"best": {"rouge1": self.score}}
+
+
+def _stages(stages, grid, work_dir, report=False, search=None, test=None):
+    ScoreRun.trained = []
+    return ct.run_stages(
+        types.SimpleNamespace(report=report, work_dir=work_dir),
+        stages,
         grid,
-        train_runs=train_runs,
-        extra_points=extra_points,
-        search=lambda args, runs: ct.best_of(runs)[0],
-        test=lambda args, chosen: f"test of {chosen}",
+        make_run=ScoreRun,
+        extra_points=lambda name, options: {
+            f"{name}-average": {"score": options["score"] + 1}
+        },
+        search=search or (lambda args, runs: ct.best_of(runs)[0]),
+        test=test or (lambda args, chosen: f"test of {chosen}"),
     )
-    assert trained == [["a", "b"], ["b-average"]]
+
+
+def test_the_stages_run_the_grid_then_the_best_points_extras(tmp_path):
+    grid = {"a": {"score": 30}, "b": {"score": 32}}
+    result = _stages(("grid", "extras", "search", "test"), grid, tmp_path)
+    assert ScoreRun.trained == ["a", "b", "b-average"]
     assert list(result["grid"]) == ["a", "b"] and list(result["extras"]) == [
         "b-average"
     ]
     assert result["search"] == "b-average" and result["test"] == "test of b-average"
     # The search alone still reads the grid and its extras back.
-    result = ct.run_stages(
-        None,
-        ("search",),
-        grid,
-        train_runs=train_runs,
-        extra_points=extra_points,
-        search=lambda args, runs: sorted(runs),
-        test=None,
-    )
+    result = _stages(("search",), grid, tmp_path, search=lambda a, runs: sorted(runs))
     assert result == {"grid": {}, "extras": {}, "search": ["a", "b", "b-average"]}
+
+
+def test_a_report_reads_the_runs_begun_and_trains_nothing(tmp_path):
+    (tmp_path / "b").mkdir()
+    grid = {"a": {"score": 30}, "b": {"score": 32}}
+    result = _stages(ct.STAGES, grid, tmp_path, report=True)
+    assert result == {"grid": {"b": {"best": {"rouge1": 32}}}}
+    assert ScoreRun.trained == []

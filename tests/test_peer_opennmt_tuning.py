@@ -94,3 +94,35 @@ def test_the_command_line_is_the_shared_tunings():
     assert tuning.parse_args([])[0].grid == tuple(tuning.grid_points())
     assert args.venv == tuning.po.DEFAULT_VENV
     assert args.work_dir == tuning.DEFAULT_WORK_DIR
+
+
+def test_a_runs_summary_pairs_each_checkpoint_with_its_validation(tmp_path):
+    args, _ = tuning.parse_args(["--work-dir", str(tmp_path)])
+    run = tuning.Run(
+        "dropout0.0-vocab10k", tuning.grid_points()["dropout0.0-vocab10k"], args
+    )
+    run.dir.mkdir()
+    run.record["table"] = [
+        {"step": 391, "examples": 25_024, "rouge1": 16.0},
+        {"step": 782, "examples": 50_048, "rouge1": 17.5},
+    ]
+    run.record["train_s"] = {"391": 600.0, "782": 1200.0}
+    # Reports every 97 steps: each validation is logged after step 388 or 776.
+    window = "acc: 15.8; ppl: 243.6; xent: 5.5; lr: 0.15; sents:    6208; bsz: 1/1/64;"
+    lines = ["12:00:00 Start training loop and validate every 391 steps..."]
+    for minute, step, ppl in ((1, 388, 369.7), (2, 776, 375.8)):
+        lines += [
+            f"12:0{minute}:10 Step {step}/ 6970; {window}",
+            f"12:0{minute}:20 Validation perplexity: {ppl}",
+            f"12:0{minute}:20 Validation accuracy: 12.0",
+        ]
+    lines.append("12:03:00 * src vocab size = 10004")
+    lines = [f"[2026-12-07 {line[:8]},000 INFO] {line[9:]}" for line in lines]
+    (run.dir / "train.log").write_text("\n".join(lines) + "\n")
+    run.vocab.parent.mkdir()
+    run.vocab.write_text("the\t30\nrare\t1\n")
+    summary = run.summary()
+    assert [row["valid_ppl"] for row in summary["table"]] == [369.7, 375.8]
+    assert summary["best"]["step"] == 782 and not summary["finished"]
+    assert summary["vocab_size_logged"] == 10004 and summary["words_at_min_count"] == 1
+    assert summary["examples_per_s_with_validations"] == round(50_048 / 1200, 2)
