@@ -1,10 +1,10 @@
 """A peer tuned by validation ROUGE-1 at its checkpoints, as keras-attn's
 summarizer is: the budget and grid every peer shares, and `ScoredRun`.
 
-keras-attn's recipe validates its member every 25,000 training examples by
-the ROUGE-1 of the first 1,000 dev pairs, keeps the best, and stops after 5
-validations without a better one; its member stopped there after 446,080
-examples. A peer gets the same: batch 64, a checkpoint every
+keras-attn's recipe validates its member about every 25,000 training
+examples by the ROUGE-1 of the first 1,000 dev pairs, keeps the best, and
+stops after 5 validations without a better one; its member stopped there
+after 446,080 examples. A peer gets the same: batch 64, a checkpoint every
 `CHECKPOINT_EXAMPLES`, each scored on the same dev pairs, `PATIENCE`, and
 `CAP_EXAMPLES` at most, over one grid (`grid_points`: dropout x vocabulary).
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import itertools
+import os
 import signal
 import subprocess
 import time
@@ -32,8 +33,10 @@ BATCH = 64
 # and it stopped early after 17 validations of 26,240: 17 x 26,240 examples,
 # 6,970 steps of 64.
 CAP_EXAMPLES = 446_080
-# keras-attn validates every 25,000 examples (`FitConfig.validate_every`):
-# 391 steps of 64.
+# keras-attn's nominal interval, 25,000 examples (`FitConfig.validate_every`),
+# in steps of 64: 391. Its member's interval, rounded to a whole pass over its
+# batches (`interval_batches`), was 410 steps: a peer's patience covers 5%
+# fewer examples, its cap the same.
 CHECKPOINT_EXAMPLES = 25_024
 PATIENCE = 5  # `FitConfig.patience`
 DEV_EXAMPLES = 1000  # keras-attn's validation: the first 1,000 dev pairs
@@ -95,9 +98,24 @@ def saved(path):
     return zipfile.is_zipfile(path)
 
 
-def _die_with_parent():
-    # PR_SET_PDEATHSIG: a killed driver does not leave its trainer running.
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+def _die_with(parent):
+    """A child's `preexec_fn`: killed when `parent` ends (PR_SET_PDEATHSIG),
+    so that a killed driver leaves no trainer running."""
+
+    def arm():
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+        if os.getppid() != parent:  # it ended before the signal was armed
+            os._exit(1)
+
+    return arm
+
+
+def _signal_group(process, sig):
+    """`sig` to the trainer and the processes it started (its loaders)."""
+    try:
+        os.killpg(process.pid, sig)
+    except ProcessLookupError:
+        pass
 
 
 class ScoredRun:
@@ -148,9 +166,13 @@ class ScoredRun:
     def finished(self):
         return finished(self.record["table"], self.args.patience, self.cap_steps)
 
+    def saved_checkpoints(self):
+        """`checkpoints()` written in full."""
+        return {step: path for step, path in self.checkpoints().items() if saved(path)}
+
     def score_pending(self):
         """Scores the checkpoints not yet scored; removes the others."""
-        steps = self.checkpoints()
+        steps = self.saved_checkpoints()
         for step in pending(steps, self.record["table"]):
             if self.finished():
                 break
@@ -166,20 +188,27 @@ class ScoredRun:
         """Trains from the latest checkpoint, scoring each new one with the
         trainer paused, until `finished`."""
         self.dir.mkdir(parents=True, exist_ok=True)
+        for path in self.checkpoints().values():
+            if not saved(path):  # cut short by a kill while it was written
+                self.remove(path)
         self.score_pending()
-        while not self.finished():
-            steps = self.checkpoints()
-            resume = steps[max(steps)] if steps else None
-            command = list(map(str, self.command(resume)))
-            shown = (arg if "\n" not in arg else "<script>" for arg in command)
-            print(f"[tuning] {' '.join(shown)}", flush=True)
-            status = self._train_once(command, max(steps, default=0))
-            # A trainer may exit non-zero on the SIGTERM that `finished` sends.
-            if status not in (0, -15) and not self.finished():
-                raise SystemExit(f"The trainer exited with {status}; see {self.dir}")
-            if status == 0 and not pending(self.checkpoints(), self.record["table"]):
-                break  # ended with nothing new: the step limit
-            self.score_pending()
+        if self.finished():
+            return
+        steps = self.checkpoints()
+        resume = steps[max(steps)] if steps else None
+        if resume is not None:
+            # A resumed trainer reads its data from the start of an epoch.
+            self.record.setdefault("resumed_at", []).append(max(steps))
+        command = list(map(str, self.command(resume)))
+        shown = (arg if "\n" not in arg else "<script>" for arg in command)
+        print(f"[tuning] {' '.join(shown)}", flush=True)
+        status = self._train_once(command, max(steps, default=0))
+        self.score_pending()
+        if not self.finished():
+            raise SystemExit(
+                f"The trainer exited with {status} before the run finished; "
+                f"see {self.dir / 'train.log'}"
+            )
 
     def _train_once(self, command, start_step):
         # Training seconds up to the checkpoint resumed from (work lost to a
@@ -194,37 +223,43 @@ class ScoredRun:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=self.env(),
-                preexec_fn=_die_with_parent,
+                preexec_fn=_die_with(os.getpid()),
                 # Its own process group: the kernel hangs up a stopped process
                 # whose group its shell's exit leaves orphaned.
                 start_new_session=True,
             )
-            while process.poll() is None:
-                time.sleep(self.poll_s)
-                new = [s for s, p in self.checkpoints().items() if s > seen]
-                if not new:
-                    continue
-                process.send_signal(signal.SIGSTOP)
-                stopped_at = time.perf_counter()
-                if saved(self.checkpoints()[new[0]]):
-                    seen = new[0]
-                    active = stopped_at - start - paused
-                    self.record["train_s"][str(seen)] = round(base + active, 1)
-                    self.save()
-                    self.score_pending()
-                if self.finished():
-                    process.terminate()
-                paused += time.perf_counter() - stopped_at
-                process.send_signal(signal.SIGCONT)
+            try:
+                while process.poll() is None:
+                    time.sleep(self.poll_s)
+                    new = [s for s, p in self.checkpoints().items() if s > seen]
+                    if not new:
+                        continue
+                    _signal_group(process, signal.SIGSTOP)
+                    stopped_at = time.perf_counter()
+                    if saved(self.checkpoints()[new[0]]):
+                        seen = new[0]
+                        active = stopped_at - start - paused
+                        self.record["train_s"][str(seen)] = round(base + active, 1)
+                        self.save()
+                        self.score_pending()
+                    if self.finished():
+                        _signal_group(process, signal.SIGTERM)
+                    paused += time.perf_counter() - stopped_at
+                    _signal_group(process, signal.SIGCONT)
+            finally:
+                if process.poll() is None:  # a scoring failed: no trainer left
+                    _signal_group(process, signal.SIGKILL)
+                    process.wait()
             active = time.perf_counter() - start - paused
-        for step in self.checkpoints():  # the one saved at the end
+        for step in self.saved_checkpoints():  # the one saved at the end
             self.record["train_s"].setdefault(str(step), round(base + active, 1))
         self.save()
         return process.returncode
 
     def examples_per_s(self):
-        """Training examples a second to the latest checkpoint, the starts,
-        scorings' pauses aside, and saves included; None before one."""
+        """Training examples a second to the latest checkpoint, including the
+        trainer's starts and saves, excluding the pauses for scoring; None
+        before a checkpoint."""
         seconds = {int(s): t for s, t in self.record["train_s"].items()}
         last = max(seconds, default=0)
         return round(last * BATCH / seconds[last], 2) if seconds.get(last) else None

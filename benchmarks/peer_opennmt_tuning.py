@@ -252,11 +252,12 @@ def main(argv=None):
     from benchmarks.common import machine_info
 
     args, stages = parse_args(argv)
-    po.make_venv(args.venv)
-    po.patch_peer(args.venv)
     grid = {name: grid_points()[name] for name in args.grid}
-    peer = po.Peer(args.venv, args.threads)
-    po.prepare("member", Path(args.work_dir) / "vocab", args.data_dir, peer)
+    if not args.report:
+        po.make_venv(args.venv)
+        po.patch_peer(args.venv)
+        peer = po.Peer(args.venv, args.threads)
+        po.prepare("member", Path(args.work_dir) / "vocab", args.data_dir, peer)
     result = {"opennmt_py": po.OPENNMT_VERSION, "machine": machine_info()}
     result["settings"] = {**ct.budget_settings(args), "dev_decoding": DEV_DECODING}
     stages = ct.run_stages(

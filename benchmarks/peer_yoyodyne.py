@@ -208,7 +208,8 @@ def write_data(data_dir, work_dir, vocabulary_size, min_count=None):
     known = None
     if vocabulary_size:
         train = tf.data.Dataset.from_tensor_slices(lines["train"])
-        min_count = min_count or TrainOptions().min_count
+        if min_count is None:
+            min_count = TrainOptions().min_count
         known = set(split_vocabulary(train, vocabulary_size, min_count=min_count))
 
     def words(texts):

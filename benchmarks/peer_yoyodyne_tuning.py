@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from benchmarks import checkpoint_tuning as ct
@@ -83,14 +84,18 @@ def run_config(run_dir, data_dir, options, cap_steps, every):
         "every_n_train_steps": every,
         "save_top_k": -1,
         "monitor": None,
+        "enable_version_counter": False,  # a step's file keeps its name
     }
     return config
 
 
 def checkpoint_steps(run_dir):
     """`{step: path}` of the `stepN.ckpt` checkpoints of a run."""
-    found = Path(run_dir, "checkpoints").glob("step*.ckpt")
-    return dict(sorted((int(path.stem[4:]), path) for path in found))
+    found = (
+        (re.fullmatch(r"step(\d+)\.ckpt", path.name), path)
+        for path in Path(run_dir, "checkpoints").glob("step*.ckpt")
+    )
+    return dict(sorted((int(match.group(1)), path) for match, path in found if match))
 
 
 def vocabulary_data(args, vocabulary):
@@ -118,9 +123,13 @@ def decoded_rouge(
     speed = {}
     if not output.exists():
         output.parent.mkdir(parents=True, exist_ok=True)
+        # yoyodyne writes its predictions batch by batch: kept under their
+        # name once whole.
+        partial = f"{tag}.partial"
         batches, _, _ = py.decode(
-            args.venv, run_dir, source, 64, width, args.threads, tag, checkpoint
+            args.venv, run_dir, source, 64, width, args.threads, partial, checkpoint
         )
+        Path(run_dir, f"{partial}.txt").rename(output)
         speed["headlines_per_s"] = round(
             sum(n for _, n in batches) / sum(s for s, _ in batches), 2
         )
@@ -135,7 +144,10 @@ class Run(ct.ScoredRun):
     def __init__(self, name, options, args):
         super().__init__(Path(args.work_dir) / name, args)
         self.options = options
-        self.data = vocabulary_data(args, options["vocabulary"])
+
+    @property
+    def data(self):
+        return vocabulary_data(self.args, self.options["vocabulary"])
 
     def checkpoints(self):
         return checkpoint_steps(self.dir)
@@ -233,7 +245,8 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args, stages = parse_args(argv)
-    py.make_venv(args.venv)
+    if not args.report:
+        py.make_venv(args.venv)
     grid = {name: grid_points()[name] for name in args.grid}
     result = {"yoyodyne_version": py.YOYODYNE_VERSION, "machine": machine_info()}
     result["settings"] = {**ct.budget_settings(args), "dev_beam_width": 1}

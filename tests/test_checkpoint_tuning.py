@@ -1,10 +1,12 @@
 """benchmarks.checkpoint_tuning: the budget, the stopping rule, and a run
 scored at each checkpoint of a trainer that a test writes."""
 
+import os
 import sys
 import textwrap
 import types
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -145,7 +147,7 @@ def test_a_run_scores_each_checkpoint_and_stops_at_its_patience(tmp_path):
     assert run.examples_per_s() > 0
 
 
-def test_a_killed_run_resumes_from_its_latest_checkpoint(tmp_path):
+def test_a_run_given_a_higher_cap_trains_on_from_its_latest_checkpoint(tmp_path):
     scores = {step: step for step in range(10, 110, 10)}
     first = ToyRun(tmp_path / "run", _args(cap_examples=1920), scores)
     first.train()  # to its cap, 30 steps
@@ -154,6 +156,70 @@ def test_a_killed_run_resumes_from_its_latest_checkpoint(tmp_path):
     again.train()
     assert again.commands == [30] and again.scored == [40, 50]
     assert [row["step"] for row in again.record["table"]] == [10, 20, 30, 40, 50]
+
+
+def _checkpoint(run_dir, step, cut=False):
+    path = run_dir / f"step{step}.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("step", str(step))
+    if cut:  # a kill while it was written
+        path.write_bytes(path.read_bytes()[:-10])
+
+
+def test_a_killed_run_drops_a_cut_checkpoint_and_resumes(tmp_path):
+    scores = {step: step for step in range(10, 110, 10)}
+    run = ToyRun(tmp_path / "run", _args(cap_examples=3200), scores)
+    # Killed after step 20's checkpoint (not yet scored), in step 30's save.
+    run.dir.mkdir()
+    run.record["table"] = [{"step": 10, "examples": 640, "rouge1": 10}]
+    for step, cut in ((10, False), (20, False), (30, True)):
+        _checkpoint(run.dir, step, cut)
+    run.train()
+    assert run.commands == [20] and run.record["resumed_at"] == [20]
+    assert run.scored == [20, 30, 40, 50]  # 30 as the resumed trainer wrote it
+    assert [row["step"] for row in run.record["table"]] == [10, 20, 30, 40, 50]
+
+
+class ShortRun(ToyRun):
+    """A trainer that ends after 20 steps, whatever the cap."""
+
+    def command(self, resume):
+        command = super().command(resume)
+        command[-2] = "20"
+        return command
+
+
+def test_a_trainer_that_ends_before_the_run_is_finished_is_an_error(tmp_path):
+    scores = {step: step for step in range(10, 110, 10)}
+    run = ShortRun(tmp_path / "run", _args(), scores)
+    with pytest.raises(SystemExit, match="exited with 0 before the run finished"):
+        run.train()
+    assert [row["step"] for row in run.record["table"]] == [10, 20]
+
+
+class FailingScoreRun(ToyRun):
+    def score(self, path):
+        raise SystemExit("the decoder failed")
+
+
+def test_a_failed_scoring_leaves_no_trainer_running(tmp_path):
+    run = FailingScoreRun(tmp_path / "run", _args(), {})
+    started = set(os.listdir("/proc"))
+    with pytest.raises(SystemExit, match="the decoder failed"):
+        run.train()
+    left = {
+        pid
+        for pid in set(os.listdir("/proc")) - started
+        if pid.isdigit() and TRAINER[:20] in _command_line(pid)
+    }
+    assert not left
+
+
+def _command_line(pid):
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def test_a_run_resumed_with_other_settings_is_refused(tmp_path):

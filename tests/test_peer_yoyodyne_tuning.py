@@ -30,6 +30,7 @@ def test_run_config_checkpoints_every_n_steps_with_the_points_options(tmp_path):
     assert trainer["max_steps"] == 6970 and trainer["limit_val_batches"] == 0
     assert config["checkpoint"]["every_n_train_steps"] == 391
     assert config["checkpoint"]["save_top_k"] == -1  # every one kept until scored
+    assert config["checkpoint"]["enable_version_counter"] is False
     assert config["checkpoint"]["dirpath"] == str(tmp_path / "run" / "checkpoints")
     # The last step's checkpoint too; the average; the timing callback last.
     names = [c["class_path"].rsplit(".", 1)[-1] for c in trainer["callbacks"]]
@@ -48,7 +49,14 @@ def test_run_config_checkpoints_every_n_steps_with_the_points_options(tmp_path):
 
 def test_checkpoints_are_known_by_their_step(tmp_path):
     (tmp_path / "checkpoints").mkdir()
-    for name in ("step782.ckpt", "step391.ckpt", "step6970.ckpt", "last.ckpt"):
+    names = (
+        "step782.ckpt",
+        "step391.ckpt",
+        "step6970.ckpt",
+        "last.ckpt",
+        "step1-v1.ckpt",
+    )
+    for name in names:
         (tmp_path / "checkpoints" / name).write_bytes(b"")
     steps = tuning.checkpoint_steps(tmp_path)
     assert list(steps) == [391, 782, 6970]

@@ -34,26 +34,32 @@ def argmax_first(scores, ids=None):
         row with no maximum (NaN) gets the last column (the largest int32
         with `ids`).
     """
-    best = _row_reduce(ops.max, scores, _NEG_INF, keepdims=True)
+    best = _row_max(scores)
     if ids is None:
         width = ops.shape(scores)[-1]
         ids, fill = ops.arange(width, dtype="int32")[None], width - 1
     else:
         fill = _INT32_MAX
     first = ops.where(scores == best, ids, fill)
-    return best, _row_reduce(ops.min, first, _INT32_MAX)
+    return best, _row_min(first)
 
 
-def _row_reduce(reduce, x, initial, keepdims=False):
-    """`reduce` (`ops.max` or `ops.min`) over the last axis, right for a
-    batch of no rows on every backend. TensorFlow, eager, reduces no
-    elements only with an `initial`; Keras' torch reduction with one returns
-    a single row for none, so torch reduces without it (`amax`, `amin`: a
-    row is never empty)."""
+def _row_max(x):
+    """Each row's maximum, `(N, 1)`, for any `N` on every backend.
+
+    TensorFlow, eager, reduces no rows only with an `initial`; Keras' torch
+    reduction with one returns a single row for none, so torch reduces
+    without it (a row is never empty)."""
     if keras.backend.backend() == "torch":
-        plain = ops.amax if reduce is ops.max else ops.amin
-        return plain(x, axis=-1, keepdims=keepdims)
-    return reduce(x, axis=-1, keepdims=keepdims, initial=initial)
+        return ops.amax(x, axis=-1, keepdims=True)
+    return ops.max(x, axis=-1, keepdims=True, initial=_NEG_INF)
+
+
+def _row_min(x):
+    """Each row's minimum of an int32 `x`, `(N,)`, as `_row_max`."""
+    if keras.backend.backend() == "torch":
+        return ops.amin(x, axis=-1)
+    return ops.min(x, axis=-1, initial=_INT32_MAX)
 
 
 def top_k_chooser(k):
