@@ -98,16 +98,20 @@ def saved(path):
     return zipfile.is_zipfile(path)
 
 
-def _die_with(parent):
-    """A child's `preexec_fn`: killed when `parent` ends (PR_SET_PDEATHSIG),
-    so that a killed driver leaves no trainer running."""
+def _trainer_setup(parent):
+    """The trainer's `preexec_fn`: killed when `parent` ends
+    (PR_SET_PDEATHSIG), so that a killed driver leaves no trainer running,
+    and in a process group of its own, signalled as one. It stays in the
+    driver's session: a session of its own would be scheduled apart from the
+    driver's (Linux's autogroups), whatever the driver's priority."""
 
-    def arm():
+    def setup():
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
         if os.getppid() != parent:  # it ended before the signal was armed
             os._exit(1)
+        os.setpgid(0, 0)
 
-    return arm
+    return setup
 
 
 def _signal_group(process, sig):
@@ -223,10 +227,7 @@ class ScoredRun:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=self.env(),
-                preexec_fn=_die_with(os.getpid()),
-                # Its own process group: the kernel hangs up a stopped process
-                # whose group its shell's exit leaves orphaned.
-                start_new_session=True,
+                preexec_fn=_trainer_setup(os.getpid()),
             )
             try:
                 while process.poll() is None:
