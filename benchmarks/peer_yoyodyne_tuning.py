@@ -70,7 +70,8 @@ def run_config(run_dir, data_dir, options, cap_steps, every):
             }
         )
     # The timing callback last: `run_driver` sets the last one's path.
-    clock = {"class_path": "__main__.Clock", "init_args": {"path": ""}}
+    clock_path = str(run_dir / "train.clock.json")
+    clock = {"class_path": "__main__.Clock", "init_args": {"path": clock_path}}
     trainer.update(callbacks=[*callbacks, clock], limit_val_batches=0)
     model["source_encoder"]["init_args"]["dropout"] = options["dropout"]
     model["decoder_dropout"] = options["dropout"]
@@ -156,9 +157,6 @@ class Run(ct.ScoredRun):
         config = run_config(
             self.dir, self.data, self.options, self.cap_steps, self.every
         )
-        config["trainer"]["callbacks"][-1]["init_args"]["path"] = str(
-            self.dir / "train.clock.json"
-        )
         (self.dir / "config.yaml").write_text(json.dumps(config, indent=2))
         python = Path(self.args.venv) / "bin" / "python"
         command = [python, "-c", py.DRIVER, "fit", "--config", self.dir / "config.yaml"]
@@ -186,7 +184,6 @@ class Run(ct.ScoredRun):
             "table": table,
             "best": ct.best_row(table),
             "finished": self.finished(),
-            # With the starts, scorings' pauses aside, and the saves.
             "examples_per_s": self.examples_per_s(),
         }
 
