@@ -9,8 +9,8 @@ batch of 64 sources, timed two ways on this process's backend:
   the kept layers (`toy_reverse.hand_written_search`), as decoding was
   written before `AttentionDecoder.generate`;
 * `after`: `Seq2SeqModel.generate(source, strategy="beam", beam_size=4)`,
-  compiled (`tf.function`; `jax.jit` with the weights passed in; torch
-  eager without gradients). Its first call traces and compiles.
+  compiled (`tf.function`; `jax.jit` with the weights passed in;
+  `torch.compile` without gradients). Its first call traces and compiles.
 
 Each prints the first call and the median of `--repeats` later ones, in
 seconds, as one JSON line:

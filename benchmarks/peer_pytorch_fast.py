@@ -10,8 +10,8 @@ pairs of 10 tokens, vocabulary 30, GRUs of 128.
 
 Timed per program: one training step (forward, backward, Adam) and one
 decoded batch (encoder and greedy search, all 10 steps: no row ends
-early). keras-attn's decoding: eager on torch (the search's own
-`torch.no_grad()`), `tf.function` on TensorFlow, `jax.jit` on JAX; its
+early). keras-attn's decoding compiled as its `generate` compiles it:
+`torch.compile` on torch, `tf.function` on TensorFlow, `jax.jit` on JAX; its
 training step: what `model.compile` chooses on each backend (XLA on
 TensorFlow and JAX, eager on torch).
 
@@ -125,7 +125,9 @@ def keras_programs(vocab, seed=0):
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
     )
     decode = greedy_decoder(model)
-    if backend == "jax":
+    if backend == "torch":
+        decode = torch.compile(decode)
+    elif backend == "jax":
         import jax
 
         decode = jax.jit(decode)

@@ -83,6 +83,21 @@ def test_generate_is_the_search_over_the_step(
     np.testing.assert_allclose(numpy(got.scores), numpy(expected.scores), atol=1e-4)
 
 
+@pytest.mark.skipif(
+    keras.backend.backend() != "torch", reason="torch.compile's own guards"
+)
+def test_a_second_torch_call_of_the_same_shape_compiles_nothing(model, batch):
+    # Copying and banning pad the scores: `keras.ops.pad` would build a Keras
+    # op, with a new name, at every call, and fail dynamo's guards.
+    import torch
+
+    options = {"max_length": toy.LENGTH + 1, "no_repeat_ngram_size": 2}
+    options["banned_ids"] = [5]
+    model.generate(batch[0], **options)
+    with torch.compiler.set_stance("fail_on_recompile"):
+        model.generate(batch[0][::-1], **options)
+
+
 def test_the_step_gives_the_log_of_the_teacher_forced_output(model, batch):
     src, decoder_in, _, _ = batch
     probs = numpy(model([src, decoder_in]))

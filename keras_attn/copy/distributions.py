@@ -30,6 +30,7 @@ from keras import ops
 
 from keras_attn.copy.pointer_generator import PointerGenerator
 from keras_attn.copy.source_words import source_word_scores, write_rows
+from keras_attn.padding import pad_end
 from keras_attn.training.loss_reduction import check_reduction, reduce_masked
 
 _NEG_INF = float("-inf")
@@ -196,8 +197,7 @@ def pointer_generator_distribution(
     )
     generated = p_gen * vocab
     if num_oov:
-        pad = [[0, 0]] * (len(vocab.shape) - 1) + [[0, num_oov]]
-        generated = ops.pad(generated, pad)
+        generated = pad_end(generated, num_oov)
     copied = copy_distribution(
         (1.0 - p_gen) * attention, source_ids, vocab_size + num_oov
     )
@@ -275,7 +275,7 @@ def pointer_generator_log_distribution(p_gen, logits, attention, source_ids, num
     source_generated = ops.where(in_vocab, source_logits + offset, _NEG_INF)
     generated = logits + offset
     if num_oov:
-        generated = ops.pad(generated, [[0, 0], [0, num_oov]], constant_values=_NEG_INF)
+        generated = pad_end(generated, num_oov, _NEG_INF)
     source_scores = source_word_scores(source_generated, source_ids, p_gen, attention)
     return write_rows(generated, source_ids, source_scores)
 

@@ -16,6 +16,7 @@ whose full distribution puts no mass outside.
 from keras import ops
 
 from keras_attn.copy.distributions import check_copy_inputs, write_source_words
+from keras_attn.padding import pad_end
 
 _NEG_INF = float("-inf")
 
@@ -76,9 +77,7 @@ def shortlist_log_distribution(
     generated = shortlist_logits - log_z
     source_log_vocab = ops.where(in_vocab, source_logits - log_z, _NEG_INF)
     if p_gen is None:
-        generated = ops.pad(
-            generated, [[0, 0], [0, vocab_size - k]], constant_values=_NEG_INF
-        )
+        generated = pad_end(generated, vocab_size - k, _NEG_INF)
         # An OOV position writes id 0 its own value: no change.
         source_log_vocab = ops.where(in_vocab, source_log_vocab, generated[:, :1])
         return write_source_words(
@@ -88,11 +87,7 @@ def shortlist_log_distribution(
     p_gen, attention, source_ids = check_copy_inputs(
         p_gen, shortlist_logits, attention, source_ids
     )
-    generated = ops.pad(
-        generated + ops.log(p_gen),
-        [[0, 0], [0, vocab_size - k + num_oov]],
-        constant_values=_NEG_INF,
-    )
+    generated = pad_end(generated + ops.log(p_gen), vocab_size - k + num_oov, _NEG_INF)
     return write_source_words(generated, source_log_vocab, source_ids, p_gen, attention)
 
 

@@ -11,11 +11,14 @@ static options, and caches it:
   `CausalLM.make_generate_function` does: a jit that closed over the layer
   would bake in the weights it was traced with. Variables the function
   assigns (a `SeedGenerator`'s state) are assigned back after each call.
-* torch: the function itself, run under `torch.no_grad()` (the searches
-  record no gradients).
+* torch: `torch.compile` of the function, run under `torch.no_grad()`
+  (the searches record no gradients); it compiles again for a new shape or
+  options, and runs eagerly where it cannot compile.
 
 The current weights are read at every call on every backend.
 """
+
+import warnings
 
 import keras
 
@@ -73,14 +76,34 @@ class CompiledFunction:
         if backend == "jax":
             return _stateless_jit(self.layer, fn)
         if backend == "torch":
-            import torch
-
-            def run(*tensors):
-                with torch.no_grad():
-                    return fn(*tensors)
-
-            return run
+            return _torch_compiled(fn)
         return fn
+
+
+def _torch_compiled(fn):
+    """`fn` under `torch.compile`, without gradients; eager, with a warning,
+    where its compiler cannot build (no C++ compiler for the CPU kernels)."""
+    import torch
+    from torch._dynamo.exc import BackendCompilerFailed
+
+    compiled = [torch.compile(fn)]
+
+    def run(*tensors):
+        with torch.no_grad():
+            try:
+                return compiled[0](*tensors)
+            except BackendCompilerFailed as error:
+                if compiled[0] is fn:
+                    raise
+                warnings.warn(
+                    "torch.compile failed, so this search runs eagerly: "
+                    f"{str(error).splitlines()[0]}",
+                    stacklevel=4,
+                )
+                compiled[0] = fn
+                return fn(*tensors)
+
+    return run
 
 
 def _stateless_jit(layer, fn):

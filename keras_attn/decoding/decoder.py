@@ -514,8 +514,9 @@ class AttentionDecoder(keras.layers.Layer):
             strategy: `"greedy"`, `"beam"` or `"sampling"`.
             compiled: Run the search compiled (default): a `tf.function` on
                 TensorFlow, a `jax.jit` that takes the current weights as
-                arguments on JAX, without gradients on torch; traced once
-                per input signature and options. False runs it eagerly.
+                arguments on JAX, `torch.compile` without gradients on
+                torch; traced once per input signature and options. False
+                runs it eagerly.
             source_ids: int `(batch, Tv)`, the source in the extended
                 vocabulary; required with copy (ignored without).
             **options: The strategy's arguments (`keras_attn.greedy_search`,

@@ -16,6 +16,7 @@ import keras
 from keras import ops
 
 from keras_attn.halving import HALVINGS, next_stage_rows, stage_limit
+from keras_attn.padding import pad_end
 
 
 def bidirectional_by_length(layer, inputs, lengths):
@@ -114,7 +115,7 @@ def _run_by_length(cells, time_major, lengths):
     ]
     # Ended rows, in order, whose final states are known: rows [size, ...).
     ended = [[[] for _ in states[0]] for _ in cells]
-    longest = ops.max(ops.pad(lengths, [[0, 1]]))  # 0 for an empty batch
+    longest = ops.max(pad_end(lengths, 1))  # 0 for an empty batch
     t = ops.convert_to_tensor(0, dtype="int32")
     rows = batch
     for stage in range(HALVINGS + 1):

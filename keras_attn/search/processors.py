@@ -41,6 +41,7 @@ from keras import ops
 from keras.backend import standardize_dtype
 
 from keras_attn.arguments import describe
+from keras_attn.padding import pad_end
 
 _NEG_INF = float("-inf")
 
@@ -198,7 +199,7 @@ def ban_listed(log_probs, processors, history, step):
     row_ids = ops.zeros_like(ids) + ops.arange(rows, dtype="int32")[:, None]
     column = ops.where(mask, ids, width)
     indices = ops.reshape(ops.stack([row_ids, column], axis=-1), (-1, 2))
-    padded = ops.pad(log_probs, [[0, 0], [0, 1]])
+    padded = pad_end(log_probs, 1)
     banned = ops.full_like(indices[:, 0], _NEG_INF, dtype=log_probs.dtype)
     return ops.scatter_update(padded, indices, banned)[:, :width]
 

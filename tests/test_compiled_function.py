@@ -1,0 +1,56 @@
+"""`CompiledFunction` on torch: `torch.compile`, and eager where torch
+cannot compile."""
+
+import os
+import subprocess
+import sys
+
+import keras
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    keras.backend.backend() != "torch", reason="torch.compile"
+)
+
+# A layer's function compiled with no C++ compiler for inductor's CPU
+# kernels, and an empty kernel cache (a cached kernel needs no compiler).
+SCRIPT = """
+import warnings
+import keras
+import numpy as np
+from keras_attn.decoding.compiled import CompiledFunction
+
+dense = keras.layers.Dense(2, kernel_initializer="ones")
+dense(np.zeros((1, 3), "float32"))
+run = CompiledFunction(dense, lambda options: (lambda x: dense(x) * options["k"]))
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    first = run({"k": 2.0}, np.ones((4, 3), "float32"))
+    second = run({"k": 2.0}, np.ones((4, 3), "float32"))
+ours = [str(w.message) for w in caught if "torch.compile failed" in str(w.message)]
+print(len(ours), keras.ops.convert_to_numpy(first).tolist()[0],
+      keras.ops.convert_to_numpy(second).tolist()[0])
+print(ours[0])
+"""
+
+
+def test_without_a_cxx_compiler_the_function_runs_eagerly_with_one_warning(
+    tmp_path,
+):
+    env = dict(
+        os.environ,
+        KERAS_BACKEND="torch",
+        CXX=str(tmp_path / "no-such-compiler"),
+        TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "kernels"),
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    ).stdout.splitlines()
+    assert out[0] == "1 [6.0, 6.0] [6.0, 6.0]"
+    assert out[1].startswith("torch.compile failed, so this search runs eagerly: ")
+    assert "compiler" in out[1].lower()
