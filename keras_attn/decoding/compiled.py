@@ -12,8 +12,10 @@ static options, and caches it:
   would bake in the weights it was traced with. Variables the function
   assigns (a `SeedGenerator`'s state) are assigned back after each call.
 * torch: `torch.compile` of the function, run under `torch.no_grad()`
-  (the searches record no gradients); it compiles again for a new shape or
-  options, and runs eagerly where it cannot compile.
+  (the searches record no gradients). A new shape may compile again (Keras'
+  torch RNNs fix the batch size), up to dynamo's recompile limit, past which
+  that code runs eagerly; where torch cannot compile (no C++ compiler), the
+  searches run eagerly, with one warning.
 
 The current weights are read at every call on every backend.
 """
@@ -80,13 +82,20 @@ class CompiledFunction:
         return fn
 
 
+# Set once torch.compile has failed to build in this process: a machine
+# without a C++ compiler fails the same way for every search, each failure
+# after a trace of the whole search, so the later ones run eagerly at once.
+_TORCH_COMPILE_FAILURE = []
+
+
 def _torch_compiled(fn):
-    """`fn` under `torch.compile`, without gradients; eager, with a warning,
-    where its compiler cannot build (no C++ compiler for the CPU kernels)."""
+    """`fn` under `torch.compile`, without gradients; eager, with one warning
+    a process, where its compiler cannot build (no C++ compiler for the CPU
+    kernels)."""
     import torch
     from torch._dynamo.exc import BackendCompilerFailed
 
-    compiled = [torch.compile(fn)]
+    compiled = [fn if _TORCH_COMPILE_FAILURE else torch.compile(fn)]
 
     def run(*tensors):
         with torch.no_grad():
@@ -95,12 +104,14 @@ def _torch_compiled(fn):
             except BackendCompilerFailed as error:
                 if compiled[0] is fn:
                     raise
-                warnings.warn(
-                    "torch.compile failed, so this search runs eagerly: "
-                    f"{str(error).splitlines()[0]}",
-                    stacklevel=4,
-                )
                 compiled[0] = fn
+                if not _TORCH_COMPILE_FAILURE:
+                    _TORCH_COMPILE_FAILURE.append(str(error).splitlines()[0])
+                    warnings.warn(
+                        "torch.compile failed, so searches run eagerly: "
+                        f"{_TORCH_COMPILE_FAILURE[0]}",
+                        stacklevel=4,
+                    )
                 return fn(*tensors)
 
     return run

@@ -515,8 +515,9 @@ class AttentionDecoder(keras.layers.Layer):
             compiled: Run the search compiled (default): a `tf.function` on
                 TensorFlow, a `jax.jit` that takes the current weights as
                 arguments on JAX, `torch.compile` without gradients on
-                torch; traced once per input signature and options. False
-                runs it eagerly.
+                torch; traced once per input signature and options (on
+                torch, while dynamo's recompile limit allows). False runs
+                it eagerly.
             source_ids: int `(batch, Tv)`, the source in the extended
                 vocabulary; required with copy (ignored without).
             **options: The strategy's arguments (`keras_attn.greedy_search`,
