@@ -13,7 +13,9 @@ decoded batch (encoder and greedy search, all 10 steps: no row ends
 early). keras-attn's decoding compiled as its `generate` compiles it:
 `torch.compile` on torch, `tf.function` on TensorFlow, `jax.jit` on JAX; its
 training step: what `model.compile` chooses on each backend (XLA on
-TensorFlow and JAX, eager on torch).
+TensorFlow and JAX, eager on torch), and on torch also under
+`jit_compile=True` (`torch.compile` of Keras' training step, the side
+"keras-attn torch, jit_compile=True", which only trains).
 
 A backend is fixed at import, and JAX has its own environment (no
 TensorFlow), so each backend runs in a worker process (`--worker`), which
@@ -43,6 +45,7 @@ WORKERS = ("pytorch", "torch", "tensorflow", "jax")
 PYTORCH_SIDES = ("tutorial", "fast", "fast compiled")
 KINDS = ("train", "decode")
 REFERENCE = "fast"
+TORCH_JIT_SIDE = "keras-attn torch, jit_compile=True"
 ONE_THREAD = {
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
@@ -57,6 +60,8 @@ def side_names(worker):
     """The program sides a worker runs: `PYTORCH_SIDES` or `keras-attn X`."""
     if worker == "pytorch":
         return PYTORCH_SIDES
+    if worker == "torch":
+        return ("keras-attn torch", TORCH_JIT_SIDE)
     if worker in WORKERS:
         return (f"keras-attn {worker}",)
     raise ValueError(
@@ -115,18 +120,29 @@ def keras_programs(vocab, seed=0):
         import torch
 
         torch.set_num_threads(1)
-    keras.utils.set_random_seed(seed)
     source, target = reversal_pairs(BATCH, vocab)
     source, target = source.astype("int32"), target.astype("int32")
     inputs = [source, decoder_inputs(target).astype("int32")]
-    model = keras_attn_model(vocab)
-    model.compile(
-        optimizer=keras.optimizers.Adam(1e-3),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-    )
+
+    def compiled_model(jit_compile="auto"):
+        keras.utils.set_random_seed(seed)
+        model = keras_attn_model(vocab)
+        model.compile(
+            optimizer=keras.optimizers.Adam(1e-3),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            jit_compile=jit_compile,
+        )
+        return model
+
+    model = compiled_model()
     decode = greedy_decoder(model)
+    programs = {}
     if backend == "torch":
         decode = torch.compile(decode)
+        jit_model = compiled_model(jit_compile=True)
+        programs[f"{TORCH_JIT_SIDE} train"] = lambda: jit_model.train_on_batch(
+            inputs, target
+        )
     elif backend == "jax":
         import jax
 
@@ -140,6 +156,7 @@ def keras_programs(vocab, seed=0):
     return {
         f"{name} train": lambda: model.train_on_batch(inputs, target),
         f"{name} decode": lambda: ops.convert_to_numpy(decode(memory_source)),
+        **programs,
     }
 
 
@@ -215,7 +232,8 @@ class Worker:
 
 
 def summarize(times, sides, kinds=KINDS, reference=REFERENCE):
-    """`{kind: {side: {"ms": median, "ratio": median ratio to reference}}}`."""
+    """`{kind: {side: {"ms": median, "ratio": median ratio to reference}}}`,
+    for the sides that run that kind."""
     return {
         kind: {
             side: {
@@ -225,6 +243,7 @@ def summarize(times, sides, kinds=KINDS, reference=REFERENCE):
                 ),
             }
             for side in sides
+            if f"{side} {kind}" in times
         }
         for kind in kinds
     }
@@ -238,7 +257,7 @@ def markdown(summary):
         "|---|---|---|---|---|",
     ]
     for side, train in summary["train"].items():
-        decode = summary["decode"][side]
+        decode = summary["decode"].get(side, {"ms": "-", "ratio": "-"})
         lines.append(
             f"| {side} | {train['ms']} | {train['ratio']} | {decode['ms']} "
             f"| {decode['ratio']} |"

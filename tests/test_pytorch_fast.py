@@ -88,7 +88,23 @@ def test_markdown_has_a_row_a_side():
     assert table.splitlines()[-1] == "| fast | 2.0 | 1.0 | 2.0 | 1.0 |"
 
 
+def test_a_side_that_only_trains_has_no_decoding_figures():
+    times = {
+        "fast train": [0.010, 0.020],
+        "fast decode": [0.004, 0.002],
+        "keras-attn torch, jit_compile=True train": [0.010, 0.040],
+    }
+    sides = ["fast", driver.TORCH_JIT_SIDE]
+    summary = driver.summarize(times, sides)
+    assert list(summary["decode"]) == ["fast"]
+    assert summary["train"][driver.TORCH_JIT_SIDE] == {"ms": 25.0, "ratio": 1.5}
+    assert driver.markdown(summary).splitlines()[-1] == (
+        "| keras-attn torch, jit_compile=True | 25.0 | 1.5 | - | - |"
+    )
+
+
 def test_workers_are_known():
     assert driver.side_names("jax") == ("keras-attn jax",)
+    assert driver.side_names("torch") == ("keras-attn torch", driver.TORCH_JIT_SIDE)
     with pytest.raises(ValueError, match="worker='mxnet'"):
         driver.side_names("mxnet")

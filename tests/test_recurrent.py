@@ -311,16 +311,18 @@ def _fit_once(jit_compile, rng, units=8, lengths=(5, 4), rows=16, weights=None):
 
 
 def test_jit_compile_fit_matches_the_eager_fit():
-    # XLA is TF's `jit_compile=True`; JAX always jits; torch keeps eager.
-    # One batch of short sequences: eager JAX runs the recurrences op by op.
+    # `jit_compile=True` is XLA on TensorFlow and `torch.compile` on torch;
+    # JAX always jits. One batch of short sequences: eager JAX runs the
+    # recurrences op by op.
     shape = dict(units=4, lengths=(3, 2), rows=8)
     initial = _build(shape["units"], shape["lengths"]).get_weights()
     compiled, _, loss = _fit_once(
-        BACKEND == "tensorflow" or "auto",
+        BACKEND != "jax" or "auto",
         np.random.default_rng(0),
         weights=initial,
         **shape,
     )
+    assert compiled.jit_compile
     # The same initial weights and batch, one op at a time.
     eager, _, eager_loss = _fit_once(
         False, np.random.default_rng(0), weights=initial, **shape

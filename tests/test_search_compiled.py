@@ -137,6 +137,31 @@ def test_jax_jit_equals_eager():
             assert_same(e, j)
 
 
+@pytest.mark.torch_only
+def test_under_torch_compile_only_the_loops_test_leaves_the_graph():
+    # A graph break costs a return to Python at each call; the loop's test
+    # (a tensor read as a bool) is the one the search cannot avoid.
+    import torch
+
+    torch.compiler.reset()
+    # Tensors: NumPy tables would break the toy step's own graph.
+    tables = [ops.convert_to_tensor(table) for table in make_tables()]
+    step = make_step(*tables, extras=False)
+    starts = ops.convert_to_tensor(np.array([1, 0, 3], "int32"))
+
+    def search(starts):
+        return ka.greedy_search(step, initial_state(starts), starts, END, 4).ids
+
+    explanation = torch._dynamo.explain(search)(starts)
+    places = {
+        (frame.filename, frame.name)
+        for reason in explanation.break_reasons
+        for frame in reason.user_stack[-1:]
+    }
+    assert {name for _, name in places} == {"while_loop"}, places
+    assert all(path.endswith("torch/core.py") for path, _ in places), places
+
+
 _SIGNATURE = [(None,), (None, None, None), (None, None)]
 
 

@@ -107,8 +107,20 @@ def check_step_rows(log_probs, state, rows, beam_size):
         )
 
 
+def _torch_compiling():
+    """Whether `torch.compile` is tracing the call: as in `jax.jit` or a
+    `tf.function`, its values are not read (reading one leaves the graph)."""
+    if keras.backend.backend() != "torch":
+        return False
+    import torch
+
+    return torch.compiler.is_compiling()
+
+
 def _concrete(x):
     """`x` as a NumPy value if it has one now, else None (while tracing)."""
+    if _torch_compiling():
+        return None
     try:
         return ops.convert_to_numpy(x)
     except (TypeError, ValueError, NotImplementedError):
@@ -122,13 +134,15 @@ def check_normalized(log_probs, dtype):
 
     Checks that each row's logsumexp is 0 (rows that are all `-inf`, with no
     possible token, pass). Only where the values exist: eagerly on every
-    backend; inside `jax.jit` or a `tf.function` there are none to read
-    while the search is traced, and the check does not run.
+    backend; inside `jax.jit`, a `tf.function` or `torch.compile` there are
+    none to read while the search is traced, and the check does not run.
 
     Args:
         log_probs: float32 `(N, V)`, the first step's.
         dtype: The dtype the step returned them in (sets the tolerance).
     """
+    if _torch_compiling():
+        return
     # A row with no possible token is told by its maximum (Keras' torch
     # logsumexp before 3.7 gives nan for it, not `-inf`); `initial`, for an
     # empty batch.
@@ -180,10 +194,15 @@ def check_ids_in_vocabulary(end_id, stop_ids, vocab):
     """
     if vocab is None:
         return
-    end = _concrete(end_id)
     named = [("stop_ids", i) for i in stop_ids]
-    if end is not None and end.ndim == 0:
-        named.insert(0, ("end_id", int(end)))
+    if isinstance(end_id, int):
+        # Read as it is: through a tensor or NumPy, `torch.compile` would
+        # leave its graph to read it back.
+        named.insert(0, ("end_id", end_id))
+    else:
+        end = _concrete(end_id)
+        if end is not None and end.ndim == 0:
+            named.insert(0, ("end_id", int(end)))
     for name, value in named:
         if not 0 <= value < vocab:
             raise ValueError(

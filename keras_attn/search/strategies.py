@@ -159,9 +159,9 @@ def greedy_search(
         check_log_probs: Check that the first step's `log_probs` are
             log-probabilities (each row's logsumexp 0, within 1e-3; 0.1 for
             16-bit ones) and raise a ValueError if not (logits, say). The
-            check reads values, so it runs eagerly only: inside `jax.jit` or
-            a `tf.function` it is skipped. False for scores that are not
-            log-probabilities by design.
+            check reads values, so it runs eagerly only: inside `jax.jit`,
+            a `tf.function` or `torch.compile` it is skipped. False for
+            scores that are not log-probabilities by design.
         from_logits: Whether `step` returns logits rather than
             log-probabilities: then the search takes their `log_softmax`, in
             float32, and checks nothing (as Keras' losses'
