@@ -103,7 +103,8 @@ def pytorch_programs(vocab, seed=0):
 
 def keras_programs(vocab, seed=0):
     """`{name: callable}` of keras-attn's training step and decoding on this
-    process's backend, each blocking until its result is on the host."""
+    process's backend (on torch also its training step under
+    `jit_compile=True`), each blocking until its result is on the host."""
     import keras
     from keras import ops
 
