@@ -5,12 +5,9 @@ import os
 import subprocess
 import sys
 
-import keras
 import pytest
 
-pytestmark = pytest.mark.skipif(
-    keras.backend.backend() != "torch", reason="torch.compile"
-)
+pytestmark = pytest.mark.torch_only
 
 # A layer's function compiled with no C++ compiler for inductor's CPU
 # kernels, and an empty kernel cache (a cached kernel needs no compiler).

@@ -83,9 +83,7 @@ def test_generate_is_the_search_over_the_step(
     np.testing.assert_allclose(numpy(got.scores), numpy(expected.scores), atol=1e-4)
 
 
-@pytest.mark.skipif(
-    keras.backend.backend() != "torch", reason="torch.compile's own guards"
-)
+@pytest.mark.torch_only
 def test_a_second_torch_call_of_the_same_shape_compiles_nothing(model, batch):
     # Copying and banning pad the scores: `keras.ops.pad` would build a Keras
     # op, with a new name, at every call, and fail dynamo's guards.
