@@ -138,12 +138,15 @@ def test_jax_jit_equals_eager():
 
 
 @pytest.mark.torch_only
+# `explain` resets dynamo's caches: the weak reference of a frame compiled
+# by an earlier test, collected after, then fails to find its entry (a
+# KeyError inside torch, printed and ignored).
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_under_torch_compile_only_the_loops_test_leaves_the_graph():
     # A graph break costs a return to Python at each call; the loop's test
     # (a tensor read as a bool) is the one the search cannot avoid.
     import torch
 
-    torch.compiler.reset()
     # Tensors: NumPy tables would break the toy step's own graph.
     tables = [ops.convert_to_tensor(table) for table in make_tables()]
     step = make_step(*tables, extras=False)
