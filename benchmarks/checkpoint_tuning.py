@@ -17,6 +17,7 @@ the run's `tuning.json`; a killed run resumes from its latest checkpoint.
 from __future__ import annotations
 
 import argparse
+import copy
 import ctypes
 import itertools
 import os
@@ -26,6 +27,7 @@ import time
 import zipfile
 from pathlib import Path
 
+from benchmarks.common import merge
 from models.settings.json_files import read_json, write_json
 
 BATCH = 64
@@ -355,3 +357,32 @@ def run_stages(args, stages, grid, *, make_run, extra_points, search, test):
         if "test" in stages:
             result["test"] = test(args, result["search"])
     return result
+
+
+def _progress(summary):
+    """How far a run went: finished first, then its examples scored."""
+    table = summary.get("table") or [{}]
+    return bool(summary.get("finished")), table[-1].get("examples", 0)
+
+
+def record_result(path, result):
+    """Merges `result` into the JSON at `path` and writes it back.
+
+    A run's checkpoints live outside git, on the machine that trained it; its
+    table is all that outlives that machine. So a run of `grid` or `extras`
+    begun again elsewhere replaces its recorded table only once it has gone
+    further (finished, or more examples scored); until then the record
+    stands. Each run keeps the machine it was measured on."""
+    recorded = read_json(path, default={})
+    for stage in ("grid", "extras"):
+        old, new = recorded.get(stage, {}), result.get(stage, {})
+        for run in old.values():
+            run.setdefault("machine", copy.deepcopy(recorded.get("machine")))
+        for name, run in new.items():
+            if name in old and _progress(old[name]) >= _progress(run):
+                new[name] = old[name]
+            else:
+                new[name] = {**run, "machine": copy.deepcopy(result["machine"])}
+                old.pop(name, None)
+    write_json(path, merge(recorded, result))
+    return recorded

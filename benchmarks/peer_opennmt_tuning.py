@@ -25,7 +25,6 @@ from pathlib import Path
 
 from benchmarks import checkpoint_tuning as ct
 from benchmarks import peer_opennmt as po
-from models.settings.json_files import read_json, write_json
 
 # keras-attn averages its weights with momentum 0.999 (`FitConfig.ema_momentum`),
 # i.e. 1e-3 of each update. OpenNMT-py's own average weighs an update by
@@ -271,7 +270,7 @@ def main(argv=None):
     )
     result.update(stages)
     path = Path(args.output)
-    write_json(path, po.merge(read_json(path, default={}), result))
+    ct.record_result(path, result)
     print(json.dumps({k: v for k, v in result.items() if k != "machine"}, indent=2))
 
 

@@ -38,8 +38,9 @@ TORCH_VERSION = "2.13.0"
 # torchvision and torchaudio: yoyodyne imports neither, and their releases
 # here pin a CUDA torch that would replace the CPU one.
 PEER_PACKAGES = (
-    "lightning==2.6.6 jsonargparse==4.53.0 maxwell==0.2.6 omegaconf==2.4.0 "
-    "PyYAML==6.0.4 rich==15.0.0 torchmetrics==1.9.0 wandb==0.31.0 numpy==2.4.6"
+    "lightning==2.6.6 jsonargparse[signatures]==4.53.0 docstring-parser==0.18.0 "
+    "typeshed-client==2.15.0 maxwell==0.2.6 omegaconf==2.4.0 PyYAML==6.0.4 "
+    "rich==15.0.0 torchmetrics==1.9.0 wandb==0.31.0 numpy==2.4.6"
 ).split()
 DEFAULT_VENV = Path("~/.cache/keras-attn-peers/yoyodyne-venv").expanduser()
 DEFAULT_WORK_DIR = Path("~/.cache/keras-attn-peers/yoyodyne-runs").expanduser()

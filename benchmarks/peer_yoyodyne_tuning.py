@@ -9,8 +9,9 @@ weights, Lightning's `EMAWeightAveraging` at keras-attn's 0.999; its source
 and target embeddings stay tied, as OpenNMT-py's `shared` point has them:
 its pointer-generator adds each source word's attention at that word's id
 among the targets' and fails when they are apart),
-`search` (`BEAM_WIDTHS` on the best checkpoint of all, on the same dev
-pairs: its beam has no length penalty or minimum length) and `test` (that
+`search` (`--beam-widths`, `BEAM_WIDTHS` by default, on the best
+checkpoint of all, on the same dev pairs: its beam has no length penalty or
+minimum length) and `test` (that
 checkpoint and width on the test set, ROUGE with 95% intervals).
 
 Checkpoints are scored by greedy decoding, as keras-attn's validation
@@ -22,6 +23,7 @@ Words outside a grid point's vocabulary are written `<unk>` in its data
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -29,9 +31,8 @@ from pathlib import Path
 
 from benchmarks import checkpoint_tuning as ct
 from benchmarks import peer_yoyodyne as py
-from benchmarks.common import machine_info, merge
+from benchmarks.common import machine_info
 from benchmarks.peer_opennmt import read_lines, score_headlines
-from models.settings.json_files import read_json, write_json
 
 EMA_DECAY = 0.999  # keras-attn's `FitConfig.ema_momentum`
 BEAM_WIDTHS = (1, 5, 10)
@@ -189,14 +190,14 @@ class Run(ct.ScoredRun):
 
 
 def search(args, summaries):
-    """Each of `BEAM_WIDTHS` on the best checkpoint; the chosen one."""
+    """Each of `args.beam_widths` on the best checkpoint; the chosen one."""
     name, best = ct.best_of(summaries)
     run_dir = Path(args.work_dir) / name
     checkpoint = checkpoint_steps(run_dir)[best["step"]]
     vocabulary = summaries[name]["options"]["vocabulary"]
     source, references = dev_pairs(args, vocabulary_data(args, vocabulary))
     table = []
-    for width in BEAM_WIDTHS:
+    for width in args.beam_widths:
         tag = f"search/{checkpoint.stem}.width{width}"
         rouge, speed = decoded_rouge(
             args, run_dir, checkpoint, source, references, width, tag
@@ -237,7 +238,23 @@ def parse_args(argv=None):
         DEFAULT_WORK_DIR,
         DEFAULT_OUTPUT,
     )
+    parser.add_argument(
+        "--beam-widths",
+        type=_widths,
+        default=BEAM_WIDTHS,
+        help="comma-separated beam widths the search decodes dev with "
+        f"(default: {','.join(map(str, BEAM_WIDTHS))}; 1 is greedy, the fastest)",
+    )
     return ct.parse_tuning_args(parser, grid_points(), argv)
+
+
+def _widths(text):
+    widths = tuple(int(width) for width in text.split(",") if width.strip().isdigit())
+    if not widths or min(widths) < 1 or len(widths) != len(text.split(",")):
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated widths of 1 or more. Received: {text!r}"
+        )
+    return widths
 
 
 def main(argv=None):
@@ -258,7 +275,7 @@ def main(argv=None):
     )
     result.update(stages)
     path = Path(args.output)
-    write_json(path, merge(read_json(path, default={}), result))
+    ct.record_result(path, result)
     print(json.dumps({k: v for k, v in result.items() if k != "machine"}, indent=2))
 
 

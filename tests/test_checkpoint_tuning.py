@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import checkpoint_tuning as ct
+from models.settings.json_files import read_json, write_json
 
 
 def _table(*scores, every=391):
@@ -298,3 +299,49 @@ def test_a_report_reads_the_runs_begun_and_trains_nothing(tmp_path):
     result = _stages(ct.STAGES, grid, tmp_path, report=True)
     assert result == {"grid": {"b": {"best": {"rouge1": 32}}}}
     assert ScoreRun.trained == []
+
+
+def _run(*examples, finished=False):
+    return {
+        "table": [{"examples": n, "rouge1": 20.0} for n in examples],
+        "finished": finished,
+    }
+
+
+def test_a_record_outlives_a_run_begun_again_until_it_goes_further(tmp_path):
+    path = tmp_path / "result.json"
+    old_machine, new_machine = {"cpu": "old"}, {"cpu": "new"}
+    write_json(
+        path,
+        {
+            "machine": old_machine,
+            "grid": {
+                "a": _run(25_024, 50_048, finished=True),
+                "b": _run(25_024, 50_048, 75_072),
+                "c": _run(25_024),
+            },
+        },
+    )
+    # On a new machine: `a` and `b` begun again from nothing, `c` further.
+    result = {
+        "machine": new_machine,
+        "grid": {
+            "a": _run(25_024, 50_048, 75_072),
+            "b": _run(25_024),
+            "c": _run(25_024, 50_048),
+            "d": _run(25_024),
+        },
+    }
+    ct.record_result(path, result)
+    grid = read_json(path)["grid"]
+    assert grid["a"] == {**_run(25_024, 50_048, finished=True), "machine": old_machine}
+    assert grid["b"] == {**_run(25_024, 50_048, 75_072), "machine": old_machine}
+    assert grid["c"] == {**_run(25_024, 50_048), "machine": new_machine}
+    assert grid["d"]["machine"] == new_machine
+    assert read_json(path)["machine"] == new_machine
+    # A finished run replaces a longer unfinished record.
+    ct.record_result(
+        path, {"machine": new_machine, "grid": {"b": _run(25_024, finished=True)}}
+    )
+    assert read_json(path)["grid"]["b"]["finished"]
+    assert len(read_json(path)["grid"]["b"]["table"]) == 1

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from benchmarks import peer_yoyodyne_tuning as tuning
 
 
@@ -71,3 +73,13 @@ def test_the_command_line_is_the_shared_tunings():
     assert stages == ("grid",) and args.grid == ("dropout0.3-vocab10k",)
     assert args.venv == tuning.py.DEFAULT_VENV
     assert args.work_dir == tuning.DEFAULT_WORK_DIR
+    assert args.beam_widths == tuning.BEAM_WIDTHS == (1, 5, 10)
+
+
+def test_the_search_decodes_the_beam_widths_given(capsys):
+    args, _ = tuning.parse_args(["--beam-widths", "1,5"])
+    assert args.beam_widths == (1, 5)
+    for bad in ("1,x", "0", "1,,5"):
+        with pytest.raises(SystemExit):
+            tuning.parse_args(["--beam-widths", bad])
+        assert f"Received: {bad!r}" in capsys.readouterr().err
