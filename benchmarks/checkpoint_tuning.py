@@ -339,24 +339,31 @@ def run_stages(args, stages, grid, *, make_run, extra_points, search, test):
     `make_run(name, options, args)` (a `ScoredRun` with a `summary()`),
     `extra_points(name, options)`, `search(args, summaries)` and `test(args,
     chosen)`: the result's `grid`, `extras`, `search` and `test`. Earlier
-    stages' runs are read back (resumed if unfinished) for later ones. With
-    `args.report`, the grid's runs begun so far, as they stand, and nothing
-    trained."""
+    stages' runs are read back (resumed if unfinished) for later ones; the
+    extras only once begun, unless `extras` is a stage, so that a search
+    without them covers what has been trained (`search["runs"]` names it).
+    With `args.report`, the grid's runs begun so far, as they stand, and
+    nothing trained."""
     if args.report:
-        begun = {n: o for n, o in grid.items() if Path(args.work_dir, n).is_dir()}
-        return {"grid": train_runs(make_run, begun, args, train=False)}
+        return {"grid": train_runs(make_run, _begun(grid, args), args, train=False)}
     result, runs = {}, train_runs(make_run, grid, args)
     result["grid"] = dict(runs) if "grid" in stages else {}
     if any(stage in stages for stage in ("extras", "search", "test")):
         name, _ = best_of(runs)
-        extras = train_runs(make_run, extra_points(name, grid[name]), args)
+        extras = extra_points(name, grid[name])
+        extras = extras if "extras" in stages else _begun(extras, args)
+        extras = train_runs(make_run, extras, args)
         result["extras"] = extras if "extras" in stages else {}
         runs.update(extras)
     if "search" in stages or "test" in stages:
-        result["search"] = search(args, runs)
+        result["search"] = {**search(args, runs), "runs": list(runs)}
         if "test" in stages:
             result["test"] = test(args, result["search"])
     return result
+
+
+def _begun(points, args):
+    return {n: o for n, o in points.items() if Path(args.work_dir, n).is_dir()}
 
 
 def _progress(summary):

@@ -265,7 +265,7 @@ class ScoreRun:
         return {"best": {"rouge1": self.score}}
 
 
-def _stages(stages, grid, work_dir, report=False, search=None, test=None):
+def _stages(stages, grid, work_dir, report=False):
     ScoreRun.trained = []
     return ct.run_stages(
         types.SimpleNamespace(report=report, work_dir=work_dir),
@@ -275,8 +275,8 @@ def _stages(stages, grid, work_dir, report=False, search=None, test=None):
         extra_points=lambda name, options: {
             f"{name}-average": {"score": options["score"] + 1}
         },
-        search=search or (lambda args, runs: ct.best_of(runs)[0]),
-        test=test or (lambda args, chosen: f"test of {chosen}"),
+        search=lambda args, runs: {"run": ct.best_of(runs)[0]},
+        test=lambda args, chosen: f"test of {chosen}",
     )
 
 
@@ -287,10 +287,21 @@ def test_the_stages_run_the_grid_then_the_best_points_extras(tmp_path):
     assert list(result["grid"]) == ["a", "b"] and list(result["extras"]) == [
         "b-average"
     ]
-    assert result["search"] == "b-average" and result["test"] == "test of b-average"
-    # The search alone still reads the grid and its extras back.
-    result = _stages(("search",), grid, tmp_path, search=lambda a, runs: sorted(runs))
-    assert result == {"grid": {}, "extras": {}, "search": ["a", "b", "b-average"]}
+    assert result["search"] == {"run": "b-average", "runs": ["a", "b", "b-average"]}
+    assert result["test"] == f"test of {result['search']}"
+
+
+def test_a_search_without_the_extras_stage_reads_back_only_extras_begun(tmp_path):
+    grid = {"a": {"score": 30}, "b": {"score": 32}}
+    result = _stages(("search", "test"), grid, tmp_path)
+    # Nothing of the extras trained: the search covers the grid alone.
+    assert ScoreRun.trained == ["a", "b"]
+    assert result["search"] == {"run": "b", "runs": ["a", "b"]}
+    assert result["grid"] == {} and result["extras"] == {}
+    (tmp_path / "b-average").mkdir()  # begun by an earlier `extras` stage
+    result = _stages(("search",), grid, tmp_path)
+    assert ScoreRun.trained == ["a", "b", "b-average"]  # resumed if unfinished
+    assert result["search"] == {"run": "b-average", "runs": ["a", "b", "b-average"]}
 
 
 def test_a_report_reads_the_runs_begun_and_trains_nothing(tmp_path):
