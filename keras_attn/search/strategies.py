@@ -24,9 +24,7 @@ sampling's temperature, top-k and top-p are processors too, warpers
 The loops are `keras.ops.while_loop`s over buffers of `max_length` steps, so
 the same call runs eagerly, under `jax.jit`, inside a `tf.function` with a
 dynamic batch, in a SavedModel, and on torch; the loop stops once every row
-has ended. Under `torch.compile` it tests whether to go on once every 8
-steps (a test leaves the compiled graph), the steps past its end changing
-nothing. The first step runs before the loop, where the shape of `extras`
+has ended. The first step runs before the loop, where the shape of `extras`
 is learnt.
 
 Outputs (every strategy returns a `DecodingResult`):
