@@ -138,81 +138,13 @@ def test_jax_jit_equals_eager():
 
 
 @pytest.mark.torch_only
-@pytest.mark.parametrize("unrolled_steps", [2, 8])
-def test_the_loop_unrolled_for_torch_compile_decodes_the_same(
-    monkeypatch, unrolled_steps
-):
-    # Forced eagerly: with 11 steps each row ends before the last, so chunks
-    # of steps run past the loop's end, which must change nothing.
-    from keras_attn.search import loop
-
-    tables = make_tables(seed=7, vocab=7)
-    starts = np.array([6, 0, 3], "int32")
-
-    def searches(seen):
-        step = counting_step(make_step(*tables), seen)
-        args = (initial_state(starts), starts, END, 12)
-        return [
-            ka.beam_search(
-                step,
-                *args,
-                3,
-                length_penalty=0.6,
-                num_hypotheses=2,
-                return_beam_history=True,
-            ),
-            ka.greedy_search(step, *args, min_length=1),
-            ka.sampling_search(step, *args, seed=5, top_k=3),
-        ]
-
-    plain_steps, unrolled_steps_seen = [], []
-    expected = searches(plain_steps)
-    monkeypatch.setattr(loop, "torch_compiling", lambda: True)
-    monkeypatch.setattr(loop, "UNROLLED_STEPS", unrolled_steps)
-    unrolled = searches(unrolled_steps_seen)
-    assert len(unrolled_steps_seen) > len(plain_steps)  # steps past the end ran
-    for e, u in zip(expected, unrolled, strict=True):
-        e, u = e._asdict(), u._asdict()
-        history = e.pop("beam_history"), u.pop("beam_history")
-        assert_same(e, u)
-        if history[0] is not None:
-            assert_same(history[0]._asdict(), history[1]._asdict())
-
-
-@pytest.mark.torch_only
-def test_the_loop_unrolled_leaves_a_row_with_no_possible_token_as_it_stopped(
-    monkeypatch,
-):
-    # Row 1 has no possible token at step 1: its score is -inf, the loop
-    # stops with it open, and a step past the end would extend it again.
-    from keras_attn.search import loop
-
-    def step(ids, t):
-        ended = ops.log(ops.convert_to_tensor([[1e-9, 1e-9, 1.0]]))
-        opening = ops.log(ops.convert_to_tensor([[0.1, 0.8, 0.1]]))
-        rows = ops.concatenate([ended, ops.full((1, 3), -np.inf)], axis=0)
-        return ops.where(t[:, None] >= 1, rows, opening), t + 1
-
-    def search():
-        start = ops.convert_to_tensor(np.array([0, 0], "int32"))
-        result = ka.greedy_search(step, ops.zeros((2,), "int32"), start, 2, 8)
-        return {k: v for k, v in result._asdict().items() if v is not None}
-
-    expected = search()
-    monkeypatch.setattr(loop, "torch_compiling", lambda: True)
-    assert_same(expected, search())
-    assert ops.convert_to_numpy(expected["lengths"]).tolist() == [1, 2]
-
-
-@pytest.mark.torch_only
 # `explain` resets dynamo's caches: the weak reference of a frame compiled
 # by an earlier test, collected after, then fails to find its entry (a
 # KeyError inside torch, printed and ignored).
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_under_torch_compile_only_the_loops_test_leaves_the_graph():
     # A graph break costs a return to Python at each call; the loop's test
-    # (a tensor read as a bool) is the one the search cannot avoid, read
-    # once every `UNROLLED_STEPS` steps.
+    # (a tensor read as a bool) is the one the search cannot avoid.
     import torch
 
     # Tensors: NumPy tables would break the toy step's own graph.
@@ -229,8 +161,8 @@ def test_under_torch_compile_only_the_loops_test_leaves_the_graph():
         for reason in explanation.break_reasons
         for frame in reason.user_stack[-1:]
     }
-    assert {name for _, name in places} == {"_while_unrolled"}, places
-    assert all(path.endswith("search/loop.py") for path, _ in places), places
+    assert {name for _, name in places} == {"while_loop"}, places
+    assert all(path.endswith("torch/core.py") for path, _ in places), places
 
 
 _SIGNATURE = [(None,), (None, None, None), (None, None)]

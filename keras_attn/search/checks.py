@@ -107,7 +107,7 @@ def check_step_rows(log_probs, state, rows, beam_size):
         )
 
 
-def torch_compiling():
+def _torch_compiling():
     """Whether `torch.compile` is tracing the call: as in `jax.jit` or a
     `tf.function`, its values are not read (reading one leaves the graph)."""
     if keras.backend.backend() != "torch":
@@ -119,7 +119,7 @@ def torch_compiling():
 
 def _concrete(x):
     """`x` as a NumPy value if it has one now, else None (while tracing)."""
-    if torch_compiling():
+    if _torch_compiling():
         return None
     try:
         return ops.convert_to_numpy(x)
@@ -141,7 +141,7 @@ def check_normalized(log_probs, dtype):
         log_probs: float32 `(N, V)`, the first step's.
         dtype: The dtype the step returned them in (sets the tolerance).
     """
-    if torch_compiling():
+    if _torch_compiling():
         return
     # A row with no possible token is told by its maximum (Keras' torch
     # logsumexp before 3.7 gives nan for it, not `-inf`); `initial`, for an

@@ -15,22 +15,17 @@ from keras import ops
 from keras_attn.arguments import refuses_tfa_names
 from keras_attn.halving import HALVINGS, next_stage_rows, stage_limit
 from keras_attn.layers.masking import keras_mask, with_keras_mask
-from keras_attn.search.buffers import TIME_MAJOR, close_buffers, open_buffers, write
+from keras_attn.search.buffers import close_buffers, open_buffers, write
 from keras_attn.search.checks import (
     check_ids_in_vocabulary,
     check_normalized,
     check_start_ids,
     check_step_rows,
-    torch_compiling,
 )
 from keras_attn.search.choosers import argmax_first
 from keras_attn.search.processors import apply_processors
 
 _NEG_INF = float("-inf")
-# Under `torch.compile`, Keras' torch `while_loop` is a Python loop whose test,
-# read back at every step, leaves the compiled graph; `run` tests once every
-# `UNROLLED_STEPS` steps there, the steps past the loop's end being no-ops.
-UNROLLED_STEPS = 8
 
 
 class DecodingResult(NamedTuple):
@@ -170,9 +165,6 @@ class SearchLoop:
         self.stop_ids = tuple(stop_ids)
         # Whether the loop's time-major buffers are opened (`buffers`).
         self.opened = False
-        # Inside `_while_unrolled`, whether the step is the loop's (a scalar
-        # bool tensor); None elsewhere.
-        self.going = None
 
     def run(self, initial_state, start_ids, choose=None):
         loop, batch, first = self._start(initial_state, start_ids)
@@ -188,42 +180,9 @@ class SearchLoop:
             log_probs, state, extras = self._call_step(loop["ids"], loop["state"])
             return (self._advance(loop, log_probs, state, extras, choose, batch),)
 
-        if torch_compiling():
-            loop = self._while_unrolled(cond, body, loop)
-        else:
-            (loop,) = ops.while_loop(cond, body, (loop,))
+        (loop,) = ops.while_loop(cond, body, (loop,))
         self.opened = False
         return self._finalize(close_buffers(loop), batch)
-
-    def _while_unrolled(self, cond, body, loop):
-        """`run`'s `while_loop` with its test read once every `UNROLLED_STEPS`
-        steps. (`run`'s first step ran before the loop: `t` is 1.)"""
-        steps_left = self.max_length - 1
-        while steps_left > 0 and bool(cond(loop)):
-            steps = min(UNROLLED_STEPS, steps_left)
-            # Its own call: `torch.compile` traces a frame whose loop reads a
-            # value back one step at a time, and this one reads none.
-            loop = self._steps_unrolled(cond, body, loop, steps)
-            steps_left -= steps
-        return loop
-
-    def _steps_unrolled(self, cond, body, loop, steps):
-        """`steps` of `body`; one once `cond` fails leaves the loop as it was:
-        the loop's variables are selected, and the buffers' writes write back
-        what they held (`_write`)."""
-        for _ in range(steps):
-            self.going = cond(loop)
-            (new,) = body(loop)
-            loop = {
-                key: new[key]
-                if key in TIME_MAJOR
-                else keras.tree.map_structure(
-                    lambda n, o: ops.where(self.going, n, o), new[key], loop[key]
-                )
-                for key in new
-            }
-        self.going = None
-        return loop
 
     def run_dropping_finished(self, initial_state, start_ids):
         """Greedy `run` whose batch holds only the open rows (`drop_finished`).
@@ -469,8 +428,6 @@ class SearchLoop:
         return ends[0] if len(ends) == 1 else ops.any(ops.stack(ends), axis=0)
 
     def _write(self, buffer, t, value):
-        if self.going is not None:
-            value = ops.where(self.going, value, ops.take(buffer, t, axis=0))
         return write(buffer, t, value, opened=self.opened)
 
     def _finalize(self, loop, batch):
