@@ -11,8 +11,8 @@ its pointer-generator adds each source word's attention at that word's id
 among the targets' and fails when they are apart),
 `search` (`--beam-widths`, `BEAM_WIDTHS` by default, on the best
 checkpoint of all, on the same dev pairs: its beam has no length penalty or
-minimum length) and `test` (that
-checkpoint and width on the test set, ROUGE with 95% intervals).
+minimum length) and `test` (that checkpoint and width on the test set, ROUGE
+with 95% intervals).
 
 Checkpoints are scored by greedy decoding, as keras-attn's validation
 scores: yoyodyne's beam, a Python heap of hypotheses, decodes 0.74 headlines
