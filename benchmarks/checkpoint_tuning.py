@@ -392,4 +392,3 @@ def record_result(path, result):
                 new[name] = {**run, "machine": copy.deepcopy(result["machine"])}
                 old.pop(name, None)
     write_json(path, merge(recorded, result))
-    return recorded
